@@ -1,0 +1,36 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: demo test lint types unit bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check mnemosyne cli tests bench examples
+	$(BIN)/ruff format --check mnemosyne cli
+
+types: $(STAMP)
+	$(BIN)/mypy mnemosyne cli
+
+unit: $(STAMP)
+	$(BIN)/pytest
+
+test: lint types unit
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py --out bench/results.md
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The ``mnemo`` command line: a thin Typer layer over the ``mnemosyne`` API."""

@@ -1,0 +1,5 @@
+"""Placeholder; replaced by the real CLI."""
+
+
+def main() -> None:
+    """Run the CLI."""

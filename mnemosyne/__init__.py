@@ -1,0 +1,54 @@
+"""Mnemosyne: a content-addressed version-control store for AI-agent memory.
+
+Every memory is an immutable, hashed :class:`Node`; every change is a
+:class:`Commit` with a record time; history can be logged, blamed, diffed,
+branched and read as of any moment.
+"""
+
+from mnemosyne.blame import Blame, BlameLine
+from mnemosyne.errors import (
+    ClaimConflict,
+    CorruptObject,
+    InvalidInput,
+    MergeConflict,
+    MnemoError,
+    NotFound,
+    Redacted,
+    RefConflict,
+    StorageFull,
+)
+from mnemosyne.ids import new_id
+from mnemosyne.objects import Claim, Commit, Node, Provenance
+from mnemosyne.repo import Repo, system_clock
+from mnemosyne.results import Change, Diff, Version
+from mnemosyne.retry import with_retry
+from mnemosyne.revisions import parse_time
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Blame",
+    "BlameLine",
+    "Change",
+    "Claim",
+    "ClaimConflict",
+    "Commit",
+    "CorruptObject",
+    "Diff",
+    "InvalidInput",
+    "MergeConflict",
+    "MnemoError",
+    "Node",
+    "NotFound",
+    "Provenance",
+    "Redacted",
+    "RefConflict",
+    "Repo",
+    "StorageFull",
+    "Version",
+    "__version__",
+    "new_id",
+    "parse_time",
+    "system_clock",
+    "with_retry",
+]

@@ -1,0 +1,47 @@
+"""The error tree: every failure the API raises derives from :class:`MnemoError`.
+
+The CLI maps each class to one exit code (see ``INTERFACE.md``), so a new error
+must subclass the branch whose exit code fits it.
+"""
+
+from __future__ import annotations
+
+
+class MnemoError(Exception):
+    """Root of every error raised by Mnemosyne."""
+
+
+class InvalidInput(MnemoError, ValueError):
+    """The caller passed something Mnemosyne refuses: a bad id, a naive datetime, bad JSON."""
+
+
+class NotFound(MnemoError, KeyError):
+    """A store, ref, revision, object or tenant does not exist."""
+
+    def __str__(self) -> str:
+        # KeyError quotes its argument; a one-line message reads better without.
+        return str(self.args[0]) if self.args else "not found"
+
+
+class RefConflict(MnemoError):
+    """A compare-and-swap on a ref failed: the branch moved since the caller read it."""
+
+
+class MergeConflict(MnemoError):
+    """Merge resolutions were stale or left conflicts unresolved."""
+
+
+class ClaimConflict(MnemoError):
+    """Two claims on one (subject, predicate) start at the same time with different values."""
+
+
+class Redacted(NotFound):
+    """The requested version was erased on purpose; its redaction record survives."""
+
+
+class CorruptObject(MnemoError):
+    """Bytes read back from storage do not match their hash, or cannot be decoded."""
+
+
+class StorageFull(MnemoError):
+    """The disk or the storage map cannot grow to hold the write; nothing was written."""

@@ -1,0 +1,88 @@
+"""The small key-value interface every storage backend implements.
+
+A backend offers named keyspaces, snapshot read transactions and serialised
+write transactions with ordered prefix scans. Write transactions are given as
+a function so a backend may run it again (LMDB does, after growing its map).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from enum import StrEnum
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class Space(StrEnum):
+    """The named keyspaces of a store."""
+
+    OBJECTS = "objects"
+    REFS = "refs"
+    REFLOG = "reflog"
+    INDEX = "index"
+    META = "meta"
+
+
+class ReadTxn(Protocol):
+    """A consistent snapshot of the store."""
+
+    def get(self, space: Space, key: bytes) -> bytes | None:
+        """Return the value at ``key``, or None."""
+        ...
+
+    def scan(
+        self, space: Space, prefix: bytes, start: bytes | None = None, reverse: bool = False
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Yield ``(key, value)`` for keys starting with ``prefix``, in key order.
+
+        ``start`` (inclusive) is where to begin: the smallest key yielded going
+        forward, the largest going in reverse.
+        """
+        ...
+
+
+class WriteTxn(ReadTxn, Protocol):
+    """A read transaction that may also write; all or nothing."""
+
+    def put(self, space: Space, key: bytes, value: bytes, overwrite: bool = True) -> bool:
+        """Store ``value`` at ``key``; False when ``overwrite`` is off and the key exists."""
+        ...
+
+    def delete(self, space: Space, key: bytes) -> bool:
+        """Remove ``key``; False when it was absent."""
+        ...
+
+
+class KV(Protocol):
+    """A storage backend."""
+
+    readonly: bool
+
+    def read(self) -> AbstractContextManager[ReadTxn]:
+        """Open a snapshot read transaction."""
+        ...
+
+    def transact(self, fn: Callable[[WriteTxn], T]) -> T:
+        """Run ``fn`` in a write transaction and commit it; abort if it raises.
+
+        ``fn`` may be run more than once, so it must not have effects outside the
+        transaction.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release the backend; further use is an error."""
+        ...
+
+
+def prefix_end(prefix: bytes) -> bytes | None:
+    """Return the smallest key greater than every key starting with ``prefix``.
+
+    None when there is none (an empty prefix or one of all 0xff bytes).
+    """
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes([stripped[-1] + 1])

@@ -1,0 +1,297 @@
+"""The default backend: LMDB through py-lmdb.
+
+One writer at a time (LMDB's own lock serialises writers across processes),
+snapshot readers that never block, and a memory map that grows on demand: a
+write that fills the map is aborted, the map doubled, and the write run again,
+so users never meet ``MapFullError``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar, TypeVar, cast
+
+import lmdb
+
+from mnemosyne.errors import InvalidInput, MnemoError, StorageFull
+from mnemosyne.kv.base import Space, WriteTxn, prefix_end
+
+T = TypeVar("T")
+
+DEFAULT_MAP_SIZE = 1 << 30
+"""Initial map size (1 GiB). The file grows only as pages are written."""
+
+DEFAULT_MAX_MAP_SIZE = 1 << 44
+"""The map doubles on demand up to this size, then writes fail with StorageFull."""
+
+
+class _Gate:
+    """Lets transactions run together but alone with a map resize.
+
+    LMDB requires that no transaction of this process is open while the map size
+    changes; threads sharing a handle pass through this gate.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._active = 0
+        self._resizing = False
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            while self._resizing:
+                self._cond.wait()
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._active -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            while self._resizing:
+                self._cond.wait()
+            self._resizing = True
+            while self._active:
+                self._cond.wait()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._resizing = False
+                self._cond.notify_all()
+
+
+def _is_disk_full(exc: BaseException) -> bool:
+    return (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)) or (
+        "No space left" in str(exc)
+    )
+
+
+class _Txn:
+    __slots__ = ("_dbs", "_txn")
+
+    def __init__(self, txn: lmdb.Transaction, dbs: dict[Space, Any]) -> None:
+        self._txn = txn
+        self._dbs = dbs
+
+    def get(self, space: Space, key: bytes) -> bytes | None:
+        return cast("bytes | None", self._txn.get(key, db=self._dbs[space]))
+
+    def scan(
+        self, space: Space, prefix: bytes, start: bytes | None = None, reverse: bool = False
+    ) -> Iterator[tuple[bytes, bytes]]:
+        cursor = self._txn.cursor(db=self._dbs[space])
+        if not reverse:
+            seek = max(prefix, start) if start is not None else prefix
+            if not cursor.set_range(seek):
+                return
+            for key, value in cursor.iternext():
+                if not bytes(key).startswith(prefix):
+                    return
+                yield cast(bytes, key), cast(bytes, value)
+            return
+        # Place the cursor on the last key at or below the bound.
+        if start is not None:
+            if cursor.set_range(start):
+                positioned = cursor.key() == start or cursor.prev()
+            else:
+                positioned = cursor.last()
+        else:
+            end = prefix_end(prefix)
+            positioned = (cursor.prev() if cursor.set_range(end) else cursor.last()) if end else cursor.last()
+        if not positioned:
+            return
+        for key, value in cursor.iterprev():
+            raw = cast(bytes, key)
+            if not raw.startswith(prefix):
+                if raw < prefix:
+                    return
+                continue  # above the prefix range: only when start lies beyond it
+            yield raw, cast(bytes, value)
+
+    def put(self, space: Space, key: bytes, value: bytes, overwrite: bool = True) -> bool:
+        done: bool = self._txn.put(key, value, db=self._dbs[space], overwrite=overwrite)
+        return done
+
+    def delete(self, space: Space, key: bytes) -> bool:
+        done: bool = self._txn.delete(key, db=self._dbs[space])
+        return done
+
+
+class _Shared:
+    """One LMDB environment per store directory per process (LMDB forbids two)."""
+
+    registry: ClassVar[dict[str, _Shared]] = {}
+    registry_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, path: str, readonly: bool, map_size: int, max_map_size: int) -> None:
+        self.path = path
+        self.readonly = readonly
+        self.max_map_size = max_map_size
+        self.users = 0
+        self.gate = _Gate()
+        self.env = lmdb.open(
+            path,
+            subdir=True,
+            create=False,
+            readonly=readonly,
+            map_size=map_size,
+            max_dbs=16,
+            max_readers=512,
+            readahead=False,
+            sync=True,
+            metasync=True,
+            lock=True,
+        )
+        self.dbs: dict[Space, Any] = {}
+        if readonly:
+            with self.env.begin() as txn:
+                for space in Space:
+                    self.dbs[space] = self.env.open_db(space.value.encode(), txn=txn, create=False)
+        else:
+            with self.env.begin(write=True) as txn:
+                for space in Space:
+                    self.dbs[space] = self.env.open_db(space.value.encode(), txn=txn, create=True)
+
+    def grow(self, failed_size: int) -> None:
+        with self.gate.exclusive():
+            current = self.env.info()["map_size"]
+            if current > failed_size:
+                return  # another thread grew it already
+            if current >= self.max_map_size:
+                raise StorageFull(
+                    f"the store's map is full at {current} bytes (its limit); nothing was written"
+                )
+            self.env.set_mapsize(min(current * 2, self.max_map_size))
+
+    def adopt_new_size(self) -> None:
+        with self.gate.exclusive():
+            self.env.set_mapsize(0)
+
+
+class LmdbKV:
+    """Keyspaces in one LMDB environment: the store directory's ``data.mdb``."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = False,
+        readonly: bool = False,
+        map_size: int = DEFAULT_MAP_SIZE,
+        max_map_size: int = DEFAULT_MAX_MAP_SIZE,
+    ) -> None:
+        real = os.path.realpath(os.fspath(path))
+        if create:
+            os.makedirs(real, exist_ok=True)
+        self.readonly = readonly
+        self._closed = False
+        with _Shared.registry_lock:
+            shared = _Shared.registry.get(real)
+            if shared is not None and shared.readonly and not readonly:
+                raise InvalidInput(f"{real} is open read-only in this process; close it first")
+            if shared is None:
+                try:
+                    shared = _Shared(real, readonly, min(map_size, max_map_size), max_map_size)
+                except lmdb.Error as exc:
+                    raise MnemoError(f"cannot open store at {real}: {exc}") from None
+                _Shared.registry[real] = shared
+            shared.users += 1
+        self._shared = shared
+
+    @property
+    def env(self) -> lmdb.Environment:
+        """The LMDB environment (for benchmarks and maintenance)."""
+        return self._shared.env
+
+    @contextmanager
+    def read(self) -> Iterator[_Txn]:
+        """Open a snapshot read transaction."""
+        shared = self._check_open()
+        with shared.gate.shared():
+            txn = self._begin(shared, write=False)
+            try:
+                yield _Txn(txn, shared.dbs)
+            finally:
+                txn.abort()
+
+    def transact(self, fn: Callable[[WriteTxn], T]) -> T:
+        """Run ``fn`` in a write transaction, growing the map and re-running it when full."""
+        shared = self._check_open()
+        if self.readonly:
+            raise InvalidInput("the store is open read-only")
+        while True:
+            size = 0
+            try:
+                with shared.gate.shared():
+                    size = shared.env.info()["map_size"]
+                    txn = self._begin(shared, write=True)
+                    try:
+                        result = fn(_Txn(txn, shared.dbs))
+                        txn.commit()
+                    except BaseException:
+                        txn.abort()
+                        raise
+                    return result
+            except lmdb.MapFullError:
+                shared.grow(size)
+            except lmdb.Error as exc:
+                if _is_disk_full(exc):
+                    raise StorageFull(f"the disk is full; nothing was written ({exc})") from None
+                raise MnemoError(f"storage error: {exc}") from None
+            except OSError as exc:
+                if _is_disk_full(exc):
+                    raise StorageFull(f"the disk is full; nothing was written ({exc})") from None
+                raise
+
+    def _begin(self, shared: _Shared, write: bool) -> lmdb.Transaction:
+        for _ in range(3):
+            try:
+                return shared.env.begin(write=write)
+            except lmdb.MapResizedError:
+                # Another process grew the map; adopt its size outside our slot.
+                pass
+            with _released(shared.gate):
+                shared.adopt_new_size()
+        return shared.env.begin(write=write)
+
+    def close(self) -> None:
+        """Release this handle; the environment closes with its last handle."""
+        if self._closed:
+            return
+        self._closed = True
+        shared = self._shared
+        with _Shared.registry_lock:
+            shared.users -= 1
+            if shared.users == 0:
+                _Shared.registry.pop(shared.path, None)
+                shared.env.close()
+
+    def _check_open(self) -> _Shared:
+        if self._closed:
+            raise MnemoError("the store is closed")
+        return self._shared
+
+
+@contextmanager
+def _released(gate: _Gate) -> Iterator[None]:
+    """Step out of a shared slot for the duration of the block."""
+    with gate._cond:
+        gate._active -= 1
+        gate._cond.notify_all()
+    try:
+        yield
+    finally:
+        with gate._cond:
+            while gate._resizing:
+                gate._cond.wait()
+            gate._active += 1

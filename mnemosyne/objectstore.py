@@ -1,0 +1,102 @@
+"""Content-addressed objects over a KV backend, scoped to one tenant.
+
+Bytes are verified against their hash every time they come back from storage,
+so a corrupt object raises :class:`CorruptObject` instead of returning wrong
+data. Decoded tree chunks and commits (immutable, small, read again and again)
+are kept in a bounded cache; nodes are not, so erased bytes never linger here.
+"""
+
+from __future__ import annotations
+
+from mnemosyne import codec
+from mnemosyne.errors import CorruptObject, NotFound
+from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
+from mnemosyne.objects import CommitObject, Node, ObjectId, StoredObject, TreeChunk
+
+CACHE_ENTRIES = 32768
+
+
+class ObjectStore:
+    """Objects of one tenant, addressed by the blake3 digest of their bytes."""
+
+    def __init__(self, scope: bytes) -> None:
+        self.scope = scope
+        self._cache: dict[bytes, StoredObject] = {}
+
+    def key(self, oid: bytes) -> bytes:
+        """The storage key of an object id."""
+        return self.scope + oid
+
+    def raw(self, txn: ReadTxn, oid: bytes) -> bytes | None:
+        """Return the stored bytes of ``oid`` unverified, or None."""
+        return txn.get(Space.OBJECTS, self.scope + oid)
+
+    def contains(self, txn: ReadTxn, oid: bytes) -> bool:
+        """Whether the object's bytes are stored."""
+        return oid in self._cache or txn.get(Space.OBJECTS, self.scope + oid) is not None
+
+    def load(self, txn: ReadTxn, oid: bytes) -> StoredObject:
+        """Read, verify and decode one object.
+
+        Raises:
+            NotFound: if no object has that id.
+            CorruptObject: if the bytes do not hash to ``oid`` or do not decode.
+        """
+        obj = self._cache.get(oid)
+        if obj is not None:
+            return obj
+        data = txn.get(Space.OBJECTS, self.scope + oid)
+        if data is None:
+            raise NotFound(f"object {oid.hex()} is not in the store")
+        if codec.object_id(data) != oid:
+            raise CorruptObject(f"object {oid.hex()} is corrupt: its bytes do not match its hash")
+        obj = codec.decode(data, oid)
+        if isinstance(obj, Node):
+            obj.__dict__["hash"] = oid.hex()
+        else:
+            self._remember(oid, obj)
+        return obj
+
+    def chunk(self, txn: ReadTxn, oid: bytes) -> TreeChunk:
+        """Load a tree chunk."""
+        obj = self.load(txn, oid)
+        if not isinstance(obj, TreeChunk):
+            raise CorruptObject(f"object {oid.hex()} should be a tree chunk")
+        return obj
+
+    def commit(self, txn: ReadTxn, oid: bytes) -> CommitObject:
+        """Load a commit."""
+        obj = self.load(txn, oid)
+        if not isinstance(obj, CommitObject):
+            raise NotFound(f"{oid.hex()} is not a commit")
+        return obj
+
+    def node(self, txn: ReadTxn, oid: bytes) -> Node:
+        """Load a node version."""
+        obj = self.load(txn, oid)
+        if not isinstance(obj, Node):
+            raise CorruptObject(f"object {oid.hex()} should be a node")
+        return obj
+
+    def put(self, txn: WriteTxn, obj: StoredObject) -> ObjectId:
+        """Encode and store ``obj`` (a no-op when present); return its id."""
+        data = codec.encode(obj)
+        oid = ObjectId(codec.object_id(data))
+        txn.put(Space.OBJECTS, self.scope + oid, data, overwrite=False)
+        if isinstance(obj, Node):
+            obj.__dict__["hash"] = oid.hex()
+        else:
+            self._remember(oid, obj)
+        return oid
+
+    def _remember(self, oid: bytes, obj: StoredObject) -> None:
+        cache = self._cache
+        if len(cache) >= CACHE_ENTRIES:
+            # Drop the oldest quarter: cheaper than LRU bookkeeping on every hit.
+            for stale in list(cache)[: CACHE_ENTRIES // 4]:
+                del cache[stale]
+        cache[oid] = obj
+
+    def forget_cached(self, oid: bytes) -> None:
+        """Drop one object from the cache."""
+        self._cache.pop(oid, None)

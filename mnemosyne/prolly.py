@@ -1,0 +1,344 @@
+"""Prolly trees: a sorted map from node id to node hash, stored as hashed chunks.
+
+A key ends a chunk at level L when a seeded hash of the key alone (a different
+seed per level) falls under a threshold, so chunk boundaries, and with them every
+chunk and the root hash, depend only on the set of entries, never on the order of
+edits (history independence). A commit that changes k of n entries rewrites only
+the chunks on those k paths, O(k·log n); a diff descends only into chunks whose
+hashes differ.
+
+Level 0 chunks hold ``(id, node hash)``; a chunk above holds ``(last key of child,
+child hash)``. The root is the lowest level that fits in one chunk; the empty
+tree is one empty leaf.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from collections.abc import Callable, Iterator, Sequence
+
+from mnemosyne.objects import TreeChunk
+
+AVERAGE_CHUNK = 24
+"""Average entries per chunk; boundaries are random, so sizes vary around it."""
+
+_THRESHOLD = (1 << 64) // AVERAGE_CHUNK
+_SALTS = [f"mnemo-tree-{level}".encode().ljust(16, b".")[:16] for level in range(64)]
+
+EMPTY = TreeChunk(0, (), ())
+
+Load = Callable[[bytes], TreeChunk]
+Store = Callable[[TreeChunk], bytes]
+Edit = tuple[str, bytes | None]
+"""``(key, new value)``; a value of None deletes the key."""
+Change = tuple[str, bytes | None, bytes | None]
+"""``(key, old value, new value)``; None for absent."""
+
+
+def is_boundary(key: str, level: int) -> bool:
+    """Whether ``key`` ends a chunk at ``level``."""
+    digest = hashlib.blake2b(key.encode(), digest_size=8, salt=_SALTS[level]).digest()
+    return int.from_bytes(digest, "little") < _THRESHOLD
+
+
+def chunk_entries(
+    level: int,
+    keys: Sequence[str],
+    values: Sequence[bytes],
+    known: Sequence[bool | None] | None = None,
+) -> list[TreeChunk]:
+    """Cut sorted entries into chunks at boundary keys; the last chunk ends at the end.
+
+    ``known`` may give, per entry, whether it is a boundary (None: work it out);
+    entries taken from existing chunks are known, which spares rehashing them.
+    """
+    chunks: list[TreeChunk] = []
+    start = 0
+    for i, key in enumerate(keys):
+        flag = known[i] if known is not None else None
+        if flag is None:
+            flag = is_boundary(key, level)
+        if flag:
+            chunks.append(TreeChunk(level, tuple(keys[start : i + 1]), tuple(values[start : i + 1])))
+            start = i + 1
+    if start < len(keys):
+        chunks.append(TreeChunk(level, tuple(keys[start:]), tuple(values[start:])))
+    return chunks
+
+
+def _merge(
+    chunk: TreeChunk,
+    final: bool,
+    edits: Sequence[Edit],
+    changes: list[Change] | None,
+    out_keys: list[str],
+    out_values: list[bytes],
+    out_known: list[bool | None],
+) -> None:
+    """Append a chunk's entries with sorted edits applied; record real changes when asked.
+
+    Entries kept from the chunk have known boundary flags: only its last key is a
+    boundary, unless the chunk is the ``final`` one of its level.
+    """
+    keys = chunk.keys
+    values = chunk.values
+    n = len(keys)
+    last_flag: bool | None = None if final else True
+    i = 0
+    for key, value in edits:
+        j = bisect.bisect_left(keys, key, i)
+        if j > i:
+            out_keys.extend(keys[i:j])
+            out_values.extend(values[i:j])
+            out_known.extend([False] * (j - i))
+            if j == n:
+                out_known[-1] = last_flag
+        i = j
+        old = None
+        if i < n and keys[i] == key:
+            old = values[i]
+            i += 1
+        if value is not None:
+            out_keys.append(key)
+            out_values.append(value)
+            out_known.append(None)
+        if changes is not None and old != value:
+            changes.append((key, old, value))
+    if i < n:
+        out_keys.extend(keys[i:])
+        out_values.extend(values[i:])
+        out_known.extend([False] * (n - i))
+        out_known[-1] = last_flag
+
+
+class Tree:
+    """Operations on prolly trees whose chunks come from ``load`` and go to ``store``."""
+
+    def __init__(self, load: Load, store: Store | None = None) -> None:
+        self._load = load
+        self._store = store
+
+    def get(self, root: bytes, key: str) -> bytes | None:
+        """Return the value at ``key``, or None."""
+        chunk = self._load(root)
+        while chunk.level:
+            i = bisect.bisect_left(chunk.keys, key)
+            if i == len(chunk.keys):
+                return None
+            chunk = self._load(chunk.values[i])
+        i = bisect.bisect_left(chunk.keys, key)
+        if i < len(chunk.keys) and chunk.keys[i] == key:
+            return chunk.values[i]
+        return None
+
+    def items(self, root: bytes, prefix: str = "", start: str = "") -> Iterator[tuple[str, bytes]]:
+        """Yield ``(key, value)`` in key order, from ``start``, for keys with ``prefix``."""
+        begin = max(prefix, start)
+        for key, value in self._walk(root, begin):
+            if not key.startswith(prefix):
+                return
+            yield key, value
+
+    def _walk(self, oid: bytes, begin: str) -> Iterator[tuple[str, bytes]]:
+        chunk = self._load(oid)
+        i = bisect.bisect_left(chunk.keys, begin) if begin else 0
+        if chunk.level == 0:
+            yield from zip(chunk.keys[i:], chunk.values[i:], strict=True)
+            return
+        for j in range(i, len(chunk.keys)):
+            yield from self._walk(chunk.values[j], begin if j == i else "")
+
+    def count(self, root: bytes) -> int:
+        """Number of entries (walks every leaf)."""
+        chunk = self._load(root)
+        if chunk.level == 0:
+            return len(chunk.keys)
+        return sum(self.count(child) for child in chunk.values)
+
+    # -- writing -----------------------------------------------------------
+
+    def update(self, root: bytes, edits: Sequence[Edit]) -> tuple[bytes, list[Change]]:
+        """Apply edits (sorted by key, keys unique) and return the new root and the changes.
+
+        Changes leave out edits that change nothing (the same value again, or the
+        deletion of an absent key).
+        """
+        changes: list[Change] = []
+        if not edits:
+            return root, changes
+        top = self._load(root).level
+        level = 0
+        level_edits: Sequence[Edit] = edits
+        while True:
+            old, new = self._rewrite_level(root, level, level_edits, changes if level == 0 else None)
+            if level == top:
+                return self._finish(level, new), changes
+            next_edits: dict[str, bytes | None] = {key: None for key, _ in old}
+            for key, oid in new:
+                next_edits[key] = oid
+            for key, oid in old:
+                if next_edits.get(key) == oid:
+                    del next_edits[key]
+            if not next_edits:
+                return root, changes
+            level_edits = sorted(next_edits.items())
+            level += 1
+
+    def build(self, keys: Sequence[str], values: Sequence[bytes]) -> bytes:
+        """Build a tree from sorted, unique entries."""
+        return self.update(self._put(EMPTY), list(zip(keys, values, strict=True)))[0]
+
+    def _put(self, chunk: TreeChunk) -> bytes:
+        if self._store is None:
+            raise TypeError("this Tree was opened without a store")
+        return self._store(chunk)
+
+    def _finish(self, level: int, chunks: list[tuple[str, bytes]]) -> bytes:
+        """Stack levels over ``chunks`` until one chunk remains; that is the root."""
+        if not chunks:
+            return self._put(EMPTY)
+        while len(chunks) > 1:
+            level += 1
+            keys = [key for key, _ in chunks]
+            oids = [oid for _, oid in chunks]
+            chunks = [(c.keys[-1], self._put(c)) for c in chunk_entries(level, keys, oids)]
+        root = chunks[0][1]
+        chunk = self._load(root)
+        while chunk.level and len(chunk.keys) == 1:
+            # A level with one child adds nothing: the canonical root is the child.
+            root = chunk.values[0]
+            chunk = self._load(root)
+        return root
+
+    def _locate(self, root: bytes, level: int, key: str, after: bool) -> tuple[bytes, TreeChunk] | None:
+        """Find the chunk at ``level`` holding ``key``.
+
+        With ``after``, the first chunk whose last key is greater than ``key``
+        (None when there is none); otherwise the first whose last key is at least
+        ``key``, or the last chunk.
+        """
+        oid = root
+        chunk = self._load(root)
+        while True:
+            if chunk.level == level:
+                if after and (not chunk.keys or chunk.keys[-1] <= key):
+                    return None  # only possible at the root: a single chunk
+                return oid, chunk
+            keys = chunk.keys
+            i = bisect.bisect_right(keys, key) if after else bisect.bisect_left(keys, key)
+            if i == len(keys):
+                if after:
+                    return None
+                i -= 1
+            oid = chunk.values[i]
+            chunk = self._load(oid)
+
+    def _rewrite_level(
+        self,
+        root: bytes,
+        level: int,
+        edits: Sequence[Edit],
+        changes: list[Change] | None,
+    ) -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes]]]:
+        """Apply edits to the entries at ``level``.
+
+        Returns the chunks replaced and the chunks written, each as
+        ``(last key, chunk id)``.
+        """
+        replaced: list[tuple[str, bytes]] = []
+        written: list[tuple[str, bytes]] = []
+        i = 0
+        n = len(edits)
+        while i < n:
+            found = self._locate(root, level, edits[i][0], after=False)
+            assert found is not None
+            oid, chunk = found
+            keys: list[str] = []
+            values: list[bytes] = []
+            known: list[bool | None] = []
+            while True:
+                # Take in this chunk and the edits that fall in it; keep going while the
+                # region does not end on a boundary key, since the next chunk then
+                # continues it.
+                last_key = chunk.keys[-1] if chunk.keys else None
+                following = self._locate(root, level, last_key, after=True) if last_key is not None else None
+                if last_key is not None:
+                    replaced.append((last_key, oid))
+                j = i
+                if following is None:
+                    j = n
+                else:
+                    assert last_key is not None
+                    while j < n and edits[j][0] <= last_key:
+                        j += 1
+                _merge(chunk, following is None, edits[i:j], changes, keys, values, known)
+                i = j
+                if not keys or following is None:
+                    break
+                if known[-1] is None:
+                    known[-1] = is_boundary(keys[-1], level)
+                if known[-1]:
+                    break
+                oid, chunk = following
+            for new in chunk_entries(level, keys, values, known):
+                written.append((new.keys[-1], self._put(new)))
+        return replaced, written
+
+    # -- comparing ---------------------------------------------------------
+
+    def diff(self, a: bytes, b: bytes) -> Iterator[Change]:
+        """Yield ``(key, old, new)`` for every key whose value differs, in key order.
+
+        Chunks with equal hashes on both sides are skipped without being read;
+        chunk boundaries depend only on keys, so unchanged regions line up.
+        """
+        if a == b:
+            return
+        # Stacks of pending items, next item last: (level, key, value); level -1 is
+        # an entry (key, value), otherwise an unread chunk (value is its id).
+        left: list[tuple[int, str, bytes]] = [(self._load(a).level, "", a)]
+        right: list[tuple[int, str, bytes]] = [(self._load(b).level, "", b)]
+        while left and right:
+            la, ka, va = left[-1]
+            lb, kb, vb = right[-1]
+            if la == lb:
+                if la >= 0 and va == vb:
+                    left.pop()
+                    right.pop()
+                    continue
+                if la < 0:
+                    if ka == kb:
+                        left.pop()
+                        right.pop()
+                        if va != vb:
+                            yield ka, va, vb
+                    elif ka < kb:
+                        left.pop()
+                        yield ka, va, None
+                    else:
+                        right.pop()
+                        yield kb, None, vb
+                    continue
+            if la >= lb:
+                self._expand(left)
+            if lb >= la:
+                self._expand(right)
+        for _, key, value in self._drain(left):
+            yield key, value, None
+        for _, key, value in self._drain(right):
+            yield key, None, value
+
+    def _expand(self, stack: list[tuple[int, str, bytes]]) -> None:
+        _, _, oid = stack.pop()
+        chunk = self._load(oid)
+        level = chunk.level - 1
+        for key, value in zip(reversed(chunk.keys), reversed(chunk.values), strict=True):
+            stack.append((level, key, value))
+
+    def _drain(self, stack: list[tuple[int, str, bytes]]) -> Iterator[tuple[int, str, bytes]]:
+        while stack:
+            if stack[-1][0] >= 0:
+                self._expand(stack)
+            else:
+                yield stack.pop()

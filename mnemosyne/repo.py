@@ -1,0 +1,639 @@
+"""``Repo``: the Python API of a Mnemosyne store.
+
+Returns data (Structs and iterators) and raises the :mod:`mnemosyne.errors`
+tree; never prints, never reads the environment, and takes its clock as a
+parameter so record time is testable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from mnemosyne import walk
+from mnemosyne.blame import Blame, blame
+from mnemosyne.errors import InvalidInput, MergeConflict, NotFound
+from mnemosyne.ids import new_id
+from mnemosyne.kv.base import KV, Space, WriteTxn
+from mnemosyne.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV
+from mnemosyne.kv.memory import MemoryKV
+from mnemosyne.objects import Commit, CommitObject, Node
+from mnemosyne.prolly import EMPTY
+from mnemosyne.refs import BRANCH_PREFIX, DEFAULT_BRANCH, TICK, check_branch_name
+from mnemosyne.results import Change, Diff, Version
+from mnemosyne.revisions import resolve
+from mnemosyne.validation import check_id, check_json
+from mnemosyne.view import Stores, View, WriteView
+
+FORMAT = 1
+"""Store format version written by this release."""
+
+DEFAULT_TENANT = "default"
+_TENANT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+_FORMAT_KEY = b"format"
+_TENANT_KEY = b"tenant/"
+_NEXT_TENANT_KEY = b"next-tenant"
+_DATA_FILE = "data.mdb"
+
+Clock = Callable[[], datetime]
+
+
+def system_clock() -> datetime:
+    """The default clock: the system's time in UTC."""
+    return datetime.now(UTC)
+
+
+def _open_kv(path: Path, create: bool, readonly: bool, map_size: int, max_map_size: int) -> LmdbKV:
+    return LmdbKV(path, create=create, readonly=readonly, map_size=map_size, max_map_size=max_map_size)
+
+
+class Repo:
+    """A store of agent memory, bound to one tenant.
+
+    Open one with :meth:`init`, :meth:`open` or :meth:`in_memory`; use it as a
+    context manager or call :meth:`close`. A ``Repo`` may be shared by threads
+    (reads run concurrently, writes are serialised); open it again in a forked
+    child rather than carrying it across ``fork()``.
+    """
+
+    def __init__(self, kv: KV, scope: bytes, tenant: str, clock: Clock, path: Path | None) -> None:
+        """Use :meth:`init`, :meth:`open` or :meth:`in_memory` instead."""
+        self._kv = kv
+        self._stores = Stores(scope)
+        self._clock = clock
+        self.tenant = tenant
+        self.path = path
+
+    # -- opening -------------------------------------------------------------
+
+    @classmethod
+    def init(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock = system_clock,
+        map_size: int = DEFAULT_MAP_SIZE,
+        max_map_size: int = DEFAULT_MAX_MAP_SIZE,
+    ) -> Repo:
+        """Create a new store in the directory ``path`` and open its default tenant.
+
+        Raises:
+            InvalidInput: if a store (or any other file) is already there.
+        """
+        where = Path(path)
+        if where.exists():
+            if (where / _DATA_FILE).exists():
+                raise InvalidInput(f"a store already exists at {where}")
+            if not where.is_dir():
+                raise InvalidInput(f"{where} exists and is not a directory")
+            if any(where.iterdir()):
+                raise InvalidInput(f"{where} exists and is not empty")
+        kv = _open_kv(where, True, False, map_size, max_map_size)
+        try:
+            kv.transact(cls._initialise)
+        except BaseException:
+            kv.close()
+            raise
+        return cls(kv, _scope(0), DEFAULT_TENANT, clock, where)
+
+    @staticmethod
+    def _initialise(txn: WriteTxn) -> None:
+        txn.put(Space.META, _FORMAT_KEY, str(FORMAT).encode())
+        txn.put(Space.META, _TENANT_KEY + DEFAULT_TENANT.encode(), _scope(0))
+        txn.put(Space.META, _NEXT_TENANT_KEY, (1).to_bytes(4, "big"))
+        Stores(_scope(0)).refs.set_head(txn, DEFAULT_BRANCH)
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        tenant: str = DEFAULT_TENANT,
+        create: bool = False,
+        readonly: bool = False,
+        clock: Clock = system_clock,
+        map_size: int = DEFAULT_MAP_SIZE,
+        max_map_size: int = DEFAULT_MAX_MAP_SIZE,
+    ) -> Repo:
+        """Open an existing store.
+
+        Args:
+            path: the store directory.
+            tenant: the tenant whose keyspace this handle is bound to.
+            create: create the tenant if it does not exist yet.
+            readonly: open for inspection; any write raises ``InvalidInput``.
+            clock: where record time comes from.
+            map_size: initial LMDB map size in bytes.
+            max_map_size: the map grows on demand up to this size.
+
+        Raises:
+            NotFound: no store at ``path``, or an unknown tenant without ``create``.
+            InvalidInput: a store of a newer format, or a bad tenant name.
+        """
+        where = Path(path)
+        if not (where / _DATA_FILE).is_file():
+            raise NotFound(f"no store at {where} (create one with 'mnemo init')")
+        if not _TENANT_NAME.fullmatch(tenant):
+            raise InvalidInput(f"{tenant!r} is not a tenant name ([a-z0-9][a-z0-9_-]{{0,63}})")
+        kv = _open_kv(where, False, readonly, map_size, max_map_size)
+        try:
+            scope = _open_tenant(kv, tenant, create, where)
+        except BaseException:
+            kv.close()
+            raise
+        return cls(kv, scope, tenant, clock, where)
+
+    @classmethod
+    def in_memory(cls, *, clock: Clock = system_clock) -> Repo:
+        """A store held in memory only: for tests and throwaway experiments."""
+        kv = MemoryKV()
+        kv.transact(cls._initialise)
+        return cls(kv, _scope(0), DEFAULT_TENANT, clock, None)
+
+    def close(self) -> None:
+        """Release the store; the handle cannot be used afterwards."""
+        self._kv.close()
+
+    def __enter__(self) -> Repo:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = str(self.path) if self.path is not None else "memory"
+        return f"<Repo {where} tenant={self.tenant}>"
+
+    @property
+    def readonly(self) -> bool:
+        """Whether the handle refuses writes."""
+        return self._kv.readonly
+
+    @property
+    def kv(self) -> KV:
+        """The storage backend (for maintenance tools and benchmarks)."""
+        return self._kv
+
+    @contextmanager
+    def _view(self) -> Iterator[View]:
+        with self._kv.read() as txn:
+            yield View(self._stores, txn)
+
+    def _now(self) -> datetime:
+        now = self._clock()
+        if now.tzinfo is None:
+            raise InvalidInput("the store's clock returned a naive datetime")
+        return now.astimezone(UTC)
+
+    # -- writing -------------------------------------------------------------
+
+    def commit(
+        self,
+        put: Iterable[Node] = (),
+        delete: Iterable[str] = (),
+        *,
+        message: str = "",
+        author: str = "unknown",
+        branch: str | None = None,
+        parent: str | None = None,
+        meta: dict[str, Any] | None = None,
+        allow_empty: bool = False,
+    ) -> Commit:
+        """Record new versions of nodes and removals of ids as one atomic commit.
+
+        The commit applies to the branch tip found inside its write transaction, so
+        concurrent writers never lose each other's commits.
+
+        Args:
+            put: node versions to write; a node without an id gets a generated one.
+            delete: ids to remove from the snapshot (history keeps them).
+            message: why.
+            author: who.
+            branch: the branch to commit to (default: HEAD's branch).
+            parent: the commit the caller expects at the tip (optimistic concurrency).
+            meta: optional JSON map stored in the commit (run id, …).
+            allow_empty: record a commit even when the snapshot does not change.
+
+        Returns:
+            The new commit.
+
+        Raises:
+            InvalidInput: bad nodes, ids or meta; an id both written and removed; nothing
+                to commit.
+            NotFound: removing an id that is not in the branch; an unknown ``parent``.
+            RefConflict: ``parent`` was given and the branch has moved past it.
+        """
+        nodes = list(put)
+        removals = [check_id(i) for i in delete]
+        for node in nodes:
+            if not isinstance(node, Node):
+                raise InvalidInput(f"put takes Node objects, not {type(node).__name__}")
+        if not isinstance(message, str) or not isinstance(author, str):
+            raise InvalidInput("message and author must be strings")
+        if meta is not None:
+            if not isinstance(meta, dict):
+                raise InvalidInput("commit meta must be a JSON map")
+            check_json(meta, "commit meta")
+        when_hint = self._now()
+        nodes = [n if n.id else _with_id(n, new_id(when_hint)) for n in nodes]
+        seen: set[str] = set()
+        for node_id in [n.id for n in nodes] + removals:
+            if node_id in seen:
+                raise InvalidInput(f"{node_id} appears more than once in one commit")
+            seen.add(node_id)
+        target = check_branch_name(branch) if branch is not None else None
+
+        def work(txn: WriteTxn) -> Commit:
+            view = WriteView(self._stores, txn)
+            name = target or view.refs.head_branch(txn)
+            ref = BRANCH_PREFIX + name
+            tip = view.refs.read(txn, ref)
+            if parent is not None:
+                expected = resolve(view, parent)
+                if tip != expected:
+                    from mnemosyne.errors import RefConflict
+
+                    raise RefConflict(
+                        f"branch {name} moved: expected {expected.hex()[:7]}, "
+                        f"found {tip.hex()[:7] if tip else 'no commits'}"
+                    )
+            tip_obj = view.commit(tip) if tip is not None else None
+            base = tip_obj.tree if tip_obj is not None else view.put_chunk(EMPTY)
+            edits: list[tuple[str, bytes | None]] = [(node.id, view.objects.put(txn, node)) for node in nodes]
+            edits.extend((node_id, None) for node_id in removals)
+            edits.sort(key=lambda edit: edit[0])
+            root, changes = view.tree.update(base, edits)
+            if removals:
+                removed = {key for key, _, new in changes if new is None}
+                missing = [i for i in removals if i not in removed]
+                if missing:
+                    raise NotFound(f"cannot remove {missing[0]}: it is not in branch {name}")
+            if not changes and not allow_empty:
+                raise InvalidInput("nothing to commit: the snapshot would not change (pass allow_empty=True)")
+            when = self._now()
+            if tip_obj is not None and when <= tip_obj.record_time:
+                when = tip_obj.record_time + TICK
+            when = view.refs.next_time(txn, ref, when)
+            parents = (tip,) if tip is not None else ()
+            obj = CommitObject(root, parents, when, author, message, meta or None)
+            oid = view.objects.put(txn, obj)
+            entry = view.graph.add(txn, oid, parents)
+            for key, _, new in changes:
+                view.changes.add(txn, key, entry.generation, oid, new)
+            summary = message.splitlines()[0] if message else ""
+            view.refs.update(txn, ref, tip, oid, when=when, author=author, reason=f"commit: {summary}")
+            return Commit.from_object(oid, obj)
+
+        return self._kv.transact(work)
+
+    # -- reading -------------------------------------------------------------
+
+    def _tip(self, view: View, at: str | None, as_of: datetime | None) -> bytes | None:
+        """The commit a read looks at; None for HEAD on a branch with no commits."""
+        if at is None:
+            if as_of is None:
+                return view.refs.read(view.txn, BRANCH_PREFIX + view.refs.head_branch(view.txn))
+            return resolve(view, "HEAD", as_of=_aware(as_of))
+        return resolve(view, at, as_of=_aware(as_of) if as_of is not None else None)
+
+    def resolve(self, rev: str = "HEAD", as_of: datetime | None = None) -> Commit:
+        """The commit a revision names (see ``INTERFACE.md`` for the syntax)."""
+        with self._view() as view:
+            oid = resolve(view, rev, as_of=_aware(as_of) if as_of is not None else None)
+            return Commit.from_object(oid, view.commit(oid))
+
+    def get(self, id: str, at: str | None = None, as_of: datetime | None = None) -> Node | None:
+        """The version of ``id`` in a snapshot (default: HEAD), or None when absent."""
+        check_id(id)
+        with self._view() as view:
+            tip = self._tip(view, at, as_of)
+            if tip is None:
+                return None
+            value = view.tree.get(view.commit(tip).tree, id)
+            return view.node(value) if value is not None else None
+
+    def nodes(
+        self, at: str | None = None, as_of: datetime | None = None, prefix: str | None = None
+    ) -> Iterator[Node]:
+        """The nodes of a snapshot (default: HEAD), ordered by id, optionally under ``prefix``."""
+        with self._view() as view:
+            tip = self._tip(view, at, as_of)
+            root = view.commit(tip).tree if tip is not None else None
+        return self._iter_nodes(root, prefix or "")
+
+    def _iter_nodes(self, root: bytes | None, prefix: str) -> Iterator[Node]:
+        if root is None:
+            return
+        after: str | None = None
+        while True:
+            batch: list[Node] = []
+            with self._view() as view:
+                for key, value in view.tree.items(root, prefix=prefix, start=after or ""):
+                    if key == after:
+                        continue
+                    batch.append(view.node(value))
+                    if len(batch) >= walk.BATCH:
+                        break
+            yield from batch
+            if len(batch) < walk.BATCH:
+                return
+            after = batch[-1].id
+
+    def log(
+        self,
+        ref: str | None = None,
+        node: str | None = None,
+        limit: int | None = None,
+        as_of: datetime | None = None,
+    ) -> Iterator[Commit]:
+        """Commits reachable from ``ref`` (default: HEAD), newest first, streaming.
+
+        With ``node``, only the commits that changed that id (through the change
+        index, without reading the others).
+        """
+        if node is not None:
+            check_id(node)
+        with self._view() as view:
+            tip = self._tip(view, ref, as_of)
+            if tip is None:
+                return iter(())
+            if node is None:
+                return walk.commits(self._view, tip, limit)
+            found = []
+            for oid, _ in walk.changes_of(view, node, tip):
+                found.append(Commit.from_object(oid, view.commit(oid)))
+                if limit is not None and len(found) >= limit:
+                    break
+            return iter(found)
+
+    def history(self, id: str, ref: str | None = None) -> list[Version]:
+        """Every version of ``id`` in ``ref``'s history (default: HEAD), newest first."""
+        check_id(id)
+        with self._view() as view:
+            tip = self._tip(view, ref, None)
+            if tip is None:
+                return []
+            out: list[Version] = []
+            newer: tuple[bytes, bytes | None] | None = None
+            for oid, value in walk.changes_of(view, id, tip):
+                if value is not None:
+                    commit = Commit.from_object(oid, view.commit(oid))
+                    node = view.node(value)
+                    if newer is None:
+                        version = Version(id=id, hash=value.hex(), node=node, commit=commit, status="current")
+                    elif newer[1] is None:
+                        version = Version(
+                            id=id,
+                            hash=value.hex(),
+                            node=node,
+                            commit=commit,
+                            status="deleted",
+                            ended_by=newer[0].hex(),
+                        )
+                    else:
+                        version = Version(
+                            id=id,
+                            hash=value.hex(),
+                            node=node,
+                            commit=commit,
+                            status="superseded",
+                            ended_by=newer[0].hex(),
+                            superseded_by=newer[1].hex(),
+                        )
+                    out.append(version)
+                newer = (oid, value)
+            return out
+
+    def blame(self, id: str, at: str | None = None) -> Blame:
+        """Who wrote the current version of ``id``, when, from what; per line or field.
+
+        Raises:
+            NotFound: if the id is not in the snapshot.
+        """
+        check_id(id)
+        with self._view() as view:
+            tip = self._tip(view, at, None)
+            if tip is None:
+                raise NotFound(f"{id} is not in the store: there are no commits yet")
+            return blame(view, id, tip)
+
+    def diff(self, a: str, b: str) -> Diff:
+        """What changed from revision ``a`` to revision ``b``.
+
+        Walks only the parts of the two trees whose hashes differ.
+        """
+        with self._view() as view:
+            oid_a = resolve(view, a)
+            oid_b = resolve(view, b)
+            root_a = view.commit(oid_a).tree
+            root_b = view.commit(oid_b).tree
+            added: list[Change] = []
+            removed: list[Change] = []
+            modified: list[Change] = []
+            for key, old, new in view.tree.diff(root_a, root_b):
+                change = Change(
+                    key,
+                    view.node(old) if old is not None else None,
+                    view.node(new) if new is not None else None,
+                )
+                if old is None:
+                    added.append(change)
+                elif new is None:
+                    removed.append(change)
+                else:
+                    modified.append(change)
+            return Diff(a=oid_a.hex(), b=oid_b.hex(), added=added, removed=removed, modified=modified)
+
+    # -- branches --------------------------------------------------------------
+
+    @property
+    def head(self) -> str:
+        """The name of the current branch."""
+        with self._view() as view:
+            return view.refs.head_branch(view.txn)
+
+    def branches(self) -> list[str]:
+        """Names of the branches that have commits, sorted."""
+        with self._view() as view:
+            names = [name for name, _ in view.refs.branches(view.txn)]
+        return names
+
+    def branch_tips(self) -> list[tuple[str, Commit]]:
+        """Each branch with the commit at its tip, sorted by name."""
+        with self._view() as view:
+            return [
+                (name, Commit.from_object(oid, view.commit(oid)))
+                for name, oid in view.refs.branches(view.txn)
+            ]
+
+    def branch(self, name: str, start: str | None = None, *, author: str = "unknown") -> Commit:
+        """Create branch ``name`` at ``start`` (default: HEAD).
+
+        Raises:
+            InvalidInput: a bad name, or the branch exists.
+            NotFound: ``start`` does not resolve (or HEAD has no commits yet).
+        """
+        check_branch_name(name)
+
+        def work(txn: WriteTxn) -> Commit:
+            view = WriteView(self._stores, txn)
+            ref = BRANCH_PREFIX + name
+            if view.refs.exists(txn, ref):
+                raise InvalidInput(f"branch {name!r} already exists")
+            oid = resolve(view, start or "HEAD")
+            when = view.refs.next_time(txn, ref, self._now())
+            view.refs.update(
+                txn, ref, None, oid, when=when, author=author, reason=f"branch: from {start or 'HEAD'}"
+            )
+            return Commit.from_object(oid, view.commit(oid))
+
+        return self._kv.transact(work)
+
+    def delete_branch(self, name: str, *, author: str = "unknown") -> None:
+        """Delete a branch (its reflog stays, so as-of reads remain honest).
+
+        Raises:
+            NotFound: no such branch.
+            InvalidInput: it is the current branch.
+        """
+        check_branch_name(name)
+
+        def work(txn: WriteTxn) -> None:
+            view = WriteView(self._stores, txn)
+            ref = BRANCH_PREFIX + name
+            tip = view.refs.read(txn, ref)
+            if tip is None:
+                raise NotFound(f"no branch named {name!r}")
+            if view.refs.head_branch(txn) == name:
+                raise InvalidInput(f"cannot delete {name!r}: it is the current branch (switch first)")
+            when = view.refs.next_time(txn, ref, self._now())
+            view.refs.update(txn, ref, tip, None, when=when, author=author, reason="branch: deleted")
+
+        self._kv.transact(work)
+
+    def switch(self, name: str) -> None:
+        """Make ``name`` the current branch.
+
+        Raises:
+            NotFound: no such branch.
+        """
+        check_branch_name(name)
+
+        def work(txn: WriteTxn) -> None:
+            view = WriteView(self._stores, txn)
+            if not view.refs.exists(txn, BRANCH_PREFIX + name) and view.refs.head_branch(txn) != name:
+                raise NotFound(f"no branch named {name!r}")
+            view.refs.set_head(txn, name)
+
+        self._kv.transact(work)
+
+    def reset(self, branch: str, to: str, *, author: str = "unknown") -> Commit:
+        """Move ``branch`` to revision ``to`` (reflogged, so as-of reads stay honest)."""
+        check_branch_name(branch)
+
+        def work(txn: WriteTxn) -> Commit:
+            view = WriteView(self._stores, txn)
+            ref = BRANCH_PREFIX + branch
+            tip = view.refs.read(txn, ref)
+            if tip is None:
+                raise NotFound(f"no branch named {branch!r}")
+            oid = resolve(view, to)
+            when = view.refs.next_time(txn, ref, self._now())
+            view.refs.update(txn, ref, tip, oid, when=when, author=author, reason=f"reset: to {to}")
+            return Commit.from_object(oid, view.commit(oid))
+
+        return self._kv.transact(work)
+
+    def revert(self, commit: str, *, author: str = "unknown", message: str | None = None) -> Commit:
+        """Undo one commit with a new commit on the current branch.
+
+        Raises:
+            MergeConflict: an id the commit changed has changed again since.
+        """
+        with self._view() as view:
+            oid = resolve(view, commit)
+            obj = view.commit(oid)
+            if len(obj.parents) > 1:
+                raise InvalidInput("reverting a merge commit is not supported")
+            base = view.commit(obj.parents[0]).tree if obj.parents else None
+            tip = self._tip(view, None, None)
+            if tip is None:
+                raise NotFound("the current branch has no commits")
+            tip_root = view.commit(tip).tree
+            puts: list[Node] = []
+            removals: list[str] = []
+            base_root = base if base is not None else _empty_root(view)
+            for key, old, new in view.tree.diff(base_root, obj.tree):
+                if view.tree.get(tip_root, key) != new:
+                    raise MergeConflict(f"cannot revert {oid.hex()[:7]}: {key} has changed since")
+                if old is None:
+                    removals.append(key)
+                else:
+                    puts.append(view.node(old))
+        return self.commit(
+            puts,
+            removals,
+            message=message
+            or f"Revert {oid.hex()[:7]}: {obj.message.splitlines()[0] if obj.message else ''}",
+            author=author,
+            parent=tip.hex(),
+        )
+
+
+def _empty_root(view: View) -> bytes:
+    from mnemosyne import codec
+
+    return codec.object_id(codec.encode(EMPTY))
+
+
+def _with_id(node: Node, node_id: str) -> Node:
+    import msgspec
+
+    return msgspec.structs.replace(node, id=node_id)
+
+
+def _aware(when: datetime) -> datetime:
+    if not isinstance(when, datetime) or when.tzinfo is None:
+        raise InvalidInput("as_of must be a timezone-aware datetime")
+    return when.astimezone(UTC)
+
+
+def _scope(number: int) -> bytes:
+    return number.to_bytes(4, "big")
+
+
+def _open_tenant(kv: KV, tenant: str, create: bool, where: Path) -> bytes:
+    with kv.read() as txn:
+        fmt = txn.get(Space.META, _FORMAT_KEY)
+        if fmt is None:
+            raise NotFound(f"no store at {where}")
+        if int(fmt) > FORMAT:
+            raise InvalidInput(
+                f"the store at {where} has format {int(fmt)}; this Mnemosyne reads up to {FORMAT}"
+            )
+        scope = txn.get(Space.META, _TENANT_KEY + tenant.encode())
+    if scope is not None:
+        return scope
+    if not create:
+        raise NotFound(f"no tenant named {tenant!r} (pass create=True to make one)")
+
+    def work(txn: WriteTxn) -> bytes:
+        existing = txn.get(Space.META, _TENANT_KEY + tenant.encode())
+        if existing is not None:
+            return existing
+        counter = txn.get(Space.META, _NEXT_TENANT_KEY) or (1).to_bytes(4, "big")
+        number = int.from_bytes(counter, "big")
+        txn.put(Space.META, _NEXT_TENANT_KEY, (number + 1).to_bytes(4, "big"))
+        txn.put(Space.META, _TENANT_KEY + tenant.encode(), _scope(number))
+        Stores(_scope(number)).refs.set_head(txn, DEFAULT_BRANCH)
+        return _scope(number)
+
+    return kv.transact(work)

@@ -1,0 +1,120 @@
+"""Input rules shared by every object: ids, JSON values, datetimes.
+
+Everything that reaches a hashed object passes through here first, so that the
+canonical encoding can never meet a value it would encode ambiguously.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from mnemosyne.errors import InvalidInput
+
+MAX_ID_BYTES = 256
+"""Longest id accepted, in bytes of UTF-8."""
+
+MAX_DEPTH = 64
+"""Deepest nesting of lists and maps accepted in content and meta."""
+
+MAX_NODE_BYTES = 16 * 1024 * 1024
+"""Largest encoded node accepted (content, provenance and meta together)."""
+
+_INT_MIN = -(2**63)
+_INT_MAX = 2**64 - 1
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def check_id(node_id: object) -> str:
+    """Return ``node_id`` if it is a valid node id, else raise :class:`InvalidInput`.
+
+    Args:
+        node_id: the candidate id.
+
+    Returns:
+        The id, unchanged.
+
+    Raises:
+        InvalidInput: with a message that names the rule it breaks.
+    """
+    if not isinstance(node_id, str):
+        raise InvalidInput(f"id must be a string, not {type(node_id).__name__}")
+    if not node_id:
+        raise InvalidInput("id must not be empty")
+    try:
+        size = len(node_id.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidInput(f"id {node_id!r} is not valid UTF-8 text") from None
+    if size > MAX_ID_BYTES:
+        raise InvalidInput(f"id is {size} bytes of UTF-8; at most {MAX_ID_BYTES} are allowed")
+    if _CONTROL.search(node_id):
+        raise InvalidInput(f"id {node_id!r} contains a control character")
+    for segment in node_id.split("/"):
+        if segment in ("", ".", ".."):
+            raise InvalidInput(
+                f"id {node_id!r} has an empty, '.' or '..' segment; segments are separated by single '/'"
+            )
+    return node_id
+
+
+def check_text(value: str, what: str) -> None:
+    """Refuse text that cannot be encoded as UTF-8 (lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{what} is not valid UTF-8 text") from None
+
+
+def check_json(value: Any, what: str, depth: int = 0) -> None:
+    """Refuse anything that is not a JSON value that round-trips canonically.
+
+    Accepts ``None``, ``bool``, ``int`` (64-bit), finite ``float``, ``str``,
+    ``list`` and ``dict`` with string keys, nested at most :data:`MAX_DEPTH` deep.
+
+    Raises:
+        InvalidInput: naming the offending value and where it sits.
+    """
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, str):
+        check_text(value, what)
+        return
+    if isinstance(value, int):
+        if not _INT_MIN <= value <= _INT_MAX:
+            raise InvalidInput(f"{what}: integer {value} is outside the 64-bit range")
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInput(f"{what}: {value} is not a finite number (NaN and Infinity are refused)")
+        return
+    if depth >= MAX_DEPTH:
+        raise InvalidInput(f"{what} is nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, list):
+        for item in value:
+            check_json(item, what, depth + 1)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInput(f"{what}: map key {key!r} is not a string")
+            check_text(key, what)
+            check_json(item, what, depth + 1)
+        return
+    raise InvalidInput(f"{what}: {type(value).__name__} is not a JSON value")
+
+
+def utc(value: datetime | None, what: str) -> datetime | None:
+    """Return ``value`` converted to UTC; refuse naive datetimes.
+
+    Raises:
+        InvalidInput: if ``value`` is not a datetime or carries no timezone.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidInput(f"{what} must be a datetime, not {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInput(f"{what} is a naive datetime; give a timezone (UTC is usual)")
+    return value.astimezone(UTC)

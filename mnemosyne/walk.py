@@ -1,0 +1,74 @@
+"""Walking history: commits newest first, and the versions of one id.
+
+Both stream: the commit walk reads a batch of commits per short read
+transaction, and the per-id walk jumps between versions through the change
+index instead of reading every commit.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime, timedelta
+
+from mnemosyne.objects import Commit, CommitObject
+from mnemosyne.view import View
+
+BATCH = 256
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def micros(when: datetime) -> int:
+    """Microseconds since the epoch: an exact sort key for record times."""
+    return (when - _EPOCH) // timedelta(microseconds=1)
+
+
+OpenView = Callable[[], AbstractContextManager[View]]
+
+
+def commits(open_view: OpenView, tip: bytes, limit: int | None = None) -> Iterator[Commit]:
+    """Yield the commits reachable from ``tip``, newest record time first."""
+    if limit is not None and limit <= 0:
+        return
+    # Record time strictly increases from parent to child, so a heap ordered by
+    # it yields a topological order.
+    heap: list[tuple[int, bytes]] = []
+    seen = {tip}
+    pending: tuple[bytes, CommitObject] | None = None
+    emitted = 0
+    with open_view() as view:
+        first = view.commit(tip)
+    pending = (tip, first)
+    while pending is not None:
+        batch: list[Commit] = []
+        with open_view() as view:
+            while pending is not None and len(batch) < BATCH:
+                oid, obj = pending
+                batch.append(Commit.from_object(oid, obj))
+                pending = None
+                for parent in obj.parents:
+                    if parent not in seen:
+                        seen.add(parent)
+                        parent_obj = view.commit(parent)
+                        heapq.heappush(heap, (-micros(parent_obj.record_time), parent))
+                if heap:
+                    _, next_oid = heapq.heappop(heap)
+                    pending = (next_oid, view.commit(next_oid))
+        for commit in batch:
+            yield commit
+            emitted += 1
+            if limit is not None and emitted >= limit:
+                return
+
+
+def changes_of(view: View, node_id: str, tip: bytes) -> Iterator[tuple[bytes, bytes | None]]:
+    """Yield ``(commit, new hash or None)`` for each change of ``node_id`` in ``tip``'s history.
+
+    Newest first; candidates come from the change index and are kept when they
+    are ancestors of ``tip``.
+    """
+    top = view.graph.entry(view.txn, tip).generation
+    for _, commit, new in view.changes.versions(view.txn, node_id, max_generation=top):
+        if view.graph.is_ancestor(view.txn, commit, tip):
+            yield commit, new
