@@ -53,15 +53,15 @@ def chunk_entries(
     ``known`` may give, per entry, whether it is a boundary (None: work it out);
     entries taken from existing chunks are known, which spares rehashing them.
     """
+    if known is None:
+        ends = [i for i, key in enumerate(keys) if is_boundary(key, level)]
+    else:
+        ends = [i for i, flag in enumerate(known) if flag or (flag is None and is_boundary(keys[i], level))]
     chunks: list[TreeChunk] = []
     start = 0
-    for i, key in enumerate(keys):
-        flag = known[i] if known is not None else None
-        if flag is None:
-            flag = is_boundary(key, level)
-        if flag:
-            chunks.append(TreeChunk(level, tuple(keys[start : i + 1]), tuple(values[start : i + 1])))
-            start = i + 1
+    for i in ends:
+        chunks.append(TreeChunk(level, tuple(keys[start : i + 1]), tuple(values[start : i + 1])))
+        start = i + 1
     if start < len(keys):
         chunks.append(TreeChunk(level, tuple(keys[start:]), tuple(values[start:])))
     return chunks
@@ -110,6 +110,10 @@ def _merge(
         out_values.extend(values[i:])
         out_known.extend([False] * (n - i))
         out_known[-1] = last_flag
+
+
+def _edit_key(edit: Edit) -> str:
+    return edit[0]
 
 
 class Tree:
@@ -211,28 +215,32 @@ class Tree:
             chunk = self._load(root)
         return root
 
-    def _locate(self, root: bytes, level: int, key: str, after: bool) -> tuple[bytes, TreeChunk] | None:
-        """Find the chunk at ``level`` holding ``key``.
+    def _locate(self, root: bytes, level: int, key: str, after: bool) -> tuple[bytes, TreeChunk, bool] | None:
+        """Find the chunk at ``level`` holding ``key``, and whether it is the level's last.
 
         With ``after``, the first chunk whose last key is greater than ``key``
         (None when there is none); otherwise the first whose last key is at least
         ``key``, or the last chunk.
         """
+        load = self._load
         oid = root
-        chunk = self._load(root)
+        chunk = load(root)
+        final = True
         while True:
             if chunk.level == level:
                 if after and (not chunk.keys or chunk.keys[-1] <= key):
                     return None  # only possible at the root: a single chunk
-                return oid, chunk
+                return oid, chunk, final
             keys = chunk.keys
             i = bisect.bisect_right(keys, key) if after else bisect.bisect_left(keys, key)
-            if i == len(keys):
+            last = len(keys) - 1
+            if i > last:
                 if after:
                     return None
-                i -= 1
+                i = last
+            final = final and i == last
             oid = chunk.values[i]
-            chunk = self._load(oid)
+            chunk = load(oid)
 
     def _rewrite_level(
         self,
@@ -253,7 +261,7 @@ class Tree:
         while i < n:
             found = self._locate(root, level, edits[i][0], after=False)
             assert found is not None
-            oid, chunk = found
+            oid, chunk, final = found
             keys: list[str] = []
             values: list[bytes] = []
             known: list[bool | None] = []
@@ -261,26 +269,23 @@ class Tree:
                 # Take in this chunk and the edits that fall in it; keep going while the
                 # region does not end on a boundary key, since the next chunk then
                 # continues it.
-                last_key = chunk.keys[-1] if chunk.keys else None
-                following = self._locate(root, level, last_key, after=True) if last_key is not None else None
-                if last_key is not None:
+                j = n
+                if chunk.keys:
+                    last_key = chunk.keys[-1]
                     replaced.append((last_key, oid))
-                j = i
-                if following is None:
-                    j = n
-                else:
-                    assert last_key is not None
-                    while j < n and edits[j][0] <= last_key:
-                        j += 1
-                _merge(chunk, following is None, edits[i:j], changes, keys, values, known)
+                    if not final:
+                        j = bisect.bisect_right(edits, last_key, i, n, key=_edit_key)
+                _merge(chunk, final, edits[i:j], changes, keys, values, known)
                 i = j
-                if not keys or following is None:
+                if not keys or final:
                     break
                 if known[-1] is None:
                     known[-1] = is_boundary(keys[-1], level)
                 if known[-1]:
                     break
-                oid, chunk = following
+                following = self._locate(root, level, chunk.keys[-1], after=True)
+                assert following is not None
+                oid, chunk, final = following
             for new in chunk_entries(level, keys, values, known):
                 written.append((new.keys[-1], self._put(new)))
         return replaced, written

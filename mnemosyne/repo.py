@@ -49,8 +49,12 @@ def system_clock() -> datetime:
     return datetime.now(UTC)
 
 
-def _open_kv(path: Path, create: bool, readonly: bool, map_size: int, max_map_size: int) -> LmdbKV:
-    return LmdbKV(path, create=create, readonly=readonly, map_size=map_size, max_map_size=max_map_size)
+def _open_kv(
+    path: Path, create: bool, readonly: bool, map_size: int, max_map_size: int, sync: bool
+) -> LmdbKV:
+    return LmdbKV(
+        path, create=create, readonly=readonly, map_size=map_size, max_map_size=max_map_size, sync=sync
+    )
 
 
 class Repo:
@@ -80,8 +84,11 @@ class Repo:
         clock: Clock = system_clock,
         map_size: int = DEFAULT_MAP_SIZE,
         max_map_size: int = DEFAULT_MAX_MAP_SIZE,
+        sync: bool = True,
     ) -> Repo:
         """Create a new store in the directory ``path`` and open its default tenant.
+
+        Keyword arguments are those of :meth:`open`.
 
         Raises:
             InvalidInput: if a store (or any other file) is already there.
@@ -94,7 +101,7 @@ class Repo:
                 raise InvalidInput(f"{where} exists and is not a directory")
             if any(where.iterdir()):
                 raise InvalidInput(f"{where} exists and is not empty")
-        kv = _open_kv(where, True, False, map_size, max_map_size)
+        kv = _open_kv(where, True, False, map_size, max_map_size, sync)
         try:
             kv.transact(cls._initialise)
         except BaseException:
@@ -120,6 +127,7 @@ class Repo:
         clock: Clock = system_clock,
         map_size: int = DEFAULT_MAP_SIZE,
         max_map_size: int = DEFAULT_MAX_MAP_SIZE,
+        sync: bool = True,
     ) -> Repo:
         """Open an existing store.
 
@@ -131,6 +139,8 @@ class Repo:
             clock: where record time comes from.
             map_size: initial LMDB map size in bytes.
             max_map_size: the map grows on demand up to this size.
+            sync: flush every commit to disk before returning (off: faster bulk
+                loads, and a crash may lose the latest commits, never the store).
 
         Raises:
             NotFound: no store at ``path``, or an unknown tenant without ``create``.
@@ -141,7 +151,7 @@ class Repo:
             raise NotFound(f"no store at {where} (create one with 'mnemo init')")
         if not _TENANT_NAME.fullmatch(tenant):
             raise InvalidInput(f"{tenant!r} is not a tenant name ([a-z0-9][a-z0-9_-]{{0,63}})")
-        kv = _open_kv(where, False, readonly, map_size, max_map_size)
+        kv = _open_kv(where, False, readonly, map_size, max_map_size, sync)
         try:
             scope = _open_tenant(kv, tenant, create, where)
         except BaseException:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mnemosyne.changes import ChangeIndex
 from mnemosyne.graph import CommitGraph
 from mnemosyne.kv.base import ReadTxn, WriteTxn
@@ -32,7 +34,20 @@ class View:
         self.refs = stores.refs
         self.graph = stores.graph
         self.changes = stores.changes
-        self.tree = Tree(self.chunk)
+        self.tree = Tree(self._chunk_loader())
+
+    def _chunk_loader(self) -> Callable[[bytes], TreeChunk]:
+        # Tree walks load chunks in tight loops: hit the cache without extra calls.
+        cache = self.objects._cache
+        slow = self.chunk
+
+        def load(oid: bytes) -> TreeChunk:
+            found = cache.get(oid)
+            if found.__class__ is TreeChunk:
+                return found  # type: ignore[return-value]
+            return slow(oid)
+
+        return load
 
     def chunk(self, oid: bytes) -> TreeChunk:
         """Load a tree chunk."""
@@ -54,7 +69,7 @@ class WriteView(View):
 
     def __init__(self, stores: Stores, txn: WriteTxn) -> None:
         super().__init__(stores, txn)
-        self.tree = Tree(self.chunk, self.put_chunk)
+        self.tree = Tree(self._chunk_loader(), self.put_chunk)
 
     def put_chunk(self, chunk: TreeChunk) -> bytes:
         """Store a tree chunk."""

@@ -40,10 +40,12 @@ def commits(open_view: OpenView, tip: bytes, limit: int | None = None) -> Iterat
     with open_view() as view:
         first = view.commit(tip)
     pending = (tip, first)
+    size = 8  # small first batches: the first commits come out at once
     while pending is not None:
         batch: list[Commit] = []
+        size = min(size * 2, BATCH)
         with open_view() as view:
-            while pending is not None and len(batch) < BATCH:
+            while pending is not None and len(batch) < size:
                 oid, obj = pending
                 batch.append(Commit.from_object(oid, obj))
                 pending = None

@@ -133,7 +133,7 @@ class _Shared:
     registry: ClassVar[dict[str, _Shared]] = {}
     registry_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, path: str, readonly: bool, map_size: int, max_map_size: int) -> None:
+    def __init__(self, path: str, readonly: bool, map_size: int, max_map_size: int, sync: bool) -> None:
         self.path = path
         self.readonly = readonly
         self.max_map_size = max_map_size
@@ -148,10 +148,11 @@ class _Shared:
             max_dbs=16,
             max_readers=512,
             readahead=False,
-            sync=True,
-            metasync=True,
+            sync=sync,
+            metasync=sync,
             lock=True,
         )
+        self.map_size: int = self.env.info()["map_size"]
         self.dbs: dict[Space, Any] = {}
         if readonly:
             with self.env.begin() as txn:
@@ -172,14 +173,21 @@ class _Shared:
                     f"the store's map is full at {current} bytes (its limit); nothing was written"
                 )
             self.env.set_mapsize(min(current * 2, self.max_map_size))
+            self.map_size = self.env.info()["map_size"]
 
     def adopt_new_size(self) -> None:
         with self.gate.exclusive():
             self.env.set_mapsize(0)
+            self.map_size = self.env.info()["map_size"]
 
 
 class LmdbKV:
-    """Keyspaces in one LMDB environment: the store directory's ``data.mdb``."""
+    """Keyspaces in one LMDB environment: the store directory's ``data.mdb``.
+
+    With ``sync`` off, commits are not flushed to disk before returning (faster
+    bulk loads; a crash may lose the latest commits but never corrupts the store).
+    The first handle opened on a path in a process sets its options.
+    """
 
     def __init__(
         self,
@@ -189,6 +197,7 @@ class LmdbKV:
         readonly: bool = False,
         map_size: int = DEFAULT_MAP_SIZE,
         max_map_size: int = DEFAULT_MAX_MAP_SIZE,
+        sync: bool = True,
     ) -> None:
         real = os.path.realpath(os.fspath(path))
         if create:
@@ -201,7 +210,7 @@ class LmdbKV:
                 raise InvalidInput(f"{real} is open read-only in this process; close it first")
             if shared is None:
                 try:
-                    shared = _Shared(real, readonly, min(map_size, max_map_size), max_map_size)
+                    shared = _Shared(real, readonly, min(map_size, max_map_size), max_map_size, sync)
                 except lmdb.Error as exc:
                     raise MnemoError(f"cannot open store at {real}: {exc}") from None
                 _Shared.registry[real] = shared
@@ -233,7 +242,7 @@ class LmdbKV:
             size = 0
             try:
                 with shared.gate.shared():
-                    size = shared.env.info()["map_size"]
+                    size = shared.map_size
                     txn = self._begin(shared, write=True)
                     try:
                         result = fn(_Txn(txn, shared.dbs))
