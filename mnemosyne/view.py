@@ -44,7 +44,7 @@ class View:
         def load(oid: bytes) -> TreeChunk:
             found = cache.get(oid)
             if found.__class__ is TreeChunk:
-                return found  # type: ignore[return-value]
+                return found
             return slow(oid)
 
         return load
