@@ -18,6 +18,7 @@ from mnemosyne.errors import (
     StorageFull,
 )
 from mnemosyne.ids import new_id
+from mnemosyne.maintenance import FsckReport, Problem
 from mnemosyne.objects import Claim, Commit, Node, Provenance
 from mnemosyne.repo import Repo, system_clock
 from mnemosyne.results import Change, Diff, Version
@@ -35,11 +36,13 @@ __all__ = [
     "Commit",
     "CorruptObject",
     "Diff",
+    "FsckReport",
     "InvalidInput",
     "MergeConflict",
     "MnemoError",
     "Node",
     "NotFound",
+    "Problem",
     "Provenance",
     "Redacted",
     "RefConflict",

@@ -145,6 +145,11 @@ class RefStore:
         entry = ReflogEntry(expected or b"", new or b"", when, author, reason)
         txn.put(Space.REFLOG, self._log_prefix(name) + time_key(when), _reflog_encoder.encode(entry))
 
+    @staticmethod
+    def decode_entry(data: bytes) -> ReflogEntry:
+        """Decode one stored reflog entry."""
+        return _reflog_decoder.decode(data)
+
     def reflog(self, txn: ReadTxn, name: str) -> Iterator[ReflogEntry]:
         """Yield a ref's moves, newest first."""
         for _, value in txn.scan(Space.REFLOG, self._log_prefix(name), reverse=True):

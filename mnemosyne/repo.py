@@ -23,6 +23,7 @@ from mnemosyne.ids import new_id
 from mnemosyne.kv.base import KV, Space, WriteTxn
 from mnemosyne.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV
 from mnemosyne.kv.memory import MemoryKV
+from mnemosyne.maintenance import FsckReport, fsck, reindex
 from mnemosyne.objects import Commit, CommitObject, Node
 from mnemosyne.prolly import EMPTY
 from mnemosyne.refs import BRANCH_PREFIX, DEFAULT_BRANCH, TICK, check_branch_name
@@ -461,6 +462,25 @@ class Repo:
                 else:
                     modified.append(change)
             return Diff(a=oid_a.hex(), b=oid_b.hex(), added=added, removed=removed, modified=modified)
+
+    # -- integrity -------------------------------------------------------------
+
+    def fsck(self) -> FsckReport:
+        """Re-hash every object; check refs, reflogs, commits, trees and derived indexes.
+
+        Returns:
+            A report; ``ok`` is False when anything is wrong, and ``problems`` says what.
+        """
+        with self._view() as view:
+            return fsck(view)
+
+    def reindex(self) -> int:
+        """Rebuild the derived indexes (commit graph, change index) from the commits.
+
+        Returns:
+            The number of index entries written.
+        """
+        return self._kv.transact(lambda txn: reindex(self._stores, txn))
 
     # -- branches --------------------------------------------------------------
 

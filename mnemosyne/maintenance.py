@@ -1,0 +1,214 @@
+"""Integrity checks and rebuilding of derived indexes.
+
+The commit graph and the change index are derived: they can always be rebuilt
+from the commits reachable from refs and reflogs. ``fsck`` re-hashes every
+object, checks that refs, reflogs, commits and trees point at objects that exist,
+and compares the derived indexes with a fresh rebuild.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import msgspec
+
+from mnemosyne import codec
+from mnemosyne.errors import CorruptObject, MnemoError, NotFound
+from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
+from mnemosyne.kv.memory import MemoryKV
+from mnemosyne.objects import CommitObject, TreeChunk
+from mnemosyne.prolly import EMPTY
+from mnemosyne.view import Stores, View, WriteView
+
+
+class Problem(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing fsck found wrong.
+
+    Attributes:
+        kind: ``corrupt`` (bytes do not match the hash or do not decode),
+            ``missing`` (something points at an object that is not stored),
+            ``index`` (a derived index disagrees with the objects).
+        object: hex id of the object concerned, when there is one.
+        message: one line for people.
+    """
+
+    kind: str
+    object: str | None
+    message: str
+
+
+class FsckReport(msgspec.Struct, frozen=True, kw_only=True):
+    """The result of :func:`fsck`.
+
+    Attributes:
+        ok: True when no problem was found.
+        problems: what was found.
+        objects: how many objects were re-hashed.
+        commits: how many reachable commits were checked.
+    """
+
+    ok: bool
+    problems: list[Problem]
+    objects: int
+    commits: int
+
+
+def ref_tips(view: View) -> set[bytes]:
+    """Every commit named by a branch or by any reflog entry of this tenant."""
+    tips = {oid for _, oid in view.refs.branches(view.txn)}
+    for _, value in view.txn.scan(Space.REFLOG, view.stores.scope):
+        entry = view.refs.decode_entry(value)
+        for oid in (entry.old, entry.new):
+            if oid:
+                tips.add(oid)
+    return tips
+
+
+def topological(view: View, tips: set[bytes]) -> list[bytes]:
+    """The commits reachable from ``tips``, parents before children."""
+    order: list[bytes] = []
+    done: set[bytes] = set()
+    for tip in sorted(tips):
+        stack: list[tuple[bytes, bool]] = [(tip, False)]
+        while stack:
+            oid, expanded = stack.pop()
+            if oid in done:
+                continue
+            if expanded:
+                done.add(oid)
+                order.append(oid)
+                continue
+            stack.append((oid, True))
+            for parent in view.commit(oid).parents:
+                if parent not in done:
+                    stack.append((parent, False))
+    return order
+
+
+def expected_index(view: View) -> dict[bytes, bytes]:
+    """The derived index entries the reachable commits call for, keyed as stored."""
+    scratch = MemoryKV()
+    order = topological(view, ref_tips(view))
+    empty = codec.object_id(codec.encode(EMPTY))
+
+    def replay(txn: WriteTxn) -> None:
+        stores = view.stores
+        for oid in order:
+            commit = view.commit(oid)
+            entry = stores.graph.add(txn, oid, commit.parents)
+            base = view.commit(commit.parents[0]).tree if commit.parents else empty
+            if base == empty and commit.parents == ():
+                changes: Iterator[tuple[str, bytes | None, bytes | None]] = (
+                    (key, None, value) for key, value in view.tree.items(commit.tree)
+                )
+            else:
+                changes = view.tree.diff(base, commit.tree)
+            for key, _, new in changes:
+                stores.changes.add(txn, key, entry.generation, oid, new)
+
+    scratch.transact(replay)
+    with scratch.read() as txn:
+        return dict(txn.scan(Space.INDEX, view.stores.scope))
+
+
+def _index_entries(txn: ReadTxn, scope: bytes) -> Iterator[tuple[bytes, bytes]]:
+    return txn.scan(Space.INDEX, scope)
+
+
+def reindex(stores: Stores, txn: WriteTxn) -> int:
+    """Rebuild the commit graph and change index; return the number of entries written."""
+    view = WriteView(stores, txn)
+    expected = expected_index(view)
+    stale = [key for key, _ in _index_entries(txn, stores.scope)]
+    for key in stale:
+        txn.delete(Space.INDEX, key)
+    for key, value in expected.items():
+        txn.put(Space.INDEX, key, value)
+    return len(expected)
+
+
+def fsck(view: View) -> FsckReport:
+    """Check one tenant's objects, refs and derived indexes."""
+    problems: list[Problem] = []
+    scope = view.stores.scope
+    count = 0
+    for key, data in view.txn.scan(Space.OBJECTS, scope):
+        count += 1
+        oid = key[len(scope) :]
+        if codec.object_id(data) != oid:
+            problems.append(Problem(kind="corrupt", object=oid.hex(), message="bytes do not match the hash"))
+            continue
+        try:
+            codec.decode(data, oid)
+        except CorruptObject as exc:
+            problems.append(Problem(kind="corrupt", object=oid.hex(), message=str(exc)))
+
+    bad = {p.object for p in problems}
+    tips = ref_tips(view)
+    commits: list[bytes] = []
+    seen_chunks: set[bytes] = set()
+    for oid in sorted(tips):
+        if oid.hex() in bad:
+            continue
+        if view.txn.get(Space.OBJECTS, scope + oid) is None:
+            problems.append(
+                Problem(kind="missing", object=oid.hex(), message="a ref or reflog names a missing commit")
+            )
+    try:
+        commits = topological(view, {t for t in tips if t.hex() not in bad})
+    except MnemoError as exc:
+        problems.append(Problem(kind="missing", object=None, message=f"history cannot be walked: {exc}"))
+    for oid in commits:
+        commit = view.commit(oid)
+        _check_tree(view, commit, seen_chunks, problems, bad)
+    if not any(p.kind != "index" for p in problems):
+        try:
+            expected = expected_index(view)
+        except MnemoError as exc:
+            problems.append(Problem(kind="index", object=None, message=f"cannot rebuild indexes: {exc}"))
+        else:
+            actual = dict(_index_entries(view.txn, scope))
+            if actual != expected:
+                missing = len(expected.keys() - actual.keys())
+                extra = len(actual.keys() - expected.keys())
+                differ = sum(1 for k in expected.keys() & actual.keys() if expected[k] != actual[k])
+                problems.append(
+                    Problem(
+                        kind="index",
+                        object=None,
+                        message=f"derived indexes disagree with the objects ({missing} missing, "
+                        f"{extra} extra, {differ} different entries); run 'mnemo reindex'",
+                    )
+                )
+    return FsckReport(ok=not problems, problems=problems, objects=count, commits=len(commits))
+
+
+def _check_tree(
+    view: View, commit: CommitObject, seen: set[bytes], problems: list[Problem], bad: set[str | None]
+) -> None:
+    stack = [commit.tree]
+    while stack:
+        oid = stack.pop()
+        if oid in seen:
+            continue
+        seen.add(oid)
+        if oid.hex() in bad:
+            continue
+        try:
+            chunk = view.objects.load(view.txn, oid)
+        except NotFound:
+            problems.append(Problem(kind="missing", object=oid.hex(), message="a tree names a missing chunk"))
+            continue
+        if not isinstance(chunk, TreeChunk):
+            problems.append(Problem(kind="corrupt", object=oid.hex(), message="expected a tree chunk"))
+            continue
+        if chunk.level:
+            stack.extend(chunk.values)
+            continue
+        for value in chunk.values:
+            if value not in seen:
+                seen.add(value)
+                if value.hex() not in bad and view.txn.get(Space.OBJECTS, view.stores.scope + value) is None:
+                    problems.append(
+                        Problem(kind="missing", object=value.hex(), message="a tree names a missing node")
+                    )
