@@ -94,9 +94,16 @@ class Claim(msgspec.Struct, frozen=True, array_like=True, tag="claim@1", forbid_
                 raise InvalidInput("claim confidence must be a number")
             if not 0.0 <= float(self.confidence) <= 1.0:
                 raise InvalidInput("claim confidence must be between 0 and 1")
+            # One spelling per value: an int would encode differently from the float it decodes to.
+            _set(self, "confidence", float(self.confidence))
+        if not isinstance(self.evidence, list | tuple):
+            # A bare string would be stored as a string and refused on every read.
+            raise InvalidInput("claim evidence must be a list of non-empty strings")
         for ref in self.evidence:
             if not isinstance(ref, str) or not ref:
                 raise InvalidInput("claim evidence must be a list of non-empty strings")
+            check_text(ref, "claim evidence")
+        _set(self, "evidence", tuple(self.evidence))
 
 
 class _ClaimFields(msgspec.Struct, forbid_unknown_fields=True):

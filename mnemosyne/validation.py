@@ -117,4 +117,7 @@ def utc(value: datetime | None, what: str) -> datetime | None:
         raise InvalidInput(f"{what} must be a datetime, not {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidInput(f"{what} is a naive datetime; give a timezone (UTC is usual)")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise InvalidInput(f"{what} is out of range once converted to UTC") from None
