@@ -155,9 +155,10 @@ class _Shared:
         self.map_size: int = self.env.info()["map_size"]
         self.dbs: dict[Space, Any] = {}
         if readonly:
-            with self.env.begin() as txn:
-                for space in Space:
-                    self.dbs[space] = self.env.open_db(space.value.encode(), txn=txn, create=False)
+            # Without an explicit txn: py-lmdb ends a read-only txn without publishing the
+            # handles opened in it, so they would be invalid ("mdb_get: Invalid argument").
+            for space in Space:
+                self.dbs[space] = self.env.open_db(space.value.encode(), create=False)
         else:
             with self.env.begin(write=True) as txn:
                 for space in Space:
