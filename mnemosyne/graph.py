@@ -29,6 +29,8 @@ class GraphEntry(msgspec.Struct, frozen=True, array_like=True):
     skip: bytes
     merges: bool
     """Whether this commit or any ancestor has more than one parent."""
+    claims: bytes = b""
+    """Root of the snapshot's claim tree (see :mod:`mnemosyne.claims`); empty for none."""
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -65,7 +67,7 @@ class CommitGraph:
             raise CorruptObject(f"commit {oid.hex()} is missing from the commit graph; run 'mnemo reindex'")
         return _decoder.decode(data)
 
-    def add(self, txn: WriteTxn, oid: bytes, parents: tuple[bytes, ...]) -> GraphEntry:
+    def add(self, txn: WriteTxn, oid: bytes, parents: tuple[bytes, ...], claims: bytes = b"") -> GraphEntry:
         """Index a new commit whose parents are already indexed."""
         entries = [self.entry(txn, p) for p in parents]
         if entries:
@@ -76,7 +78,7 @@ class CommitGraph:
             skip = self.first_parent_at(txn, parents[0], skip_depth(depth))
         else:
             depth, generation, merges, skip = 0, 1, False, b""
-        entry = GraphEntry(parents, generation, depth, skip, merges)
+        entry = GraphEntry(parents, generation, depth, skip, merges, claims)
         txn.put(Space.INDEX, self.prefix + oid, _encoder.encode(entry))
         return entry
 

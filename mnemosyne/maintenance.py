@@ -14,10 +14,10 @@ import msgspec
 
 from mnemosyne import codec
 from mnemosyne.errors import CorruptObject, MnemoError, NotFound
+from mnemosyne.indexing import index_commit
 from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
 from mnemosyne.kv.memory import MemoryKV
 from mnemosyne.objects import CommitObject, TreeChunk
-from mnemosyne.prolly import EMPTY
 from mnemosyne.view import Stores, View, WriteView
 
 
@@ -85,30 +85,61 @@ def topological(view: View, tips: set[bytes]) -> list[bytes]:
     return order
 
 
-def expected_index(view: View) -> dict[bytes, bytes]:
-    """The derived index entries the reachable commits call for, keyed as stored."""
+class _Overlay:
+    """Writes go to a scratch store; object reads fall back to the real one.
+
+    Derived-index reads see only the scratch store, so a rebuild never trusts
+    the entries it is replacing.
+    """
+
+    def __init__(self, scratch: WriteTxn, real: ReadTxn) -> None:
+        self.scratch = scratch
+        self.real = real
+
+    def get(self, space: Space, key: bytes) -> bytes | None:
+        found = self.scratch.get(space, key)
+        if found is None and space is Space.OBJECTS:
+            found = self.real.get(space, key)
+        return found
+
+    def scan(
+        self, space: Space, prefix: bytes, start: bytes | None = None, reverse: bool = False
+    ) -> Iterator[tuple[bytes, bytes]]:
+        return self.scratch.scan(space, prefix, start, reverse)
+
+    def put(self, space: Space, key: bytes, value: bytes, overwrite: bool = True) -> bool:
+        if space is Space.OBJECTS and not overwrite and self.real.get(space, key) is not None:
+            return False
+        return self.scratch.put(space, key, value, overwrite)
+
+    def delete(self, space: Space, key: bytes) -> bool:
+        return self.scratch.delete(space, key)
+
+
+def rebuild(view: View) -> tuple[dict[bytes, bytes], dict[bytes, bytes]]:
+    """Rebuild the derived indexes of the reachable commits without touching the store.
+
+    Returns:
+        The index entries the commits call for, and the objects (claim-tree
+        chunks) the rebuild needed that the store lacks, both keyed as stored.
+    """
     scratch = MemoryKV()
     order = topological(view, ref_tips(view))
-    empty = codec.object_id(codec.encode(EMPTY))
 
     def replay(txn: WriteTxn) -> None:
-        stores = view.stores
+        target = WriteView(view.stores, _Overlay(txn, view.txn))
         for oid in order:
             commit = view.commit(oid)
-            entry = stores.graph.add(txn, oid, commit.parents)
-            base = view.commit(commit.parents[0]).tree if commit.parents else empty
-            if base == empty and commit.parents == ():
-                changes: Iterator[tuple[str, bytes | None, bytes | None]] = (
-                    (key, None, value) for key, value in view.tree.items(commit.tree)
-                )
+            if commit.parents:
+                changes = list(view.tree.diff(view.commit(commit.parents[0]).tree, commit.tree))
             else:
-                changes = view.tree.diff(base, commit.tree)
-            for key, _, new in changes:
-                stores.changes.add(txn, key, entry.generation, oid, new)
+                changes = [(key, None, value) for key, value in view.tree.items(commit.tree)]
+            index_commit(target, oid, commit, changes, {})
 
     scratch.transact(replay)
+    scope = view.stores.scope
     with scratch.read() as txn:
-        return dict(txn.scan(Space.INDEX, view.stores.scope))
+        return dict(txn.scan(Space.INDEX, scope)), dict(txn.scan(Space.OBJECTS, scope))
 
 
 def _index_entries(txn: ReadTxn, scope: bytes) -> Iterator[tuple[bytes, bytes]]:
@@ -116,14 +147,16 @@ def _index_entries(txn: ReadTxn, scope: bytes) -> Iterator[tuple[bytes, bytes]]:
 
 
 def reindex(stores: Stores, txn: WriteTxn) -> int:
-    """Rebuild the commit graph and change index; return the number of entries written."""
+    """Rebuild the derived indexes; return the number of entries written."""
     view = WriteView(stores, txn)
-    expected = expected_index(view)
+    expected, objects = rebuild(view)
     stale = [key for key, _ in _index_entries(txn, stores.scope)]
     for key in stale:
         txn.delete(Space.INDEX, key)
     for key, value in expected.items():
         txn.put(Space.INDEX, key, value)
+    for key, value in objects.items():
+        txn.put(Space.OBJECTS, key, value, overwrite=False)
     return len(expected)
 
 
@@ -163,11 +196,19 @@ def fsck(view: View) -> FsckReport:
         _check_tree(view, commit, seen_chunks, problems, bad)
     if not any(p.kind != "index" for p in problems):
         try:
-            expected = expected_index(view)
+            expected, lacking = rebuild(view)
         except MnemoError as exc:
             problems.append(Problem(kind="index", object=None, message=f"cannot rebuild indexes: {exc}"))
         else:
             actual = dict(_index_entries(view.txn, scope))
+            if lacking:
+                problems.append(
+                    Problem(
+                        kind="index",
+                        object=None,
+                        message=f"{len(lacking)} claim-index chunks are missing; run 'mnemo reindex'",
+                    )
+                )
             if actual != expected:
                 missing = len(expected.keys() - actual.keys())
                 extra = len(actual.keys() - expected.keys())

@@ -153,6 +153,34 @@ class Tree:
         for j in range(i, len(chunk.keys)):
             yield from self._walk(chunk.values[j], begin if j == i else "")
 
+    def items_reverse(
+        self, root: bytes, prefix: str = "", last: str | None = None
+    ) -> Iterator[tuple[str, bytes]]:
+        """Yield ``(key, value)`` in descending key order, from ``last`` down, for keys with ``prefix``."""
+        for key, value in self._walk_reverse(root, last):
+            if not key.startswith(prefix):
+                if key < prefix:
+                    return
+                continue
+            yield key, value
+
+    def _walk_reverse(self, oid: bytes, bound: str | None) -> Iterator[tuple[str, bytes]]:
+        chunk = self._load(oid)
+        keys = chunk.keys
+        if chunk.level == 0:
+            i = len(keys) - 1 if bound is None else bisect.bisect_right(keys, bound) - 1
+            for j in range(i, -1, -1):
+                yield keys[j], chunk.values[j]
+            return
+        i = len(keys) - 1
+        inner = None
+        if bound is not None:
+            k = bisect.bisect_left(keys, bound)
+            if k < len(keys):
+                i, inner = k, bound
+        for j in range(i, -1, -1):
+            yield from self._walk_reverse(chunk.values[j], inner if j == i else None)
+
     def count(self, root: bytes) -> int:
         """Number of entries (walks every leaf)."""
         chunk = self._load(root)

@@ -14,20 +14,21 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
-from mnemosyne import walk
+from mnemosyne import claims, walk
 from mnemosyne.blame import Blame, blame
-from mnemosyne.errors import InvalidInput, MergeConflict, NotFound
+from mnemosyne.errors import ClaimConflict, InvalidInput, MergeConflict, NotFound
 from mnemosyne.ids import new_id
+from mnemosyne.indexing import index_commit
 from mnemosyne.kv.base import KV, Space, WriteTxn
 from mnemosyne.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV
 from mnemosyne.kv.memory import MemoryKV
 from mnemosyne.maintenance import FsckReport, fsck, reindex
-from mnemosyne.objects import Commit, CommitObject, Node
+from mnemosyne.objects import Claim, Commit, CommitObject, Node
 from mnemosyne.prolly import EMPTY
 from mnemosyne.refs import BRANCH_PREFIX, DEFAULT_BRANCH, TICK, check_branch_name
-from mnemosyne.results import Change, Diff, Version
+from mnemosyne.results import Change, Diff, Fact, Status, Version
 from mnemosyne.revisions import resolve
 from mnemosyne.validation import check_id, check_json
 from mnemosyne.view import Stores, View, WriteView
@@ -43,6 +44,7 @@ _NEXT_TENANT_KEY = b"next-tenant"
 _DATA_FILE = "data.mdb"
 
 Clock = Callable[[], datetime]
+ClaimPolicy = Literal["refuse", "replace", "keep"]
 
 
 def system_clock() -> datetime:
@@ -217,6 +219,7 @@ class Repo:
         parent: str | None = None,
         meta: dict[str, Any] | None = None,
         allow_empty: bool = False,
+        on_claim_conflict: ClaimPolicy = "refuse",
     ) -> Commit:
         """Record new versions of nodes and removals of ids as one atomic commit.
 
@@ -232,6 +235,11 @@ class Repo:
             parent: the commit the caller expects at the tip (optimistic concurrency).
             meta: optional JSON map stored in the commit (run id, …).
             allow_empty: record a commit even when the snapshot does not change.
+            on_claim_conflict: what to do when a claim starts at the same ``valid_from``
+                as another claim on the same (subject, predicate) with a different value:
+                ``"refuse"`` (raise ``ClaimConflict``, the default), ``"replace"``
+                (remove the other claims in this commit) or ``"keep"`` (keep both;
+                ``facts`` then returns both until a later commit resolves it).
 
         Returns:
             The new commit.
@@ -241,7 +249,10 @@ class Repo:
                 to commit.
             NotFound: removing an id that is not in the branch; an unknown ``parent``.
             RefConflict: ``parent`` was given and the branch has moved past it.
+            ClaimConflict: a claim conflicts with another and the policy is ``"refuse"``.
         """
+        if on_claim_conflict not in ("refuse", "replace", "keep"):
+            raise InvalidInput("on_claim_conflict must be 'refuse', 'replace' or 'keep'")
         nodes = list(put)
         removals = [check_id(i) for i in delete]
         for node in nodes:
@@ -278,8 +289,15 @@ class Repo:
                     )
             tip_obj = view.commit(tip) if tip is not None else None
             base = tip_obj.tree if tip_obj is not None else view.put_chunk(EMPTY)
-            edits: list[tuple[str, bytes | None]] = [(node.id, view.objects.put(txn, node)) for node in nodes]
-            edits.extend((node_id, None) for node_id in removals)
+            claim_root = view.graph.entry(txn, tip).claims if tip is not None else b""
+            replaced = _claim_conflicts(view, claim_root, nodes, removals, on_claim_conflict)
+            written: dict[bytes, Node] = {}
+            edits: list[tuple[str, bytes | None]] = []
+            for node in nodes:
+                node_oid = view.objects.put(txn, node)
+                written[node_oid] = node
+                edits.append((node.id, node_oid))
+            edits.extend((node_id, None) for node_id in removals + replaced)
             edits.sort(key=lambda edit: edit[0])
             root, changes = view.tree.update(base, edits)
             if removals:
@@ -296,9 +314,7 @@ class Repo:
             parents = (tip,) if tip is not None else ()
             obj = CommitObject(root, parents, when, author, message, meta or None)
             oid = view.objects.put(txn, obj)
-            entry = view.graph.add(txn, oid, parents)
-            for key, _, new in changes:
-                view.changes.add(txn, key, entry.generation, oid, new)
+            index_commit(view, oid, obj, changes, written)
             summary = message.splitlines()[0] if message else ""
             view.refs.update(txn, ref, tip, oid, when=when, author=author, reason=f"commit: {summary}")
             return Commit.from_object(oid, obj)
@@ -321,24 +337,60 @@ class Repo:
             oid = resolve(view, rev, as_of=_aware(as_of) if as_of is not None else None)
             return Commit.from_object(oid, view.commit(oid))
 
-    def get(self, id: str, at: str | None = None, as_of: datetime | None = None) -> Node | None:
-        """The version of ``id`` in a snapshot (default: HEAD), or None when absent."""
+    def get(
+        self,
+        id: str,
+        at: str | None = None,
+        as_of: datetime | None = None,
+        *,
+        include_expired: bool = False,
+    ) -> Node | None:
+        """The version of ``id`` in a snapshot (default: HEAD), or None when absent.
+
+        Args:
+            id: the node id.
+            at: a revision (see ``INTERFACE.md``); default HEAD.
+            as_of: read the branch as it was at this record time, per its reflog.
+            include_expired: return a node even past its ``expires_at`` (judged at
+                ``as_of`` when given, else now by the store's clock).
+        """
         check_id(id)
         with self._view() as view:
             tip = self._tip(view, at, as_of)
             if tip is None:
                 return None
             value = view.tree.get(view.commit(tip).tree, id)
-            return view.node(value) if value is not None else None
+            if value is None:
+                return None
+            node = view.node(value)
+            if not include_expired and _expired(node, self._judged_at(as_of)):
+                return None
+            return node
 
     def nodes(
-        self, at: str | None = None, as_of: datetime | None = None, prefix: str | None = None
+        self,
+        at: str | None = None,
+        as_of: datetime | None = None,
+        prefix: str | None = None,
+        *,
+        include_expired: bool = False,
     ) -> Iterator[Node]:
-        """The nodes of a snapshot (default: HEAD), ordered by id, optionally under ``prefix``."""
+        """The nodes of a snapshot (default: HEAD), ordered by id, optionally under ``prefix``.
+
+        Expired nodes are left out unless ``include_expired``.
+        """
         with self._view() as view:
             tip = self._tip(view, at, as_of)
             root = view.commit(tip).tree if tip is not None else None
-        return self._iter_nodes(root, prefix or "")
+        nodes = self._iter_nodes(root, prefix or "")
+        if include_expired:
+            return nodes
+        now = self._judged_at(as_of)
+        return (node for node in nodes if not _expired(node, now))
+
+    def _judged_at(self, as_of: datetime | None) -> datetime:
+        """The time expiry is judged at: ``as_of`` when given, else now."""
+        return _aware(as_of) if as_of is not None else self._now()
 
     def _iter_nodes(self, root: bytes | None, prefix: str) -> Iterator[Node]:
         if root is None:
@@ -393,13 +445,15 @@ class Repo:
             if tip is None:
                 return []
             out: list[Version] = []
+            now = self._now()
             newer: tuple[bytes, bytes | None] | None = None
             for oid, value in walk.changes_of(view, id, tip):
                 if value is not None:
                     commit = Commit.from_object(oid, view.commit(oid))
                     node = view.node(value)
                     if newer is None:
-                        version = Version(id=id, hash=value.hex(), node=node, commit=commit, status="current")
+                        status: Status = "expired" if _expired(node, now) else "current"
+                        version = Version(id=id, hash=value.hex(), node=node, commit=commit, status=status)
                     elif newer[1] is None:
                         version = Version(
                             id=id,
@@ -421,6 +475,83 @@ class Repo:
                         )
                     out.append(version)
                 newer = (oid, value)
+            return out
+
+    # -- claims and valid time ---------------------------------------------------
+
+    def facts(
+        self,
+        subject: str,
+        predicate: str | None = None,
+        valid_at: datetime | None = None,
+        as_of: datetime | None = None,
+        at: str | None = None,
+    ) -> list[Node]:
+        """The claim nodes in force on ``subject`` at valid time ``valid_at``.
+
+        One claim per predicate: the one with the latest ``valid_from`` not after
+        ``valid_at``, unless its own ``valid_to`` has passed. Two claims are returned
+        for one predicate only when they start together with different values and
+        were kept on purpose (``on_claim_conflict="keep"``).
+
+        Args:
+            subject: whose facts.
+            predicate: one attribute, or None for all of the subject's.
+            valid_at: the world time asked about (default: now, by the store's clock).
+            as_of: read the branch as it was at this record time ("what did we believe").
+            at: a revision to read instead of HEAD.
+        """
+        with self._view() as view:
+            tip = self._tip(view, at, as_of)
+            if tip is None:
+                return []
+            root = view.graph.entry(view.txn, tip).claims
+            now = self._judged_at(as_of)
+            when = _aware(valid_at) if valid_at is not None else now
+            names = [predicate] if predicate is not None else list(claims.predicates(view, root, subject))
+            found: list[Node] = []
+            for name in names:
+                found.extend(claims.in_force(view, root, subject, name, when, now))
+            return found
+
+    def timeline(
+        self, subject: str, predicate: str, as_of: datetime | None = None, at: str | None = None
+    ) -> list[Fact]:
+        """Every claim on one (subject, predicate), ordered by ``valid_from``.
+
+        Each comes with the commit that recorded it, its effective interval and the
+        claim it superseded in valid time.
+        """
+        with self._view() as view:
+            tip = self._tip(view, at, as_of)
+            if tip is None:
+                return []
+            root = view.graph.entry(view.txn, tip).claims
+            entries = claims.attribute(view, root, subject, predicate, self._judged_at(as_of))
+            spans = claims.intervals(_claim(node) for _, node in entries)
+            out: list[Fact] = []
+            previous: Fact | None = None
+            for (node_id, node), (start, end) in zip(entries, spans, strict=True):
+                writer = next(walk.changes_of(view, node_id, tip))[0]
+                commit = Commit.from_object(writer, view.commit(writer))
+                supersedes = None
+                if (
+                    previous is not None
+                    and previous.effective_to == start
+                    and previous.commit.record_time < commit.record_time
+                ):
+                    # It cut short a claim that was already recorded: it replaced that value.
+                    supersedes = previous.id
+                fact = Fact(
+                    id=node_id,
+                    node=node,
+                    commit=commit,
+                    effective_from=start,
+                    effective_to=end,
+                    supersedes=supersedes,
+                )
+                out.append(fact)
+                previous = fact
             return out
 
     def blame(self, id: str, at: str | None = None) -> Blame:
@@ -462,6 +593,45 @@ class Repo:
                 else:
                     modified.append(change)
             return Diff(a=oid_a.hex(), b=oid_b.hex(), added=added, removed=removed, modified=modified)
+
+    # -- tenants -----------------------------------------------------------------
+
+    def tenants(self) -> list[str]:
+        """Names of the store's tenants, sorted."""
+        with self._kv.read() as txn:
+            return sorted(key[len(_TENANT_KEY) :].decode() for key, _ in txn.scan(Space.META, _TENANT_KEY))
+
+    def drop_tenant(self, name: str) -> int:
+        """Delete a whole tenant: its objects, refs, reflogs and indexes.
+
+        The handle's own tenant cannot be dropped (open another tenant's handle to
+        do it). A tenant later created under the same name starts empty, in a new
+        key scope, so stale handles never see its data.
+
+        Returns:
+            The number of keys deleted.
+
+        Raises:
+            NotFound: no such tenant.
+            InvalidInput: it is this handle's tenant.
+        """
+        if name == self.tenant:
+            raise InvalidInput(f"cannot drop tenant {name!r} from a handle bound to it")
+
+        def work(txn: WriteTxn) -> int:
+            scope = txn.get(Space.META, _TENANT_KEY + name.encode())
+            if scope is None:
+                raise NotFound(f"no tenant named {name!r}")
+            count = 0
+            for space in (Space.OBJECTS, Space.REFS, Space.REFLOG, Space.INDEX):
+                keys = [key for key, _ in txn.scan(space, scope)]
+                for key in keys:
+                    txn.delete(space, key)
+                count += len(keys)
+            txn.delete(Space.META, _TENANT_KEY + name.encode())
+            return count
+
+        return self._kv.transact(work)
 
     # -- integrity -------------------------------------------------------------
 
@@ -618,6 +788,48 @@ class Repo:
         )
 
 
+def _claim_conflicts(
+    view: View, root: bytes, nodes: list[Node], removals: list[str], policy: ClaimPolicy
+) -> list[str]:
+    """Check new claims against claims with the same start; return ids to remove.
+
+    Raises:
+        ClaimConflict: when the policy is ``"refuse"`` and values disagree, or when
+            claims written in this one commit disagree with each other.
+    """
+    written = {n.id for n in nodes}
+    gone = set(removals)
+    by_start: dict[str, Node] = {}
+    to_remove: list[str] = []
+    for node in nodes:
+        claim = node.content
+        if not isinstance(claim, Claim):
+            continue
+        start = claims.claim_key("", claim)
+        other = by_start.get(start)
+        if other is not None and isinstance(other.content, Claim) and other.content.value != claim.value:
+            raise ClaimConflict(
+                f"claims {other.id} and {node.id} on {claim.subject}/{claim.predicate} both start at "
+                f"{claim.valid_from.isoformat()} with different values"
+            )
+        by_start[start] = node
+        for other_id, other_hash in claims.same_start(view, root, claim):
+            if other_id == node.id or other_id in written or other_id in gone:
+                continue
+            existing = view.node(other_hash).content
+            if not isinstance(existing, Claim) or existing.value == claim.value:
+                continue
+            if policy == "refuse":
+                raise ClaimConflict(
+                    f"claim {node.id} starts at {claim.valid_from.isoformat()} like {other_id} on "
+                    f"{claim.subject}/{claim.predicate} with a different value; correct {other_id}, "
+                    "or commit with on_claim_conflict='replace' or 'keep'"
+                )
+            if policy == "replace" and other_id not in to_remove:
+                to_remove.append(other_id)
+    return to_remove
+
+
 def _empty_root(view: View) -> bytes:
     from mnemosyne import codec
 
@@ -628,6 +840,16 @@ def _with_id(node: Node, node_id: str) -> Node:
     import msgspec
 
     return msgspec.structs.replace(node, id=node_id)
+
+
+def _expired(node: Node, now: datetime) -> bool:
+    return node.expires_at is not None and node.expires_at <= now
+
+
+def _claim(node: Node) -> Claim:
+    claim = node.content
+    assert isinstance(claim, Claim)
+    return claim
 
 
 def _aware(when: datetime) -> datetime:

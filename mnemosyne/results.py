@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 import msgspec
 
 from mnemosyne.objects import Commit, Node
 
-Status = Literal["current", "superseded", "deleted"]
+Status = Literal["current", "superseded", "deleted", "expired", "redacted"]
 
 
 class Version(msgspec.Struct, frozen=True, kw_only=True):
@@ -19,8 +20,9 @@ class Version(msgspec.Struct, frozen=True, kw_only=True):
         hash: the version's content address.
         node: the version itself.
         commit: the commit that wrote it.
-        status: ``current`` (in the tree at the tip), ``superseded`` (a later
-            version replaced it) or ``deleted`` (the id was removed after it).
+        status: ``current`` (in the tree at the tip), ``expired`` (current, but
+            past its ``expires_at``), ``superseded`` (a later version replaced it) or
+            ``deleted`` (the id was removed after it). Derived, never stored.
         ended_by: id of the commit that superseded or removed it; None while current.
         superseded_by: hash of the version that replaced it, if any.
     """
@@ -50,3 +52,26 @@ class Diff(msgspec.Struct, frozen=True, kw_only=True):
     added: list[Change]
     removed: list[Change]
     modified: list[Change]
+
+
+class Fact(msgspec.Struct, frozen=True, kw_only=True):
+    """One claim on a (subject, predicate) timeline, with its effective interval.
+
+    Attributes:
+        id: the claim node's id.
+        node: the claim node (its provenance says where it came from).
+        commit: the commit that recorded this version of the claim.
+        effective_from: when it starts to apply (its ``valid_from``).
+        effective_to: when it stops applying: the earlier of its own ``valid_to``
+            and the next claim's ``valid_from``; None while open-ended.
+        supersedes: id of the claim it replaced: the one just before it in valid
+            time, recorded earlier, whose interval it cuts short. A delayed claim
+            that slots in before existing ones supersedes nothing.
+    """
+
+    id: str
+    node: Node
+    commit: Commit
+    effective_from: datetime
+    effective_to: datetime | None
+    supersedes: str | None = None

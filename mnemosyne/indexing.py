@@ -1,0 +1,38 @@
+"""Derived indexes of one commit, written in the commit's own transaction.
+
+One function serves both the commit path and rebuilding (``reindex``), so the
+two can never disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mnemosyne import claims
+from mnemosyne.graph import GraphEntry
+from mnemosyne.objects import CommitObject, Node
+from mnemosyne.view import WriteView
+
+
+def index_commit(
+    view: WriteView,
+    oid: bytes,
+    commit: CommitObject,
+    changes: Sequence[tuple[str, bytes | None, bytes | None]],
+    written: dict[bytes, Node],
+) -> GraphEntry:
+    """Add a commit to the commit graph, change index and claim index.
+
+    Args:
+        view: where to write.
+        oid: the commit's id.
+        commit: the commit.
+        changes: ``(id, old hash, new hash)`` against the first parent.
+        written: nodes the commit wrote, by hash (spares reading them back).
+    """
+    parent_claims = view.graph.entry(view.txn, commit.parents[0]).claims if commit.parents else b""
+    claim_root = claims.update(view, parent_claims, changes, written)
+    entry = view.graph.add(view.txn, oid, commit.parents, claim_root)
+    for node_id, _, new in changes:
+        view.changes.add(view.txn, node_id, entry.generation, oid, new)
+    return entry
