@@ -16,7 +16,7 @@ import msgspec
 
 from mnemosyne import codec
 from mnemosyne.errors import InvalidInput
-from mnemosyne.validation import check_id, check_json, check_text, utc
+from mnemosyne.validation import check_id, check_json, check_text, has_control, utc
 
 ObjectId = NewType("ObjectId", bytes)
 """The raw 32-byte blake3 digest of an object's stored bytes."""
@@ -84,6 +84,9 @@ class Claim(msgspec.Struct, frozen=True, array_like=True, tag="claim@1", forbid_
             if not isinstance(value, str) or not value:
                 raise InvalidInput(f"claim {name} must be a non-empty string")
             check_text(value, f"claim {name}")
+            if has_control(value):
+                # They are keys of the claim index, where control characters separate fields.
+                raise InvalidInput(f"claim {name} {value!r} contains a control character")
         check_json(self.value, "claim value")
         _set(self, "valid_from", utc(self.valid_from, "claim valid_from"))
         _set(self, "valid_to", utc(self.valid_to, "claim valid_to"))

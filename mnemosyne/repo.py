@@ -567,14 +567,16 @@ class Repo:
                 raise NotFound(f"{id} is not in the store: there are no commits yet")
             return blame(view, id, tip)
 
-    def diff(self, a: str, b: str) -> Diff:
+    def diff(self, a: str, b: str, as_of: datetime | None = None) -> Diff:
         """What changed from revision ``a`` to revision ``b``.
 
-        Walks only the parts of the two trees whose hashes differ.
+        Walks only the parts of the two trees whose hashes differ. With ``as_of``,
+        both revisions must name refs and are read as they were at that time.
         """
+        when = _aware(as_of) if as_of is not None else None
         with self._view() as view:
-            oid_a = resolve(view, a)
-            oid_b = resolve(view, b)
+            oid_a = resolve(view, a, as_of=when)
+            oid_b = resolve(view, b, as_of=when)
             root_a = view.commit(oid_a).tree
             root_b = view.commit(oid_b).tree
             added: list[Change] = []

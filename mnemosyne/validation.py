@@ -59,6 +59,11 @@ def check_id(node_id: object) -> str:
     return node_id
 
 
+def has_control(text: str) -> bool:
+    """Whether ``text`` contains a C0 or C1 control character."""
+    return _CONTROL.search(text) is not None
+
+
 def check_text(value: str, what: str) -> None:
     """Refuse text that cannot be encoded as UTF-8 (lone surrogates)."""
     try:

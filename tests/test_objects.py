@@ -558,9 +558,10 @@ def claims(draw):
     length = draw(
         st.none() | st.timedeltas(min_value=timedelta(microseconds=1), max_value=timedelta(days=9999))
     )
+    key_text = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=8)
     return Claim(
-        draw(st.text(min_size=1, max_size=8)),
-        draw(st.text(min_size=1, max_size=8)),
+        draw(key_text),
+        draw(key_text),
         draw(json_values),
         valid_from,
         valid_to=valid_from + length if length is not None else None,
