@@ -24,9 +24,10 @@ from pathlib import Path
 
 import lmdb
 
-from mnemosyne import Node, Provenance, Repo
+from mnemosyne import Claim, Node, Provenance, Repo
 from mnemosyne.kv import lmdb_kv
-from mnemosyne.kv.base import Space
+from mnemosyne.kv.base import Space, WriteTxn
+from mnemosyne.refs import RefStore
 
 
 @dataclass
@@ -378,6 +379,108 @@ def bench_history(root: Path, commits: int) -> None:
     shutil.rmtree(path)
 
 
+def bench_claims(root: Path, total: int, versions: int) -> None:
+    """facts over a long valid-time timeline, as-of resolution, tenant-scoped reads."""
+    path = root / "claims"
+    start = datetime(2020, 1, 1, tzinfo=UTC)
+    with Repo.init(path, sync=False) as repo:
+        nodes = [
+            Node(
+                id=f"people/p{i:06d}/attr{i % 10}",
+                kind="claim",
+                content=Claim(f"p{i // 10:06d}", f"attr{i % 10}", i, start + timedelta(hours=i)),
+            )
+            for i in range(total - versions)
+        ]
+        nodes += [
+            Node(
+                id=f"people/mira/deadline/v{v:06d}",
+                kind="claim",
+                content=Claim("mira", "deadline", v, start + timedelta(minutes=v)),
+            )
+            for v in range(versions)
+        ]
+        t0 = time.perf_counter()
+        repo.commit(nodes, message="claims", author="bench")
+        row("bulk import of claims (claims/s)", total, f"{total / (time.perf_counter() - t0):,.0f}")
+        rng = random.Random(11)
+        samples = []
+        for _ in range(500):
+            at = start + timedelta(minutes=rng.randrange(versions))
+            t0 = time.perf_counter()
+            found = repo.facts("mira", "deadline", valid_at=at)
+            samples.append(time.perf_counter() - t0)
+            assert len(found) == 1
+        row(
+            f"facts(subject, predicate, valid_at), {versions} versions, median (µs)",
+            total,
+            f"{median_us(samples):.0f}",
+            "<= 200",
+            median_us(samples) <= 200,
+        )
+
+        # 100k reflog entries on one branch, written directly through the ref store.
+        a = repo.resolve("HEAD")
+        b = repo.commit([make_node(1)], message="second", author="bench")
+        moves = 100_000
+        base_time = b.record_time
+
+        def move_many(txn: WriteTxn) -> None:
+            refs = RefStore(b"\x00\x00\x00\x00")
+            current = bytes.fromhex(b.id)
+            for k in range(moves):
+                target = bytes.fromhex(a.id if k % 2 == 0 else b.id)
+                when = base_time + timedelta(seconds=k + 1)
+                refs.update(
+                    txn, "refs/heads/main", current, target, when=when, author="bench", reason="bench"
+                )
+                current = target
+
+        repo.kv.transact(move_many)
+        samples = []
+        for _ in range(500):
+            k = rng.randrange(moves)
+            t0 = time.perf_counter()
+            got = repo.resolve("main", as_of=base_time + timedelta(seconds=k + 1, milliseconds=500))
+            samples.append(time.perf_counter() - t0)
+            assert got.id == (a.id if k % 2 == 0 else b.id)
+        row(
+            "resolve as_of with 100k reflog entries, median (µs)",
+            moves,
+            f"{median_us(samples):.1f}",
+            "<= 100",
+            median_us(samples) <= 100,
+        )
+    shutil.rmtree(path)
+
+    # The same reads in a single-tenant store and in a tenant of a shared one.
+    n = 20_000
+    single = root / "single"
+    shared = root / "shared"
+    data = [make_node(i) for i in range(n)]
+    with Repo.init(single, sync=False) as repo:
+        repo.commit(data, message="data", author="bench")
+    with Repo.init(shared, sync=False) as repo:
+        repo.commit([make_node(i + n, 1) for i in range(n)], message="other", author="bench")
+    with Repo.open(shared, tenant="acme", create=True, sync=False) as repo:
+        repo.commit(data, message="data", author="bench")
+    with Repo.open(single) as one, Repo.open(shared, tenant="acme") as tenant:
+        ids = [node_id(rng.randrange(n)) for _ in range(2000)]
+        t_one: list[float] = []
+        t_ten: list[float] = []
+        for key in ids:
+            t0 = time.perf_counter()
+            one.get(key)
+            t_one.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            tenant.get(key)
+            t_ten.append(time.perf_counter() - t0)
+        ratio = statistics.median(t_ten) / statistics.median(t_one)
+        row("tenant-scoped get / single-tenant get (medians)", n, f"{ratio:.2f}", "<= 1.2", ratio <= 1.2)
+    shutil.rmtree(single)
+    shutil.rmtree(shared)
+
+
 def write_table(out: Path, started: float) -> None:
     lines = [
         "# Benchmark results",
@@ -404,11 +507,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--rounds", type=int, default=31)
     parser.add_argument("--history", type=int, default=10_000)
+    parser.add_argument("--claims", type=int, default=100_000)
     parser.add_argument("--quick", action="store_true", help="small sizes, for checking the script")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.quick:
-        sizes, args.rounds, args.history = [1000, 5000], 5, 300
+        sizes, args.rounds, args.history, args.claims = [1000, 5000], 5, 300, 5000
     started = time.perf_counter()
     root = Path(tempfile.mkdtemp(prefix="mnemo-bench-"))
     try:
@@ -425,6 +529,7 @@ def main() -> None:
                 ratio <= 3,
             )
         bench_history(root, args.history)
+        bench_claims(root, args.claims, min(10_000, args.claims // 2))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     write_table(args.out, started)
