@@ -2,8 +2,9 @@
 
 Every stored object is a frozen, tagged, array-like msgspec ``Struct``. The tag
 names the object kind and its format version (``"node@1"``), so an object of a
-newer format is refused by name instead of being misread. Fields may only be
-appended, with defaults, which keeps every existing hash valid.
+newer format is refused by name instead of being misread. Array-like encoding
+writes every field, so a schema change is a new format version (a new tag and
+Struct, decoded beside the old one): stored bytes, and their hashes, never change.
 """
 
 from __future__ import annotations
@@ -57,7 +58,14 @@ class Provenance(msgspec.Struct, frozen=True, array_like=True, kw_only=True, for
                 check_text(value, f"provenance.{name}")
 
 
-class Claim(msgspec.Struct, frozen=True, array_like=True, tag="claim@1", forbid_unknown_fields=True):
+class Claim(
+    msgspec.Struct,
+    frozen=True,
+    array_like=True,
+    tag="claim@1",
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+):
     """An assertion about the world: ``subject`` ``predicate`` ``value``, valid from a time.
 
     Attributes:
@@ -200,8 +208,19 @@ class TreeChunk(msgspec.Struct, frozen=True, array_like=True, tag="tree@1", forb
     values: tuple[bytes, ...]
 
 
-class CommitObject(msgspec.Struct, frozen=True, array_like=True, tag="commit@1", forbid_unknown_fields=True):
-    """The stored form of a commit; :class:`Commit` adds its id and hex hashes."""
+class CommitObject(
+    msgspec.Struct,
+    frozen=True,
+    array_like=True,
+    tag="commit@1",
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+):
+    """The stored form of a commit; :class:`Commit` adds its id and hex hashes.
+
+    ``contradictions`` names the contradiction records a merge found (empty for
+    every other commit).
+    """
 
     tree: bytes
     parents: tuple[bytes, ...]
@@ -209,6 +228,7 @@ class CommitObject(msgspec.Struct, frozen=True, array_like=True, tag="commit@1",
     author: str
     message: str
     meta: dict[str, Any] | None = None
+    contradictions: tuple[bytes, ...] = ()
 
 
 class Commit(msgspec.Struct, frozen=True, kw_only=True):
