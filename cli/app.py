@@ -1,5 +1,149 @@
-"""Placeholder; replaced by the real CLI."""
+"""The root ``mnemo`` app: global options, command registration, and the error edge.
+
+Every :class:`mnemosyne.MnemoError` becomes one line on stderr (``error: …``)
+and the exit code of ``INTERFACE.md``; usage errors exit 2 (Typer's own), an
+interrupt 130, anything unexpected one line and exit 1. Never a traceback:
+memories can hold secrets.
+"""
+
+import errno
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from mnemosyne import (
+    ClaimConflict,
+    CorruptObject,
+    InvalidInput,
+    MergeConflict,
+    MnemoError,
+    NotFound,
+    RefConflict,
+    StorageFull,
+    __version__,
+)
+
+from . import cmd_read, cmd_refs, cmd_store
+from .render import note
+from .state import State
+
+EXIT_PROBLEM = 1
+EXIT_INVALID = 2
+EXIT_NOT_FOUND = 3
+EXIT_REF_CONFLICT = 4
+EXIT_CORRUPT = 5
+EXIT_STORAGE_FULL = 6
+
+_EXIT_CODES: tuple[tuple[type[MnemoError], int], ...] = (
+    (NotFound, EXIT_NOT_FOUND),  # Redacted too: it subclasses NotFound
+    (InvalidInput, EXIT_INVALID),
+    (ClaimConflict, EXIT_INVALID),
+    (MergeConflict, EXIT_INVALID),
+    (RefConflict, EXIT_REF_CONFLICT),
+    (CorruptObject, EXIT_CORRUPT),
+    (StorageFull, EXIT_STORAGE_FULL),
+)
+
+
+def exit_code(error: MnemoError) -> int:
+    """The CLI exit code for a library error (``INTERFACE.md``)."""
+    for kind, code in _EXIT_CODES:
+        if isinstance(error, kind):
+            return code
+    return EXIT_PROBLEM
+
+
+def one_line(error: BaseException) -> str:
+    """An error's message on a single line (its class name when it has none)."""
+    parts = [part.strip() for part in str(error).splitlines() if part.strip()]
+    return "; ".join(parts) or type(error).__name__
+
+
+class MnemoGroup(TyperGroup):
+    """The root command group: turns library errors into one line and an exit code."""
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; report a :class:`MnemoError` or an ``OSError`` as ``error: …``."""
+        try:
+            return super().invoke(ctx)
+        except MnemoError as error:
+            note(f"error: {one_line(error)}")
+            raise typer.Exit(exit_code(error)) from None
+        except OSError as error:
+            if error.errno == errno.EPIPE:
+                raise  # Typer quiets a closed pipe (``mnemo log | head``)
+            note(f"error: {one_line(error)}")
+            raise typer.Exit(EXIT_PROBLEM) from None
+
+
+app = typer.Typer(
+    name="mnemo",
+    cls=MnemoGroup,
+    help="Mnemosyne: version control for AI-agent memory.",
+    epilog="Exit codes: 0 ok, 1 problem found, 2 invalid input or usage, 3 not found, "
+    "4 ref moved (retry), 5 corrupt object, 6 storage full.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"mnemo {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    repo: Annotated[
+        Path | None,
+        typer.Option(
+            "--repo",
+            envvar="MNEMO_DIR",
+            metavar="PATH",
+            help="The store directory (default: $MNEMO_DIR, else the nearest .mnemo upward).",
+            show_default=False,
+        ),
+    ] = None,
+    tenant: Annotated[
+        str | None,
+        typer.Option("--tenant", metavar="NAME", help="Work in this tenant's keyspace.", show_default=False),
+    ] = None,
+    json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (JSON Lines for listings) instead of text.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Mnemosyne: version control for AI-agent memory.
+
+    Global options go before the command: mnemo [--repo PATH] [--tenant NAME] [--json] COMMAND.
+    """
+    ctx.obj = State(repo=repo, tenant=tenant, json=json)
+
+
+for _module, _names in (
+    (cmd_store, ("init", "commit", "rm")),
+    (cmd_read, ("show", "ls", "log", "history", "blame", "diff")),
+    (cmd_refs, ("branch", "switch", "reset", "revert")),
+):
+    for _name in _names:
+        app.command(_name)(getattr(_module, _name))
 
 
 def main() -> None:
-    """Run the CLI."""
+    """Run ``mnemo``; the last guard against a traceback."""
+    try:
+        app()
+    except Exception as error:  # the edge: anything the commands did not expect
+        note(f"error: unexpected {type(error).__name__}: {one_line(error)}")
+        raise SystemExit(EXIT_PROBLEM) from None

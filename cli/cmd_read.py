@@ -1,0 +1,211 @@
+"""Commands that read: ``show``, ``ls``, ``log``, ``history``, ``blame``, ``diff``.
+
+They open the store read-only. Listing commands stream: with ``--json`` each
+item is printed as one JSON line as soon as it is read.
+"""
+
+from dataclasses import asdict
+from typing import Annotated
+
+import typer
+
+from mnemosyne import NotFound
+
+from . import diffview
+from .render import (
+    blame_json,
+    commit_json,
+    commit_oneline,
+    commit_text,
+    diff_json,
+    emit,
+    iso,
+    node_json,
+    node_text,
+    preview,
+    provenance_text,
+    say,
+    short,
+    summary,
+    version_json,
+    when,
+)
+from .state import AsOfOpt, AtOpt, state, time_or_none
+
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="The node id, e.g. users/mira/passport_deadline.")]
+ExpiredOpt = Annotated[
+    bool,
+    typer.Option("--include-expired", help="Also nodes past their expires_at (judged at --as-of, else now)."),
+]
+
+
+def show(
+    ctx: typer.Context,
+    node_id: IdArg,
+    at: AtOpt = None,
+    as_of: AsOfOpt = None,
+    include_expired: ExpiredOpt = False,
+) -> None:
+    """Show one node: its fields, provenance and content."""
+    settings = state(ctx)
+    repo = settings.open(ctx, readonly=True)
+    moment = time_or_none(as_of)
+    node = repo.get(node_id, at=at, as_of=moment, include_expired=include_expired)
+    if node is None:
+        place = (at or "HEAD") + (f" as of {as_of}" if as_of else "")
+        expired = None if include_expired else repo.get(node_id, at=at, as_of=moment, include_expired=True)
+        if expired is not None:
+            raise NotFound(
+                f"{node_id} expired at {iso(expired.expires_at)} in {place} (see it with --include-expired)"
+            )
+        raise NotFound(f"{node_id} is not in {place}")
+    if settings.json:
+        emit(node_json(node))
+        return
+    for line in node_text(node):
+        say(line)
+
+
+def ls(
+    ctx: typer.Context,
+    prefix: Annotated[
+        str | None,
+        typer.Option(
+            "--prefix", metavar="P", help="Only ids starting with P (e.g. users/mira/).", show_default=False
+        ),
+    ] = None,
+    at: AtOpt = None,
+    as_of: AsOfOpt = None,
+    include_expired: ExpiredOpt = False,
+) -> None:
+    """List the nodes of a snapshot, ordered by id.
+
+    Human output: short hash, kind, id and a glimpse of the content.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx, readonly=True)
+    nodes = repo.nodes(at=at, as_of=time_or_none(as_of), prefix=prefix, include_expired=include_expired)
+    for node in nodes:
+        if settings.json:
+            emit(node_json(node))
+        else:
+            say(f"{short(node.hash)}  {node.kind:<5}  {node.id}  {preview(node)}")
+
+
+def log(
+    ctx: typer.Context,
+    rev: Annotated[
+        str | None,
+        typer.Argument(metavar="REV", help="Where to start (default: HEAD).", show_default=False),
+    ] = None,
+    node: Annotated[
+        str | None,
+        typer.Option("--node", metavar="ID", help="Only commits that changed this id.", show_default=False),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "-n", "--max-count", metavar="N", min=0, help="Show at most N commits.", show_default=False
+        ),
+    ] = None,
+    as_of: AsOfOpt = None,
+    oneline: Annotated[bool, typer.Option("--oneline", help="One line per commit.")] = False,
+) -> None:
+    """Show commits, newest first.
+
+    REV is a branch, HEAD, a commit id or a prefix of at least 4 hex characters,
+    REV~N, or BRANCH@{TIME}.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx, readonly=True)
+    first = True
+    for entry in repo.log(rev, node=node, limit=limit, as_of=time_or_none(as_of)):
+        if settings.json:
+            emit(commit_json(entry))
+        elif oneline:
+            say(commit_oneline(entry))
+        else:
+            if not first:
+                say("")
+            for line in commit_text(entry):
+                say(line)
+        first = False
+
+
+def history(ctx: typer.Context, node_id: IdArg, at: AtOpt = None) -> None:
+    """Show every version of an id, newest first, with its status.
+
+    A version is current (in the tree at the tip), superseded (a later version
+    replaced it) or deleted (the id was removed after it).
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx, readonly=True)
+    versions = repo.history(node_id, ref=at)
+    if not versions:
+        raise NotFound(f"{node_id} has no history in {at or 'HEAD'}")
+    for version in versions:
+        if settings.json:
+            emit(version_json(version))
+        else:
+            commit = version.commit
+            say(
+                f"{short(version.hash)}  {version.status:<10}  {short(commit.id)}  "
+                f"{when(commit.record_time)}  {commit.author}  {summary(commit.message)}"
+            )
+
+
+def blame(ctx: typer.Context, node_id: IdArg, at: AtOpt = None) -> None:
+    """Show who wrote the current version of an id, when, and from what.
+
+    Then each line of text content (or each field of a JSON object) with the
+    commit that wrote it.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx, readonly=True)
+    found = repo.blame(node_id, at=at)
+    if settings.json:
+        emit(blame_json(found))
+        return
+    commit = found.commit
+    header = [
+        ("id", found.id),
+        ("hash", short(found.node.hash)),
+        ("commit", short(commit.id)),
+        ("author", commit.author),
+        ("date", when(commit.record_time)),
+        ("message", summary(commit.message)),
+        ("provenance", provenance_text(found.node.provenance)),
+    ]
+    for name, value in header:
+        say(f"{name + ':':<12}{value}")
+    say("")
+    width = max((len(line.author) for line in found.lines), default=0)
+    for line in found.lines:
+        text = f"{line.key}: {line.text}" if line.key is not None else line.text
+        say(f"{short(line.commit)} ({line.author:<{width}} {when(line.record_time)}) {text}")
+
+
+def diff(
+    ctx: typer.Context,
+    a: Annotated[str, typer.Argument(metavar="A", help="The old revision.")],
+    b: Annotated[str, typer.Argument(metavar="B", help="The new revision.")],
+    stat: Annotated[bool, typer.Option("--stat", help="Summarise per namespace instead.")] = False,
+) -> None:
+    """Show what changed from revision A to revision B.
+
+    Each id is marked + (added), - (removed) or ~ (modified); text content gets
+    a unified diff, JSON objects a per-key diff. With --stat: counts per
+    namespace (the id up to its last '/').
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx, readonly=True)
+    changes = repo.diff(a, b)
+    if settings.json:
+        document = diff_json(changes)
+        if stat:
+            document["stat"] = [asdict(row) for row in diffview.stat(changes)]
+        emit(document)
+        return
+    lines = diffview.stat_lines(diffview.stat(changes)) if stat else diffview.diff_lines(changes)
+    for line in lines:
+        say(line)

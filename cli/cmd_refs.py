@@ -1,0 +1,129 @@
+"""Commands that move refs: ``branch``, ``switch``, ``reset``, ``revert``."""
+
+from typing import Annotated
+
+import typer
+
+from .render import emit, note, say, short, summary
+from .state import AuthorOpt, author_or_default, state
+
+NameArg = Annotated[str, typer.Argument(metavar="NAME", help="The branch name.")]
+
+
+def branch(
+    ctx: typer.Context,
+    name: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="NAME", help="Create this branch; without it, list branches.", show_default=False
+        ),
+    ] = None,
+    start: Annotated[
+        str | None,
+        typer.Option(
+            "--from", metavar="REV", help="Start the new branch at REV (default: HEAD).", show_default=False
+        ),
+    ] = None,
+    delete: Annotated[bool, typer.Option("-d", "--delete", help="Delete branch NAME.")] = False,
+    author: AuthorOpt = None,
+) -> None:
+    """List, create or delete branches.
+
+    \b
+      mnemo branch                   list branches
+      mnemo branch NAME [--from REV] create one (default: at HEAD)
+      mnemo branch -d NAME           delete one
+
+    The list marks the current branch with '*'. Deleting keeps the branch's
+    reflog, so as-of reads stay honest.
+    """  # noqa: D301 (\b keeps Click from rewrapping the next paragraph)
+    settings = state(ctx)
+    if delete:
+        if name is None:
+            raise typer.BadParameter("give the branch to delete", param_hint="NAME")
+        if start is not None:
+            raise typer.BadParameter("cannot be used with --delete", param_hint="--from")
+        repo = settings.open(ctx)
+        tip = dict(repo.branch_tips()).get(name)
+        repo.delete_branch(name, author=author_or_default(author))
+        if settings.json:
+            emit({"deleted": name, "commit": tip.id if tip else None})
+        else:
+            say(f"Deleted branch {name}" + (f" (was {short(tip.id)})." if tip else "."))
+        return
+    if name is None:
+        if start is not None:
+            raise typer.BadParameter("needs the NAME of a branch to create", param_hint="--from")
+        repo = settings.open(ctx, readonly=True)
+        head = repo.head
+        tips = repo.branch_tips()
+        width = max((len(branch_name) for branch_name, _ in tips), default=0)
+        for branch_name, tip_commit in tips:
+            if settings.json:
+                emit({"name": branch_name, "commit": tip_commit.id, "current": branch_name == head})
+            else:
+                mark = "*" if branch_name == head else " "
+                say(f"{mark} {branch_name:<{width}}  {short(tip_commit.id)} {summary(tip_commit.message)}")
+        return
+    repo = settings.open(ctx)
+    made = repo.branch(name, start, author=author_or_default(author))
+    if settings.json:
+        emit({"name": name, "commit": made.id})
+    else:
+        say(f"Created branch {name} at {short(made.id)} {summary(made.message)}")
+
+
+def switch(ctx: typer.Context, name: NameArg) -> None:
+    """Make NAME the current branch."""
+    settings = state(ctx)
+    repo = settings.open(ctx)
+    repo.switch(name)
+    if settings.json:
+        emit({"head": name})
+    else:
+        note(f"Switched to branch {name!r}")
+
+
+def reset(
+    ctx: typer.Context,
+    branch_name: Annotated[str, typer.Argument(metavar="BRANCH", help="The branch to move.")],
+    rev: Annotated[str, typer.Argument(metavar="REV", help="Where to move it.")],
+    author: AuthorOpt = None,
+) -> None:
+    """Move BRANCH to REV.
+
+    The move is recorded in the branch's reflog, so reads as of an earlier time
+    still see what the branch held then.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx)
+    made = repo.reset(branch_name, rev, author=author_or_default(author))
+    if settings.json:
+        emit({"branch": branch_name, "commit": made.id})
+    else:
+        say(f"{branch_name} is now at {short(made.id)} {summary(made.message)}")
+
+
+def revert(
+    ctx: typer.Context,
+    rev: Annotated[str, typer.Argument(metavar="REV", help="The commit to undo.")],
+    message: Annotated[
+        str | None,
+        typer.Option(
+            "-m", "--message", help="The message (default: 'Revert <id>: <summary>').", show_default=False
+        ),
+    ] = None,
+    author: AuthorOpt = None,
+) -> None:
+    """Undo one commit with a new commit on the current branch.
+
+    Fails (exit 2) if an id that commit changed has changed again since.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx)
+    target = repo.resolve(rev)
+    made = repo.revert(target.id, author=author_or_default(author), message=message)
+    if settings.json:
+        emit({"commit": made.id, "reverted": target.id})
+    else:
+        say(f"[{repo.head} {short(made.id)}] {summary(made.message)}")

@@ -1,0 +1,118 @@
+"""What every command shares: the global options, finding and opening the store, the author.
+
+Only the CLI reads the environment (``MNEMO_DIR``, ``MNEMO_AUTHOR``) and the
+current directory; the library gets plain values.
+"""
+
+import getpass
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mnemosyne import NotFound, Repo, parse_time
+
+STORE_DIR = ".mnemo"
+"""The directory name looked for upward from the current directory."""
+
+AuthorOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--author",
+        metavar="NAME",
+        envvar="MNEMO_AUTHOR",
+        help="Who is writing (default: $MNEMO_AUTHOR, else your user name).",
+        show_default=False,
+    ),
+]
+AtOpt = Annotated[
+    str | None,
+    typer.Option("--at", metavar="REV", help="Read this revision instead of HEAD.", show_default=False),
+]
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of",
+        metavar="TIME",
+        help="Read the branch as it was at TIME (RFC 3339; a bare date is midnight UTC).",
+        show_default=False,
+    ),
+]
+
+
+@dataclass
+class State:
+    """The global options, kept in the root context's ``obj``.
+
+    Attributes:
+        repo: the store directory given with ``--repo`` or ``MNEMO_DIR``, if any.
+        tenant: the tenant given with ``--tenant``, if any.
+        json: print JSON instead of human text.
+    """
+
+    repo: Path | None
+    tenant: str | None
+    json: bool
+
+    def store_path(self) -> Path:
+        """The store directory: ``--repo``/``MNEMO_DIR``, else the nearest ``.mnemo`` upward.
+
+        Raises:
+            NotFound: when no store directory can be found.
+        """
+        if self.repo is not None:
+            return self.repo
+        here = Path.cwd()
+        for folder in (here, *here.parents):
+            candidate = folder / STORE_DIR
+            if candidate.is_dir():
+                return candidate
+        raise NotFound(
+            f"no store found: no {STORE_DIR} directory here or in any parent "
+            "(use --repo PATH, set MNEMO_DIR, or run 'mnemo init')"
+        )
+
+    def open(self, ctx: typer.Context, *, readonly: bool = False) -> Repo:
+        """Open the store for this command; it is closed when the command ends.
+
+        Args:
+            ctx: the command's context (the handle is released when it closes).
+            readonly: open for reading only.
+
+        Returns:
+            The open store, bound to ``--tenant`` (or the default tenant).
+        """
+        path = self.store_path()
+        if self.tenant is None:
+            repo = Repo.open(path, readonly=readonly)
+        else:
+            repo = Repo.open(path, tenant=self.tenant, readonly=readonly)
+        ctx.call_on_close(repo.close)
+        return repo
+
+
+def state(ctx: typer.Context) -> State:
+    """The global options of the invocation ``ctx`` belongs to."""
+    found = ctx.find_object(State)
+    if found is None:  # a command run without the root callback (never via ``mnemo``)
+        found = State(repo=None, tenant=None, json=False)
+        ctx.obj = found
+    return found
+
+
+def author_or_default(author: str | None) -> str:
+    """The author to record: the option (or ``MNEMO_AUTHOR``), else the user name, else ``unknown``."""
+    if author:
+        return author
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry and no LOGNAME/USER: containers
+        user = ""
+    return user or "unknown"
+
+
+def time_or_none(text: str | None) -> datetime | None:
+    """Parse an optional CLI time (RFC 3339; a bare date is midnight UTC)."""
+    return parse_time(text) if text is not None else None
