@@ -1,0 +1,63 @@
+"""``mnemo`` as a real process: ``python -m mnemo_cli`` and the installed script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(sys.executable).with_name("mnemo")
+
+
+def mnemo(
+    *args: str, cwd: Path, input: str | None = None, script: bool = False
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("MNEMO_DIR", "MNEMO_AUTHOR")}
+    command = [str(SCRIPT)] if script else [sys.executable, "-m", "mnemo_cli"]
+    return subprocess.run(
+        [*command, *args],
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_session_in_a_real_process(tmp_path: Path) -> None:
+    assert mnemo("init", cwd=tmp_path).returncode == 0
+    assert (tmp_path / ".mnemo" / "data.mdb").is_file()
+    empty = mnemo("log", cwd=tmp_path)
+    assert (empty.returncode, empty.stdout, empty.stderr) == (0, "", "")
+    nodes = '{"id": "users/mira/lang", "content": "de"}\n{"content": "generated"}\n'
+    done = mnemo("--json", "commit", "-m", "learned", "--author", "agent-7", "-", cwd=tmp_path, input=nodes)
+    assert done.returncode == 0, done.stderr
+    written = json.loads(done.stdout)
+    assert written["ids"][0] == "users/mira/lang" and len(written["ids"]) == 2
+    log = mnemo("--json", "log", cwd=tmp_path)
+    (entry,) = [json.loads(line) for line in log.stdout.splitlines()]
+    assert (entry["commit"], entry["author"], entry["message"]) == (written["commit"], "agent-7", "learned")
+
+
+def test_errors_in_a_real_process_are_one_line(tmp_path: Path) -> None:
+    assert mnemo("init", cwd=tmp_path).returncode == 0
+    missing = mnemo("show", "nobody/here", cwd=tmp_path)
+    assert missing.returncode == 3
+    assert missing.stderr == "error: nobody/here is not in HEAD\n"
+    bad = mnemo("commit", "-m", "x", cwd=tmp_path, input='{"id": "a", "content": [1,}')
+    assert bad.returncode == 2
+    assert bad.stderr == "error: stdin: invalid JSON at line 1, column 27: Expecting value\n"
+
+
+@pytest.mark.skipif(not SCRIPT.exists(), reason="the mnemo script is not installed next to this Python")
+def test_the_installed_script(tmp_path: Path) -> None:
+    result = mnemo("--repo", str(tmp_path / "nowhere"), "log", cwd=tmp_path, script=True)
+    assert result.returncode == 3
+    assert result.stderr.startswith("error: no store at ")
+    assert "Traceback" not in result.stderr
