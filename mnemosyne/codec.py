@@ -68,6 +68,6 @@ def describe_tag(data: bytes) -> str | None:
         return None
     if isinstance(raw, list) and raw and isinstance(raw[0], str):
         tag = raw[0]
-        if tag not in {"node@1", "tree@1", "commit@1"}:
+        if tag not in {"node@1", "tree@1", "commit@1", "contradiction@1"}:
             return f"object format {tag!r} is not one this version of Mnemosyne reads (newer?)"
     return None

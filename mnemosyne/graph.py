@@ -31,6 +31,8 @@ class GraphEntry(msgspec.Struct, frozen=True, array_like=True):
     """Whether this commit or any ancestor has more than one parent."""
     claims: bytes = b""
     """Root of the snapshot's claim tree (see :mod:`mnemosyne.claims`); empty for none."""
+    open: tuple[bytes, ...] = ()
+    """Contradiction records still open in this snapshot (both claims unchanged)."""
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -67,7 +69,14 @@ class CommitGraph:
             raise CorruptObject(f"commit {oid.hex()} is missing from the commit graph; run 'mnemo reindex'")
         return _decoder.decode(data)
 
-    def add(self, txn: WriteTxn, oid: bytes, parents: tuple[bytes, ...], claims: bytes = b"") -> GraphEntry:
+    def add(
+        self,
+        txn: WriteTxn,
+        oid: bytes,
+        parents: tuple[bytes, ...],
+        claims: bytes = b"",
+        open_records: tuple[bytes, ...] = (),
+    ) -> GraphEntry:
         """Index a new commit whose parents are already indexed."""
         entries = [self.entry(txn, p) for p in parents]
         if entries:
@@ -78,7 +87,7 @@ class CommitGraph:
             skip = self.first_parent_at(txn, parents[0], skip_depth(depth))
         else:
             depth, generation, merges, skip = 0, 1, False, b""
-        entry = GraphEntry(parents, generation, depth, skip, merges, claims)
+        entry = GraphEntry(parents, generation, depth, skip, merges, claims, open_records)
         txn.put(Space.INDEX, self.prefix + oid, _encoder.encode(entry))
         return entry
 

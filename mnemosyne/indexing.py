@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from mnemosyne import claims
 from mnemosyne.graph import GraphEntry
+from mnemosyne.merge import still_open
 from mnemosyne.objects import CommitObject, Node
 from mnemosyne.view import WriteView
 
@@ -30,9 +31,12 @@ def index_commit(
         changes: ``(id, old hash, new hash)`` against the first parent.
         written: nodes the commit wrote, by hash (spares reading them back).
     """
-    parent_claims = view.graph.entry(view.txn, commit.parents[0]).claims if commit.parents else b""
+    parents = [view.graph.entry(view.txn, p) for p in commit.parents]
+    parent_claims = parents[0].claims if parents else b""
     claim_root = claims.update(view, parent_claims, changes, written)
-    entry = view.graph.add(view.txn, oid, commit.parents, claim_root)
+    carried = {record for parent in parents for record in parent.open} | set(commit.contradictions)
+    open_records = tuple(sorted(r for r in carried if still_open(view, commit.tree, r)))
+    entry = view.graph.add(view.txn, oid, commit.parents, claim_root, open_records)
     for node_id, _, new in changes:
         view.changes.add(view.txn, node_id, entry.generation, oid, new)
     return entry

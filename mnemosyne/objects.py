@@ -267,4 +267,17 @@ class Commit(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-StoredObject = Node | TreeChunk | CommitObject
+class ContradictionObject(
+    msgspec.Struct, frozen=True, array_like=True, tag="contradiction@1", forbid_unknown_fields=True
+):
+    """A merge's record of two claims that disagree about overlapping valid time.
+
+    ``claims`` holds ``(node id, node hash)`` of each claim, one from each side.
+    """
+
+    subject: str
+    predicate: str
+    claims: tuple[tuple[str, bytes], ...]
+
+
+StoredObject = Node | TreeChunk | CommitObject | ContradictionObject

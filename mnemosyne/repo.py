@@ -8,43 +8,42 @@ parameter so record time is testable.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 from mnemosyne import claims, walk
 from mnemosyne.blame import Blame, blame
-from mnemosyne.errors import ClaimConflict, InvalidInput, MergeConflict, NotFound
+from mnemosyne.errors import InvalidInput, MergeConflict, NotFound
 from mnemosyne.ids import new_id
-from mnemosyne.indexing import index_commit
-from mnemosyne.kv.base import KV, Space, WriteTxn
+from mnemosyne.kv.base import KV, WriteTxn
 from mnemosyne.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV
 from mnemosyne.kv.memory import MemoryKV
 from mnemosyne.maintenance import FsckReport, fsck, reindex
-from mnemosyne.objects import Claim, Commit, CommitObject, Node
+from mnemosyne.objects import Claim, Commit, Node
 from mnemosyne.prolly import EMPTY
-from mnemosyne.refs import BRANCH_PREFIX, DEFAULT_BRANCH, TICK, check_branch_name
+from mnemosyne.refs import BRANCH_PREFIX, check_branch_name
 from mnemosyne.results import Change, Diff, Fact, Status, Version
 from mnemosyne.revisions import resolve
+from mnemosyne.tenancy import (
+    DEFAULT_TENANT,
+    check_tenant_name,
+    drop_tenant,
+    initialise,
+    open_tenant,
+    scope,
+    tenant_names,
+)
 from mnemosyne.validation import check_id, check_json
 from mnemosyne.view import Stores, View, WriteView
+from mnemosyne.writing import ClaimPolicy, apply_commit
 
-FORMAT = 1
-"""Store format version written by this release."""
-
-DEFAULT_TENANT = "default"
-_TENANT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-_FORMAT_KEY = b"format"
-_TENANT_KEY = b"tenant/"
-_NEXT_TENANT_KEY = b"next-tenant"
 _DATA_FILE = "data.mdb"
 
 Clock = Callable[[], datetime]
-ClaimPolicy = Literal["refuse", "replace", "keep"]
 
 
 def system_clock() -> datetime:
@@ -106,18 +105,11 @@ class Repo:
                 raise InvalidInput(f"{where} exists and is not empty")
         kv = _open_kv(where, True, False, map_size, max_map_size, sync)
         try:
-            kv.transact(cls._initialise)
+            kv.transact(initialise)
         except BaseException:
             kv.close()
             raise
-        return cls(kv, _scope(0), DEFAULT_TENANT, clock, where)
-
-    @staticmethod
-    def _initialise(txn: WriteTxn) -> None:
-        txn.put(Space.META, _FORMAT_KEY, str(FORMAT).encode())
-        txn.put(Space.META, _TENANT_KEY + DEFAULT_TENANT.encode(), _scope(0))
-        txn.put(Space.META, _NEXT_TENANT_KEY, (1).to_bytes(4, "big"))
-        Stores(_scope(0)).refs.set_head(txn, DEFAULT_BRANCH)
+        return cls(kv, scope(0), DEFAULT_TENANT, clock, where)
 
     @classmethod
     def open(
@@ -152,11 +144,10 @@ class Repo:
         where = Path(path)
         if not (where / _DATA_FILE).is_file():
             raise NotFound(f"no store at {where} (create one with 'mnemo init')")
-        if not _TENANT_NAME.fullmatch(tenant):
-            raise InvalidInput(f"{tenant!r} is not a tenant name ([a-z0-9][a-z0-9_-]{{0,63}})")
+        check_tenant_name(tenant)
         kv = _open_kv(where, False, readonly, map_size, max_map_size, sync)
         try:
-            scope = _open_tenant(kv, tenant, create, where)
+            scope = open_tenant(kv, tenant, create, where)
         except BaseException:
             kv.close()
             raise
@@ -166,8 +157,8 @@ class Repo:
     def in_memory(cls, *, clock: Clock = system_clock) -> Repo:
         """A store held in memory only: for tests and throwaway experiments."""
         kv = MemoryKV()
-        kv.transact(cls._initialise)
-        return cls(kv, _scope(0), DEFAULT_TENANT, clock, None)
+        kv.transact(initialise)
+        return cls(kv, scope(0), DEFAULT_TENANT, clock, None)
 
     def close(self) -> None:
         """Release the store; the handle cannot be used afterwards."""
@@ -275,49 +266,19 @@ class Repo:
 
         def work(txn: WriteTxn) -> Commit:
             view = WriteView(self._stores, txn)
-            name = target or view.refs.head_branch(txn)
-            ref = BRANCH_PREFIX + name
-            tip = view.refs.read(txn, ref)
-            if parent is not None:
-                expected = resolve(view, parent)
-                if tip != expected:
-                    from mnemosyne.errors import RefConflict
-
-                    raise RefConflict(
-                        f"branch {name} moved: expected {expected.hex()[:7]}, "
-                        f"found {tip.hex()[:7] if tip else 'no commits'}"
-                    )
-            tip_obj = view.commit(tip) if tip is not None else None
-            base = tip_obj.tree if tip_obj is not None else view.put_chunk(EMPTY)
-            claim_root = view.graph.entry(txn, tip).claims if tip is not None else b""
-            replaced = _claim_conflicts(view, claim_root, nodes, removals, on_claim_conflict)
-            written: dict[bytes, Node] = {}
-            edits: list[tuple[str, bytes | None]] = []
-            for node in nodes:
-                node_oid = view.objects.put(txn, node)
-                written[node_oid] = node
-                edits.append((node.id, node_oid))
-            edits.extend((node_id, None) for node_id in removals + replaced)
-            edits.sort(key=lambda edit: edit[0])
-            root, changes = view.tree.update(base, edits)
-            if removals:
-                removed = {key for key, _, new in changes if new is None}
-                missing = [i for i in removals if i not in removed]
-                if missing:
-                    raise NotFound(f"cannot remove {missing[0]}: it is not in branch {name}")
-            if not changes and not allow_empty:
-                raise InvalidInput("nothing to commit: the snapshot would not change (pass allow_empty=True)")
-            when = self._now()
-            if tip_obj is not None and when <= tip_obj.record_time:
-                when = tip_obj.record_time + TICK
-            when = view.refs.next_time(txn, ref, when)
-            parents = (tip,) if tip is not None else ()
-            obj = CommitObject(root, parents, when, author, message, meta or None)
-            oid = view.objects.put(txn, obj)
-            index_commit(view, oid, obj, changes, written)
-            summary = message.splitlines()[0] if message else ""
-            view.refs.update(txn, ref, tip, oid, when=when, author=author, reason=f"commit: {summary}")
-            return Commit.from_object(oid, obj)
+            return apply_commit(
+                view,
+                branch=target or view.refs.head_branch(txn),
+                parent=parent,
+                nodes=nodes,
+                removals=removals,
+                author=author,
+                message=message,
+                meta=meta,
+                allow_empty=allow_empty,
+                on_claim_conflict=on_claim_conflict,
+                now=self._now(),
+            )
 
         return self._kv.transact(work)
 
@@ -601,7 +562,7 @@ class Repo:
     def tenants(self) -> list[str]:
         """Names of the store's tenants, sorted."""
         with self._kv.read() as txn:
-            return sorted(key[len(_TENANT_KEY) :].decode() for key, _ in txn.scan(Space.META, _TENANT_KEY))
+            return tenant_names(txn)
 
     def drop_tenant(self, name: str) -> int:
         """Delete a whole tenant: its objects, refs, reflogs and indexes.
@@ -617,23 +578,10 @@ class Repo:
             NotFound: no such tenant.
             InvalidInput: it is this handle's tenant.
         """
+        check_tenant_name(name)
         if name == self.tenant:
             raise InvalidInput(f"cannot drop tenant {name!r} from a handle bound to it")
-
-        def work(txn: WriteTxn) -> int:
-            scope = txn.get(Space.META, _TENANT_KEY + name.encode())
-            if scope is None:
-                raise NotFound(f"no tenant named {name!r}")
-            count = 0
-            for space in (Space.OBJECTS, Space.REFS, Space.REFLOG, Space.INDEX):
-                keys = [key for key, _ in txn.scan(space, scope)]
-                for key in keys:
-                    txn.delete(space, key)
-                count += len(keys)
-            txn.delete(Space.META, _TENANT_KEY + name.encode())
-            return count
-
-        return self._kv.transact(work)
+        return self._kv.transact(lambda txn: drop_tenant(txn, name))
 
     # -- integrity -------------------------------------------------------------
 
@@ -790,48 +738,6 @@ class Repo:
         )
 
 
-def _claim_conflicts(
-    view: View, root: bytes, nodes: list[Node], removals: list[str], policy: ClaimPolicy
-) -> list[str]:
-    """Check new claims against claims with the same start; return ids to remove.
-
-    Raises:
-        ClaimConflict: when the policy is ``"refuse"`` and values disagree, or when
-            claims written in this one commit disagree with each other.
-    """
-    written = {n.id for n in nodes}
-    gone = set(removals)
-    by_start: dict[str, Node] = {}
-    to_remove: list[str] = []
-    for node in nodes:
-        claim = node.content
-        if not isinstance(claim, Claim):
-            continue
-        start = claims.claim_key("", claim)
-        other = by_start.get(start)
-        if other is not None and isinstance(other.content, Claim) and other.content.value != claim.value:
-            raise ClaimConflict(
-                f"claims {other.id} and {node.id} on {claim.subject}/{claim.predicate} both start at "
-                f"{claim.valid_from.isoformat()} with different values"
-            )
-        by_start[start] = node
-        for other_id, other_hash in claims.same_start(view, root, claim):
-            if other_id == node.id or other_id in written or other_id in gone:
-                continue
-            existing = view.node(other_hash).content
-            if not isinstance(existing, Claim) or existing.value == claim.value:
-                continue
-            if policy == "refuse":
-                raise ClaimConflict(
-                    f"claim {node.id} starts at {claim.valid_from.isoformat()} like {other_id} on "
-                    f"{claim.subject}/{claim.predicate} with a different value; correct {other_id}, "
-                    "or commit with on_claim_conflict='replace' or 'keep'"
-                )
-            if policy == "replace" and other_id not in to_remove:
-                to_remove.append(other_id)
-    return to_remove
-
-
 def _empty_root(view: View) -> bytes:
     from mnemosyne import codec
 
@@ -858,36 +764,3 @@ def _aware(when: datetime) -> datetime:
     if not isinstance(when, datetime) or when.tzinfo is None:
         raise InvalidInput("as_of must be a timezone-aware datetime")
     return when.astimezone(UTC)
-
-
-def _scope(number: int) -> bytes:
-    return number.to_bytes(4, "big")
-
-
-def _open_tenant(kv: KV, tenant: str, create: bool, where: Path) -> bytes:
-    with kv.read() as txn:
-        fmt = txn.get(Space.META, _FORMAT_KEY)
-        if fmt is None:
-            raise NotFound(f"no store at {where}")
-        if int(fmt) > FORMAT:
-            raise InvalidInput(
-                f"the store at {where} has format {int(fmt)}; this Mnemosyne reads up to {FORMAT}"
-            )
-        scope = txn.get(Space.META, _TENANT_KEY + tenant.encode())
-    if scope is not None:
-        return scope
-    if not create:
-        raise NotFound(f"no tenant named {tenant!r} (pass create=True to make one)")
-
-    def work(txn: WriteTxn) -> bytes:
-        existing = txn.get(Space.META, _TENANT_KEY + tenant.encode())
-        if existing is not None:
-            return existing
-        counter = txn.get(Space.META, _NEXT_TENANT_KEY) or (1).to_bytes(4, "big")
-        number = int.from_bytes(counter, "big")
-        txn.put(Space.META, _NEXT_TENANT_KEY, (number + 1).to_bytes(4, "big"))
-        txn.put(Space.META, _TENANT_KEY + tenant.encode(), _scope(number))
-        Stores(_scope(number)).refs.set_head(txn, DEFAULT_BRANCH)
-        return _scope(number)
-
-    return kv.transact(work)

@@ -72,6 +72,11 @@ def resolve(view: View, rev: str, as_of: datetime | None = None) -> bytes:
             raise InvalidInput("give the time either as REF@{TIME} or as as_of, not both")
         when = as_of
     name = ref_name(view, base)
+    if when is not None and name is None:
+        # A deleted branch keeps its reflog: what it pointed at then is still known.
+        logged = base if base.startswith(BRANCH_PREFIX) else BRANCH_PREFIX + base
+        if view.refs.last_time(view.txn, logged) is not None:
+            name = logged
     if when is not None:
         if name is None:
             if base == HEAD or not _HEX.fullmatch(base):
