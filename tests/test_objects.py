@@ -84,12 +84,35 @@ GOLDEN_MINIMAL = Node(id="k", content="v")
 GOLDEN_MINIMAL_HEX = "98a66e6f64654031a16ba176a46e6f746594c0c0c0c0c0c0c0"
 GOLDEN_MINIMAL_ID = "9ea4f6fdb5fa013029e39c5c06f2a8fbd4bfdc82f3978437266abb667df49afc"
 
+# Defaults are written too (array-like encoding keeps every field, even with omit_defaults).
+GOLDEN_CLAIM_DEFAULTS = Node(
+    id="c/1", kind="claim", content=Claim("mira", "city", "Oslo", datetime(2026, 6, 3, 10, tzinfo=UTC))
+)
+GOLDEN_CLAIM_DEFAULTS_HEX = (
+    "98a66e6f64654031a3632f3198a7636c61696d4031a46d697261a463697479a44f736c6fd6ff6a1ffb20c0c090a5"
+    "636c61696d94c0c0c0c0c0c0c0"
+)
+GOLDEN_CLAIM_DEFAULTS_ID = "4d6cdf4a1c609a7869708d9ea01bf4eaf8949694e36abce07ca62e16b8be0df3"
+
+GOLDEN_ROOT_COMMIT = CommitObject(bytes(32), (), datetime(2026, 6, 4, tzinfo=UTC), "a", "m")
+GOLDEN_ROOT_COMMIT_HEX = (
+    "98a8636f6d6d69744031c4200000000000000000000000000000000000000000000000000000000000000000"
+    "90d6ff6a20c000a161a16dc090"
+)
+GOLDEN_ROOT_COMMIT_ID = "085a09d0196900a2b270c82e26b03f62c98598769b233f2e8a3f44c73eebff80"
+
 GOLDEN = [
     pytest.param(GOLDEN_NOTE, GOLDEN_NOTE_HEX, GOLDEN_NOTE_ID, id="note"),
     pytest.param(GOLDEN_CLAIM, GOLDEN_CLAIM_HEX, GOLDEN_CLAIM_ID, id="claim"),
     pytest.param(GOLDEN_CHUNK, GOLDEN_CHUNK_HEX, GOLDEN_CHUNK_ID, id="tree-chunk"),
     pytest.param(GOLDEN_COMMIT, GOLDEN_COMMIT_HEX, GOLDEN_COMMIT_ID, id="commit"),
     pytest.param(GOLDEN_MINIMAL, GOLDEN_MINIMAL_HEX, GOLDEN_MINIMAL_ID, id="minimal-note"),
+    pytest.param(
+        GOLDEN_CLAIM_DEFAULTS, GOLDEN_CLAIM_DEFAULTS_HEX, GOLDEN_CLAIM_DEFAULTS_ID, id="claim-defaults"
+    ),
+    pytest.param(
+        GOLDEN_ROOT_COMMIT, GOLDEN_ROOT_COMMIT_HEX, GOLDEN_ROOT_COMMIT_ID, id="root-commit-defaults"
+    ),
 ]
 
 
