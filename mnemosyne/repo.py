@@ -8,23 +8,24 @@ parameter so record time is testable.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
-from mnemosyne import claims, walk
+from mnemosyne import branching, claims, walk
 from mnemosyne.blame import Blame, blame
+from mnemosyne.branching import MergeResult, Resolution, Strategy
 from mnemosyne.errors import InvalidInput, MergeConflict, NotFound
 from mnemosyne.ids import new_id
 from mnemosyne.kv.base import KV, WriteTxn
 from mnemosyne.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV
 from mnemosyne.kv.memory import MemoryKV
 from mnemosyne.maintenance import FsckReport, fsck, reindex
-from mnemosyne.objects import Claim, Commit, Node
-from mnemosyne.prolly import EMPTY
+from mnemosyne.merge import Contradiction
+from mnemosyne.objects import Claim, Commit, ContradictionObject, Node
 from mnemosyne.refs import BRANCH_PREFIX, check_branch_name
 from mnemosyne.results import Change, Diff, Fact, Status, Version
 from mnemosyne.revisions import resolve
@@ -44,6 +45,7 @@ from mnemosyne.writing import ClaimPolicy, apply_commit
 _DATA_FILE = "data.mdb"
 
 Clock = Callable[[], datetime]
+T = TypeVar("T")
 
 
 def system_clock() -> datetime:
@@ -473,7 +475,36 @@ class Repo:
             found: list[Node] = []
             for name in names:
                 found.extend(claims.in_force(view, root, subject, name, when, now))
+            # An open contradiction is never settled silently: both claims stand
+            # wherever their declared intervals cover the time asked about.
+            for record in self._open_contradictions(view, tip):
+                if record.subject != subject or (predicate is not None and record.predicate != predicate):
+                    continue
+                for node in record.claims:
+                    claim = _claim(node)
+                    covers = claim.valid_from <= when and (claim.valid_to is None or when < claim.valid_to)
+                    if covers and not _expired(node, now) and all(n.hash != node.hash for n in found):
+                        found.append(node)
             return found
+
+    def _open_contradictions(self, view: View, tip: bytes) -> list[Contradiction]:
+        out = []
+        for oid in view.graph.entry(view.txn, tip).open:
+            obj = view.objects.load(view.txn, oid)
+            assert isinstance(obj, ContradictionObject)
+            nodes = tuple(view.node(value) for _, value in obj.claims)
+            out.append(Contradiction(obj.subject, obj.predicate, nodes))
+        return out
+
+    def contradictions(self, ref: str | None = None) -> list[Contradiction]:
+        """Open contradictions at ``ref`` (default: HEAD): merged claims that disagree.
+
+        A contradiction stays open while both claims are in the snapshot unchanged;
+        an ordinary commit that corrects or removes either one resolves it.
+        """
+        with self._view() as view:
+            tip = self._tip(view, ref, None)
+            return self._open_contradictions(view, tip) if tip is not None else []
 
     def timeline(
         self, subject: str, predicate: str, as_of: datetime | None = None, at: str | None = None
@@ -625,49 +656,24 @@ class Repo:
             ]
 
     def branch(self, name: str, start: str | None = None, *, author: str = "unknown") -> Commit:
-        """Create branch ``name`` at ``start`` (default: HEAD).
+        """Create branch ``name`` at ``start`` (default: HEAD); return the commit it points at.
 
         Raises:
             InvalidInput: a bad name, or the branch exists.
             NotFound: ``start`` does not resolve (or HEAD has no commits yet).
         """
         check_branch_name(name)
+        return self._write(lambda view: branching.create(view, name, start, self._now(), author))
 
-        def work(txn: WriteTxn) -> Commit:
-            view = WriteView(self._stores, txn)
-            ref = BRANCH_PREFIX + name
-            if view.refs.exists(txn, ref):
-                raise InvalidInput(f"branch {name!r} already exists")
-            oid = resolve(view, start or "HEAD")
-            when = view.refs.next_time(txn, ref, self._now())
-            view.refs.update(
-                txn, ref, None, oid, when=when, author=author, reason=f"branch: from {start or 'HEAD'}"
-            )
-            return Commit.from_object(oid, view.commit(oid))
-
-        return self._kv.transact(work)
-
-    def delete_branch(self, name: str, *, author: str = "unknown") -> None:
-        """Delete a branch (its reflog stays, so as-of reads remain honest).
+    def delete_branch(self, name: str, *, author: str = "unknown") -> Commit:
+        """Delete a branch; return the commit it pointed at. Its reflog stays (as-of reads).
 
         Raises:
             NotFound: no such branch.
             InvalidInput: it is the current branch.
         """
         check_branch_name(name)
-
-        def work(txn: WriteTxn) -> None:
-            view = WriteView(self._stores, txn)
-            ref = BRANCH_PREFIX + name
-            tip = view.refs.read(txn, ref)
-            if tip is None:
-                raise NotFound(f"no branch named {name!r}")
-            if view.refs.head_branch(txn) == name:
-                raise InvalidInput(f"cannot delete {name!r}: it is the current branch (switch first)")
-            when = view.refs.next_time(txn, ref, self._now())
-            view.refs.update(txn, ref, tip, None, when=when, author=author, reason="branch: deleted")
-
-        self._kv.transact(work)
+        return self._write(lambda view: branching.delete(view, name, self._now(), author))
 
     def switch(self, name: str) -> None:
         """Make ``name`` the current branch.
@@ -676,31 +682,90 @@ class Repo:
             NotFound: no such branch.
         """
         check_branch_name(name)
-
-        def work(txn: WriteTxn) -> None:
-            view = WriteView(self._stores, txn)
-            if not view.refs.exists(txn, BRANCH_PREFIX + name) and view.refs.head_branch(txn) != name:
-                raise NotFound(f"no branch named {name!r}")
-            view.refs.set_head(txn, name)
-
-        self._kv.transact(work)
+        self._write(lambda view: branching.switch(view, name))
 
     def reset(self, branch: str, to: str, *, author: str = "unknown") -> Commit:
         """Move ``branch`` to revision ``to`` (reflogged, so as-of reads stay honest)."""
         check_branch_name(branch)
+        return self._write(lambda view: branching.reset(view, branch, to, self._now(), author))
 
-        def work(txn: WriteTxn) -> Commit:
-            view = WriteView(self._stores, txn)
-            ref = BRANCH_PREFIX + branch
-            tip = view.refs.read(txn, ref)
-            if tip is None:
-                raise NotFound(f"no branch named {branch!r}")
-            oid = resolve(view, to)
-            when = view.refs.next_time(txn, ref, self._now())
-            view.refs.update(txn, ref, tip, oid, when=when, author=author, reason=f"reset: to {to}")
-            return Commit.from_object(oid, view.commit(oid))
+    def merge(
+        self,
+        source: str,
+        into: str | None = None,
+        resolutions: Mapping[str, Resolution] | None = None,
+        strategy: Strategy | None = None,
+        message: str | None = None,
+        *,
+        author: str = "unknown",
+    ) -> MergeResult:
+        """Merge revision ``source`` into branch ``into`` (default: the current branch).
 
-        return self._kv.transact(work)
+        Fast-forwards when possible; otherwise merges three ways per id against the
+        merge base (see :mod:`mnemosyne.merge` for the table). With conflicts and no
+        resolutions nothing is written and ``commit`` is None: call again with
+        ``resolutions`` ({id: "ours" | "theirs" | "base" | "delete" | Node}) or a
+        ``strategy`` ("ours" | "theirs") for every conflict.
+
+        Raises:
+            MergeConflict: resolutions name ids not in conflict, or leave some unresolved.
+            NotFound: ``source`` or ``into`` does not exist.
+        """
+        if into is not None:
+            check_branch_name(into)
+
+        def work(view: WriteView) -> MergeResult:
+            return branching.merge(
+                view,
+                source=source,
+                into=into or view.refs.head_branch(view.txn),
+                resolutions=resolutions,
+                strategy=strategy,
+                message=message,
+                author=author,
+                now=self._now(),
+            )
+
+        return self._write(work)
+
+    def bisect(self, predicate: Callable[[Commit], bool], good: str, bad: str) -> Commit:
+        """The first commit after ``good`` on ``bad``'s first-parent line where ``predicate`` holds.
+
+        Binary search: about log2(n) evaluations of ``predicate`` for n commits
+        between the two, found through skip pointers without walking them all.
+        ``predicate`` receives a commit; read the memory there with ``at=commit.id``.
+
+        Raises:
+            InvalidInput: ``good`` is not a first-parent ancestor of ``bad``, the
+                predicate is false at ``bad`` or already true at ``good``.
+        """
+        with self._view() as view:
+            good_oid = resolve(view, good)
+            bad_oid = resolve(view, bad)
+            low = view.graph.entry(view.txn, good_oid).depth
+            high = view.graph.entry(view.txn, bad_oid).depth
+            if low >= high or view.graph.first_parent_at(view.txn, bad_oid, low) != good_oid:
+                raise InvalidInput(f"{good} is not an ancestor of {bad} along first parents")
+
+        def at_depth(depth: int) -> Commit:
+            with self._view() as view:
+                oid = view.graph.first_parent_at(view.txn, bad_oid, depth)
+                return Commit.from_object(oid, view.commit(oid))
+
+        if not predicate(at_depth(high)):
+            raise InvalidInput(f"the predicate does not hold at {bad}: nothing to find")
+        if predicate(at_depth(low)):
+            raise InvalidInput(f"the predicate already holds at {good}: pick an earlier good revision")
+        while high - low > 1:
+            middle = (low + high) // 2
+            if predicate(at_depth(middle)):
+                high = middle
+            else:
+                low = middle
+        return at_depth(high)
+
+    def _write(self, fn: Callable[[WriteView], T]) -> T:
+        return self._kv.transact(lambda txn: fn(WriteView(self._stores, txn)))
 
     def revert(self, commit: str, *, author: str = "unknown", message: str | None = None) -> Commit:
         """Undo one commit with a new commit on the current branch.
@@ -739,9 +804,7 @@ class Repo:
 
 
 def _empty_root(view: View) -> bytes:
-    from mnemosyne import codec
-
-    return codec.object_id(codec.encode(EMPTY))
+    return branching.empty_tree_id()
 
 
 def _with_id(node: Node, node_id: str) -> Node:

@@ -73,4 +73,20 @@ def changes_of(view: View, node_id: str, tip: bytes) -> Iterator[tuple[bytes, by
     top = view.graph.entry(view.txn, tip).generation
     for _, commit, new in view.changes.versions(view.txn, node_id, max_generation=top):
         if view.graph.is_ancestor(view.txn, commit, tip):
-            yield commit, new
+            yield origin(view, node_id, commit, new), new
+
+
+def origin(view: View, node_id: str, commit: bytes, value: bytes | None) -> bytes:
+    """The commit that actually wrote ``value`` at ``commit``.
+
+    For a merge that took the value unchanged from another parent, that is the
+    commit on the other side that wrote it (followed through nested merges).
+    """
+    parents = view.graph.entry(view.txn, commit).parents
+    for parent in parents[1:]:
+        if view.tree.get(view.commit(parent).tree, node_id) == value:
+            for writer, written in changes_of(view, node_id, parent):
+                if written == value:
+                    return writer
+                break
+    return commit
