@@ -146,7 +146,7 @@ def _time(when: datetime) -> str:
 
 def _value(content: Any) -> str:
     if isinstance(content, str):
-        return content
+        return content.replace("\n", " / ")
     if isinstance(content, Claim):
         content = msgspec.structs.asdict(content)
     return json.dumps(content, default=str)
