@@ -259,6 +259,32 @@ def _resolve(
     return written
 
 
+def inverse(view: View, rev: str, tip: bytes) -> tuple[bytes, str, list[Node], list[str]]:
+    """What undoing commit ``rev`` on top of ``tip`` writes: ``(commit, summary, puts, removals)``.
+
+    Raises:
+        InvalidInput: ``rev`` is a merge commit.
+        MergeConflict: an id it changed has changed again since.
+    """
+    oid = resolve(view, rev)
+    obj = view.commit(oid)
+    if len(obj.parents) > 1:
+        raise InvalidInput("reverting a merge commit is not supported")
+    base = view.commit(obj.parents[0]).tree if obj.parents else empty_tree_id()
+    tip_root = view.commit(tip).tree
+    puts: list[Node] = []
+    removals: list[str] = []
+    for key, old, new in view.tree.diff(base, obj.tree):
+        if view.tree.get(tip_root, key) != new:
+            raise MergeConflict(f"cannot revert {oid.hex()[:7]}: {key} has changed since")
+        if old is None:
+            removals.append(key)
+        else:
+            puts.append(view.node(old))
+    summary = obj.message.splitlines()[0] if obj.message else ""
+    return oid, summary, puts, removals
+
+
 def empty_tree_id() -> bytes:
     """The id of the empty tree."""
     return codec.object_id(codec.encode(EMPTY))

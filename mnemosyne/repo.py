@@ -15,19 +15,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from mnemosyne import branching, claims, walk
+from mnemosyne import branching, queries, walk
 from mnemosyne.blame import Blame, blame
 from mnemosyne.branching import MergeResult, Resolution, Strategy
-from mnemosyne.errors import InvalidInput, MergeConflict, NotFound
+from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.ids import new_id
 from mnemosyne.kv.base import KV, WriteTxn
 from mnemosyne.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV
 from mnemosyne.kv.memory import MemoryKV
 from mnemosyne.maintenance import FsckReport, fsck, reindex
 from mnemosyne.merge import Contradiction
-from mnemosyne.objects import Claim, Commit, ContradictionObject, Node
+from mnemosyne.objects import Commit, Node
 from mnemosyne.refs import BRANCH_PREFIX, check_branch_name
-from mnemosyne.results import Change, Diff, Fact, Status, Version
+from mnemosyne.results import Change, Diff, Fact, Version
 from mnemosyne.revisions import resolve
 from mnemosyne.tenancy import (
     DEFAULT_TENANT,
@@ -326,7 +326,7 @@ class Repo:
             if value is None:
                 return None
             node = view.node(value)
-            if not include_expired and _expired(node, self._judged_at(as_of)):
+            if not include_expired and queries.expired(node, self._judged_at(as_of)):
                 return None
             return node
 
@@ -345,33 +345,15 @@ class Repo:
         with self._view() as view:
             tip = self._tip(view, at, as_of)
             root = view.commit(tip).tree if tip is not None else None
-        nodes = self._iter_nodes(root, prefix or "")
+        nodes = walk.nodes(self._view, root, prefix or "")
         if include_expired:
             return nodes
         now = self._judged_at(as_of)
-        return (node for node in nodes if not _expired(node, now))
+        return (node for node in nodes if not queries.expired(node, now))
 
     def _judged_at(self, as_of: datetime | None) -> datetime:
         """The time expiry is judged at: ``as_of`` when given, else now."""
         return _aware(as_of) if as_of is not None else self._now()
-
-    def _iter_nodes(self, root: bytes | None, prefix: str) -> Iterator[Node]:
-        if root is None:
-            return
-        after: str | None = None
-        while True:
-            batch: list[Node] = []
-            with self._view() as view:
-                for key, value in view.tree.items(root, prefix=prefix, start=after or ""):
-                    if key == after:
-                        continue
-                    batch.append(view.node(value))
-                    if len(batch) >= walk.BATCH:
-                        break
-            yield from batch
-            if len(batch) < walk.BATCH:
-                return
-            after = batch[-1].id
 
     def log(
         self,
@@ -407,38 +389,7 @@ class Repo:
             tip = self._tip(view, ref, None)
             if tip is None:
                 return []
-            out: list[Version] = []
-            now = self._now()
-            newer: tuple[bytes, bytes | None] | None = None
-            for oid, value in walk.changes_of(view, id, tip):
-                if value is not None:
-                    commit = Commit.from_object(oid, view.commit(oid))
-                    node = view.node(value)
-                    if newer is None:
-                        status: Status = "expired" if _expired(node, now) else "current"
-                        version = Version(id=id, hash=value.hex(), node=node, commit=commit, status=status)
-                    elif newer[1] is None:
-                        version = Version(
-                            id=id,
-                            hash=value.hex(),
-                            node=node,
-                            commit=commit,
-                            status="deleted",
-                            ended_by=newer[0].hex(),
-                        )
-                    else:
-                        version = Version(
-                            id=id,
-                            hash=value.hex(),
-                            node=node,
-                            commit=commit,
-                            status="superseded",
-                            ended_by=newer[0].hex(),
-                            superseded_by=newer[1].hex(),
-                        )
-                    out.append(version)
-                newer = (oid, value)
-            return out
+            return queries.history(view, id, tip, self._now())
 
     # -- claims and valid time ---------------------------------------------------
 
@@ -468,33 +419,9 @@ class Repo:
             tip = self._tip(view, at, as_of)
             if tip is None:
                 return []
-            root = view.graph.entry(view.txn, tip).claims
             now = self._judged_at(as_of)
             when = _aware(valid_at) if valid_at is not None else now
-            names = [predicate] if predicate is not None else list(claims.predicates(view, root, subject))
-            found: list[Node] = []
-            for name in names:
-                found.extend(claims.in_force(view, root, subject, name, when, now))
-            # An open contradiction is never settled silently: both claims stand
-            # wherever their declared intervals cover the time asked about.
-            for record in self._open_contradictions(view, tip):
-                if record.subject != subject or (predicate is not None and record.predicate != predicate):
-                    continue
-                for node in record.claims:
-                    claim = _claim(node)
-                    covers = claim.valid_from <= when and (claim.valid_to is None or when < claim.valid_to)
-                    if covers and not _expired(node, now) and all(n.hash != node.hash for n in found):
-                        found.append(node)
-            return found
-
-    def _open_contradictions(self, view: View, tip: bytes) -> list[Contradiction]:
-        out = []
-        for oid in view.graph.entry(view.txn, tip).open:
-            obj = view.objects.load(view.txn, oid)
-            assert isinstance(obj, ContradictionObject)
-            nodes = tuple(view.node(value) for _, value in obj.claims)
-            out.append(Contradiction(obj.subject, obj.predicate, nodes))
-        return out
+            return queries.facts(view, tip, subject, predicate, when, now)
 
     def contradictions(self, ref: str | None = None) -> list[Contradiction]:
         """Open contradictions at ``ref`` (default: HEAD): merged claims that disagree.
@@ -504,7 +431,7 @@ class Repo:
         """
         with self._view() as view:
             tip = self._tip(view, ref, None)
-            return self._open_contradictions(view, tip) if tip is not None else []
+            return queries.open_contradictions(view, tip) if tip is not None else []
 
     def timeline(
         self, subject: str, predicate: str, as_of: datetime | None = None, at: str | None = None
@@ -518,33 +445,7 @@ class Repo:
             tip = self._tip(view, at, as_of)
             if tip is None:
                 return []
-            root = view.graph.entry(view.txn, tip).claims
-            entries = claims.attribute(view, root, subject, predicate, self._judged_at(as_of))
-            spans = claims.intervals(_claim(node) for _, node in entries)
-            out: list[Fact] = []
-            previous: Fact | None = None
-            for (node_id, node), (start, end) in zip(entries, spans, strict=True):
-                writer = next(walk.changes_of(view, node_id, tip))[0]
-                commit = Commit.from_object(writer, view.commit(writer))
-                supersedes = None
-                if (
-                    previous is not None
-                    and previous.effective_to == start
-                    and previous.commit.record_time < commit.record_time
-                ):
-                    # It cut short a claim that was already recorded: it replaced that value.
-                    supersedes = previous.id
-                fact = Fact(
-                    id=node_id,
-                    node=node,
-                    commit=commit,
-                    effective_from=start,
-                    effective_to=end,
-                    supersedes=supersedes,
-                )
-                out.append(fact)
-                previous = fact
-            return out
+            return queries.timeline(view, tip, subject, predicate, self._judged_at(as_of))
 
     def blame(self, id: str, at: str | None = None) -> Blame:
         """Who wrote the current version of ``id``, when, from what; per line or field.
@@ -739,30 +640,7 @@ class Repo:
             InvalidInput: ``good`` is not a first-parent ancestor of ``bad``, the
                 predicate is false at ``bad`` or already true at ``good``.
         """
-        with self._view() as view:
-            good_oid = resolve(view, good)
-            bad_oid = resolve(view, bad)
-            low = view.graph.entry(view.txn, good_oid).depth
-            high = view.graph.entry(view.txn, bad_oid).depth
-            if low >= high or view.graph.first_parent_at(view.txn, bad_oid, low) != good_oid:
-                raise InvalidInput(f"{good} is not an ancestor of {bad} along first parents")
-
-        def at_depth(depth: int) -> Commit:
-            with self._view() as view:
-                oid = view.graph.first_parent_at(view.txn, bad_oid, depth)
-                return Commit.from_object(oid, view.commit(oid))
-
-        if not predicate(at_depth(high)):
-            raise InvalidInput(f"the predicate does not hold at {bad}: nothing to find")
-        if predicate(at_depth(low)):
-            raise InvalidInput(f"the predicate already holds at {good}: pick an earlier good revision")
-        while high - low > 1:
-            middle = (low + high) // 2
-            if predicate(at_depth(middle)):
-                high = middle
-            else:
-                low = middle
-        return at_depth(high)
+        return walk.bisect(self._view, predicate, good, bad)
 
     def _write(self, fn: Callable[[WriteView], T]) -> T:
         return self._kv.transact(lambda txn: fn(WriteView(self._stores, txn)))
@@ -774,53 +652,23 @@ class Repo:
             MergeConflict: an id the commit changed has changed again since.
         """
         with self._view() as view:
-            oid = resolve(view, commit)
-            obj = view.commit(oid)
-            if len(obj.parents) > 1:
-                raise InvalidInput("reverting a merge commit is not supported")
-            base = view.commit(obj.parents[0]).tree if obj.parents else None
             tip = self._tip(view, None, None)
             if tip is None:
                 raise NotFound("the current branch has no commits")
-            tip_root = view.commit(tip).tree
-            puts: list[Node] = []
-            removals: list[str] = []
-            base_root = base if base is not None else _empty_root(view)
-            for key, old, new in view.tree.diff(base_root, obj.tree):
-                if view.tree.get(tip_root, key) != new:
-                    raise MergeConflict(f"cannot revert {oid.hex()[:7]}: {key} has changed since")
-                if old is None:
-                    removals.append(key)
-                else:
-                    puts.append(view.node(old))
+            oid, summary, puts, removals = branching.inverse(view, commit, tip)
         return self.commit(
             puts,
             removals,
-            message=message
-            or f"Revert {oid.hex()[:7]}: {obj.message.splitlines()[0] if obj.message else ''}",
+            message=message or f"Revert {oid.hex()[:7]}: {summary}",
             author=author,
             parent=tip.hex(),
         )
-
-
-def _empty_root(view: View) -> bytes:
-    return branching.empty_tree_id()
 
 
 def _with_id(node: Node, node_id: str) -> Node:
     import msgspec
 
     return msgspec.structs.replace(node, id=node_id)
-
-
-def _expired(node: Node, now: datetime) -> bool:
-    return node.expires_at is not None and node.expires_at <= now
-
-
-def _claim(node: Node) -> Claim:
-    claim = node.content
-    assert isinstance(claim, Claim)
-    return claim
 
 
 def _aware(when: datetime) -> datetime:

@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 
-from mnemosyne.objects import Commit, CommitObject
+from mnemosyne.errors import InvalidInput
+from mnemosyne.objects import Commit, CommitObject, Node
+from mnemosyne.revisions import resolve
 from mnemosyne.view import View
 
 BATCH = 256
@@ -90,3 +92,55 @@ def origin(view: View, node_id: str, commit: bytes, value: bytes | None) -> byte
                     return writer
                 break
     return commit
+
+
+def nodes(open_view: OpenView, root: bytes | None, prefix: str) -> Iterator[Node]:
+    """Yield the nodes of tree ``root`` under ``prefix`` in id order, a batch per read."""
+    if root is None:
+        return
+    after: str | None = None
+    while True:
+        batch: list[Node] = []
+        with open_view() as view:
+            for key, value in view.tree.items(root, prefix=prefix, start=after or ""):
+                if key == after:
+                    continue
+                batch.append(view.node(value))
+                if len(batch) >= BATCH:
+                    break
+        yield from batch
+        if len(batch) < BATCH:
+            return
+        after = batch[-1].id
+
+
+def bisect(open_view: OpenView, predicate: Callable[[Commit], bool], good: str, bad: str) -> Commit:
+    """Binary search of ``bad``'s first-parent line after ``good`` for where ``predicate`` turns true.
+
+    Commits are reached through skip pointers, so only about log2(n) commits are
+    read and tested.
+    """
+    with open_view() as view:
+        good_oid = resolve(view, good)
+        bad_oid = resolve(view, bad)
+        low = view.graph.entry(view.txn, good_oid).depth
+        high = view.graph.entry(view.txn, bad_oid).depth
+        if low >= high or view.graph.first_parent_at(view.txn, bad_oid, low) != good_oid:
+            raise InvalidInput(f"{good} is not an ancestor of {bad} along first parents")
+
+    def at_depth(depth: int) -> Commit:
+        with open_view() as view:
+            oid = view.graph.first_parent_at(view.txn, bad_oid, depth)
+            return Commit.from_object(oid, view.commit(oid))
+
+    if not predicate(at_depth(high)):
+        raise InvalidInput(f"the predicate does not hold at {bad}: nothing to find")
+    if predicate(at_depth(low)):
+        raise InvalidInput(f"the predicate already holds at {good}: pick an earlier good revision")
+    while high - low > 1:
+        middle = (low + high) // 2
+        if predicate(at_depth(middle)):
+            high = middle
+        else:
+            low = middle
+    return at_depth(high)
