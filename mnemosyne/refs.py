@@ -15,6 +15,7 @@ import msgspec
 
 from mnemosyne.errors import InvalidInput, NotFound, RefConflict
 from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
+from mnemosyne.validation import rfc3339
 
 HEAD = "HEAD"
 BRANCH_PREFIX = "refs/heads/"
@@ -168,4 +169,4 @@ class RefStore:
                 break
             return entry.new
         short = name[len(BRANCH_PREFIX) :] if name.startswith(BRANCH_PREFIX) else name
-        raise NotFound(f"{short} did not exist at {when.isoformat()}")
+        raise NotFound(f"{short} did not exist at {rfc3339(when)}")

@@ -64,7 +64,7 @@ def open_tenant(kv: KV, tenant: str, create: bool, where: Path) -> bytes:
     if found is not None:
         return found
     if not create:
-        raise NotFound(f"no tenant named {tenant!r} (pass create=True to make one)")
+        raise NotFound(f"no tenant named {tenant!r}; create it first")
 
     def work(txn: WriteTxn) -> bytes:
         existing = txn.get(Space.META, _TENANT_KEY + tenant.encode())

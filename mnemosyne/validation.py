@@ -110,6 +110,12 @@ def check_json(value: Any, what: str, depth: int = 0) -> None:
     raise InvalidInput(f"{what}: {type(value).__name__} is not a JSON value")
 
 
+def rfc3339(when: datetime) -> str:
+    """``when`` as RFC 3339 in UTC with a ``Z``, as messages and JSON show times."""
+    text = when.astimezone(UTC).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
 def utc(value: datetime | None, what: str) -> datetime | None:
     """Return ``value`` converted to UTC; refuse naive datetimes.
 

@@ -18,6 +18,7 @@ from mnemosyne.objects import Claim, Commit, CommitObject, Node
 from mnemosyne.prolly import EMPTY, Change
 from mnemosyne.refs import BRANCH_PREFIX, TICK
 from mnemosyne.revisions import resolve
+from mnemosyne.validation import rfc3339
 from mnemosyne.view import View, WriteView
 
 ClaimPolicy = Literal["refuse", "replace", "keep"]
@@ -109,7 +110,9 @@ def apply_commit(
         if missing:
             raise NotFound(f"cannot remove {missing[0]}: it is not in branch {branch}")
     if not changes and not allow_empty:
-        raise InvalidInput("nothing to commit: the snapshot would not change (pass allow_empty=True)")
+        raise InvalidInput(
+            "nothing to commit: the snapshot would not change (an empty commit must be allowed explicitly)"
+        )
     return record_commit(
         view,
         branch,
@@ -147,7 +150,7 @@ def claim_conflicts(
         if other is not None and isinstance(other.content, Claim) and other.content.value != claim.value:
             raise ClaimConflict(
                 f"claims {other.id} and {node.id} on {claim.subject}/{claim.predicate} both start at "
-                f"{claim.valid_from.isoformat()} with different values"
+                f"{rfc3339(claim.valid_from)} with different values"
             )
         by_start[start] = node
         for other_id, other_hash in claims.same_start(view, root, claim):
@@ -158,9 +161,9 @@ def claim_conflicts(
                 continue
             if policy == "refuse":
                 raise ClaimConflict(
-                    f"claim {node.id} starts at {claim.valid_from.isoformat()} like {other_id} on "
+                    f"claim {node.id} starts at {rfc3339(claim.valid_from)} like {other_id} on "
                     f"{claim.subject}/{claim.predicate} with a different value; correct {other_id}, "
-                    "or commit with on_claim_conflict='replace' or 'keep'"
+                    "or commit with a claim-conflict policy: replace or keep"
                 )
             if policy == "replace" and other_id not in to_remove:
                 to_remove.append(other_id)
