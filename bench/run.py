@@ -379,6 +379,122 @@ def bench_history(root: Path, commits: int) -> None:
     shutil.rmtree(path)
 
 
+def bench_merge(root: Path, n: int, depth: int) -> None:
+    """Merging two branches, merge bases of deep tips, bisect over a long history."""
+    path = root / "merge"
+    with Repo.init(path, sync=False) as repo:
+        repo.commit([make_node(i) for i in range(n)], message="base", author="bench")
+        rng = random.Random(5)
+        samples = []
+        for r in range(9):
+            repo.switch("main")
+            start = repo.resolve("HEAD").id
+            repo.branch(f"side{r}", start)
+            ids = rng.sample(range(n), 200)
+            repo.commit([make_node(i, 1000 + r) for i in ids[:100]], message="ours", author="bench")
+            repo.commit(
+                [make_node(i, 2000 + r) for i in ids[100:]],
+                message="theirs",
+                author="bench",
+                branch=f"side{r}",
+            )
+            t0 = time.perf_counter()
+            result = repo.merge(f"side{r}")
+            samples.append(time.perf_counter() - t0)
+            assert result.commit is not None and not result.conflicts
+        row(
+            "merge of branches with 100 changed ids each, median (ms)",
+            n,
+            f"{median_us(samples) / 1000:.1f}",
+            "<= 50",
+            median_us(samples) <= 50_000,
+        )
+    shutil.rmtree(path)
+
+    path = root / "deep"
+    with Repo.init(path, sync=False) as repo:
+        repo.commit([make_node(i) for i in range(100)], message="base", author="bench")
+        for c in range(depth):
+            repo.commit([make_node(c % 100, c + 1)], message=f"c{c}", author="bench")
+        from mnemosyne.merge import merge_bases
+
+        def time_bases(expected: str, label: str, target: str, limit: float | None) -> None:
+            left = bytes.fromhex(repo.resolve("left").id)
+            right = bytes.fromhex(repo.resolve("right").id)
+            samples = []
+            for _ in range(9):
+                with repo._view() as view:
+                    t0 = time.perf_counter()
+                    bases = merge_bases(view, left, right)
+                    samples.append(time.perf_counter() - t0)
+            assert [b.hex() for b in bases] == [expected]
+            ms = median_us(samples) / 1000
+            row(label, depth, f"{ms:.2f}", target, None if limit is None else ms <= limit)
+
+        # Two tips over a long history that forked 10 commits ago (the usual case).
+        fork = repo.resolve("HEAD").id
+        repo.branch("left", fork)
+        repo.branch("right", fork)
+        for c in range(10):
+            repo.commit([make_node(c % 50, depth + c)], message=f"l{c}", author="bench", branch="left")
+            repo.commit(
+                [make_node(50 + c % 50, 2 * depth + c)], message=f"r{c}", author="bench", branch="right"
+            )
+        time_bases(
+            fork,
+            f"merge base of two tips {depth} commits deep, forked 10 commits ago, median (ms)",
+            "<= 10",
+            10,
+        )
+        # The worst case: they forked long ago, so both sides must be walked.
+        for c in range(10, depth):
+            repo.commit([make_node(c % 50, depth + c)], message=f"l{c}", author="bench", branch="left")
+            repo.commit(
+                [make_node(50 + c % 50, 2 * depth + c)], message=f"r{c}", author="bench", branch="right"
+            )
+        time_bases(
+            fork,
+            f"merge base of two tips that forked {depth} commits ago, median (ms)",
+            "(walks both sides)",
+            None,
+        )
+
+        target = node_id(7)
+        threshold = depth // 2
+        main_line = list(repo.log("main~" + str(depth)))
+        history = [c for c in repo.log("main") if c.id not in {m.id for m in main_line}]
+        flip = [c for c in history if repo.get(target, at=c.id).provenance.agent_step >= threshold][-1].id
+        samples = []
+        evaluations = []
+        for _ in range(5):
+            calls = [0]
+
+            def predicate(commit, calls=calls):
+                calls[0] += 1
+                return repo.get(target, at=commit.id).provenance.agent_step >= threshold
+
+            t0 = time.perf_counter()
+            found = repo.bisect(predicate, good="main~" + str(depth), bad="main")
+            samples.append(time.perf_counter() - t0)
+            evaluations.append(calls[0])
+            assert found.id == flip
+        row(
+            f"bisect over {depth} commits: predicate evaluations",
+            depth,
+            f"{max(evaluations)}",
+            "<= 20",
+            max(evaluations) <= 20,
+        )
+        row(
+            f"bisect over {depth} commits, median (ms)",
+            depth,
+            f"{median_us(samples) / 1000:.1f}",
+            "<= 100",
+            median_us(samples) <= 100_000,
+        )
+    shutil.rmtree(path)
+
+
 def bench_claims(root: Path, total: int, versions: int) -> None:
     """facts over a long valid-time timeline, as-of resolution, tenant-scoped reads."""
     path = root / "claims"
@@ -529,6 +645,7 @@ def main() -> None:
                 ratio <= 3,
             )
         bench_history(root, args.history)
+        bench_merge(root, max(sizes), args.history)
         bench_claims(root, args.claims, min(10_000, args.claims // 2))
     finally:
         shutil.rmtree(root, ignore_errors=True)

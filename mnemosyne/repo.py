@@ -629,6 +629,11 @@ class Repo:
 
         return self._write(work)
 
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Whether revision ``ancestor`` is reachable from ``descendant`` (or is it)."""
+        with self._view() as view:
+            return view.graph.is_ancestor(view.txn, resolve(view, ancestor), resolve(view, descendant))
+
     def bisect(self, predicate: Callable[[Commit], bool], good: str, bad: str) -> Commit:
         """The first commit after ``good`` on ``bad``'s first-parent line where ``predicate`` holds.
 
