@@ -104,9 +104,11 @@ def timeline(view: View, tip: bytes, subject: str, predicate: str, now: datetime
         if (
             previous is not None
             and previous.effective_to == start
+            and _claim(previous.node).valid_to != start
             and previous.commit.record_time < commit.record_time
         ):
             # It cut short a claim that was already recorded: it replaced that value.
+            # (One that ended by its own valid_to just where this one begins was not cut short.)
             supersedes = previous.id
         fact = Fact(
             id=node_id,
