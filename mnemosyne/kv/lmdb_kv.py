@@ -139,6 +139,9 @@ class _Shared:
         self.max_map_size = max_map_size
         self.users = 0
         self.gate = _Gate()
+        # This process's writers queue here, outside the gate, rather than inside it on
+        # LMDB's writer lock: so a writer can always get the gate to itself to abort.
+        self.writer = threading.RLock()
         self.env = lmdb.open(
             path,
             subdir=True,
@@ -239,19 +242,32 @@ class LmdbKV:
         shared = self._check_open()
         if self.readonly:
             raise InvalidInput("the store is open read-only")
+        with shared.writer:
+            return self._transact(shared, fn)
+
+    def _transact(self, shared: _Shared, fn: Callable[[WriteTxn], T]) -> T:
         while True:
             size = 0
+            failed: lmdb.Transaction | None = None
             try:
-                with shared.gate.shared():
-                    size = shared.map_size
-                    txn = self._begin(shared, write=True)
-                    try:
-                        result = fn(_Txn(txn, shared.dbs))
-                        txn.commit()
-                    except BaseException:
-                        txn.abort()
-                        raise
-                    return result
+                try:
+                    with shared.gate.shared():
+                        size = shared.map_size
+                        txn = self._begin(shared, write=True)
+                        try:
+                            result = fn(_Txn(txn, shared.dbs))
+                            txn.commit()
+                        except BaseException:
+                            failed = txn
+                            raise
+                        return result
+                finally:
+                    if failed is not None:
+                        # py-lmdb (3.x) makes a write abort wait until no other thread of the
+                        # process is inside an LMDB call; busy readers could postpone that
+                        # forever. Hold new readers back while the current ones finish.
+                        with shared.gate.exclusive():
+                            failed.abort()
             except lmdb.MapFullError:
                 shared.grow(size)
             except lmdb.Error as exc:
