@@ -144,7 +144,11 @@ class RefStore:
         else:
             txn.put(Space.REFS, self._key(name), new)
         entry = ReflogEntry(expected or b"", new or b"", when, author, reason)
-        txn.put(Space.REFLOG, self._log_prefix(name) + time_key(when), _reflog_encoder.encode(entry))
+        try:
+            data = _reflog_encoder.encode(entry)
+        except UnicodeEncodeError:
+            raise InvalidInput("the author and reason of a ref move must be valid UTF-8 text") from None
+        txn.put(Space.REFLOG, self._log_prefix(name) + time_key(when), data)
 
     @staticmethod
     def decode_entry(data: bytes) -> ReflogEntry:

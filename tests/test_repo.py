@@ -6,6 +6,8 @@ import itertools
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mnemosyne
 from mnemosyne import (
@@ -955,3 +957,55 @@ def test_corrupt_commit_and_chunk_are_detected(tmp_path, clock):
             repo.get("a")
         with pytest.raises(CorruptObject):
             list(repo.log())
+
+
+def test_text_that_is_not_utf8_is_refused_everywhere(repo):
+    c1 = repo.commit([Node(id="a", content=1)])
+    repo.branch("keep")
+    bad = "agent\ud800"
+    for write in (
+        lambda: repo.commit([Node(id="b", content=1)], author=bad),
+        lambda: repo.commit([Node(id="b", content=1)], message=bad),
+        lambda: repo.commit([Node(id="b", content=1)], meta={bad: 1}),
+        lambda: repo.branch("x", author=bad),
+        lambda: repo.reset("main", c1.id, author=bad),
+        lambda: repo.revert(c1.id, author=bad),
+        lambda: repo.delete_branch("keep", author=bad),
+    ):
+        with pytest.raises(InvalidInput):
+            write()
+    # and nothing was written
+    assert ids(repo.log()) == [c1.id]
+    assert repo.branches() == ["keep", "main"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 150).map(lambda n: f"k/{n:03d}"), st.none() | st.integers(0, 2))),
+        max_size=8,
+    )
+)
+def test_equal_snapshots_have_equal_trees_whatever_the_history(batches):
+    edited = Repo.in_memory()
+    edited.commit(message="start", allow_empty=True)
+    model = {}
+    for batch in batches:
+        edits = dict(batch)
+        puts = [Node(id=k, content=v) for k, v in edits.items() if v is not None]
+        deletes = [k for k, v in edits.items() if v is None and k in model]
+        after = {**model, **{n.id: n.content for n in puts}}
+        for k in deletes:
+            del after[k]
+        if after == model:
+            with pytest.raises(InvalidInput):
+                edited.commit(puts, deletes)
+            continue
+        edited.commit(puts, deletes)
+        model = after
+    direct = Repo.in_memory()
+    direct.commit(message="start", allow_empty=True)
+    if model:
+        direct.commit([Node(id=k, content=v) for k, v in sorted(model.items(), reverse=True)])
+    assert edited.resolve().tree == direct.resolve().tree
+    assert {n.id: n.content for n in edited.nodes()} == model
