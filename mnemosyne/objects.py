@@ -280,4 +280,25 @@ class ContradictionObject(
     claims: tuple[tuple[str, bytes], ...]
 
 
+class Redaction(msgspec.Struct, frozen=True, array_like=True, tag="redaction@1", forbid_unknown_fields=True):
+    """The append-only record that one node version was erased on purpose.
+
+    Kept in the redactions keyspace under the version's hash, so trees and commits
+    that still name the hash stay valid and a read of it can say why it is gone.
+
+    Attributes:
+        id: the node id the version belonged to.
+        hash: the erased version's hash (hex).
+        time: when it was erased (UTC).
+        author: who erased it.
+        reason: why.
+    """
+
+    id: str
+    hash: str
+    time: datetime
+    author: str
+    reason: str
+
+
 StoredObject = Node | TreeChunk | CommitObject | ContradictionObject

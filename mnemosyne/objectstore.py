@@ -8,12 +8,16 @@ are kept in a bounded cache; nodes are not, so erased bytes never linger here.
 
 from __future__ import annotations
 
+import msgspec
+
 from mnemosyne import codec
-from mnemosyne.errors import CorruptObject, NotFound
+from mnemosyne.errors import CorruptObject, NotFound, Redacted
 from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
-from mnemosyne.objects import CommitObject, Node, ObjectId, StoredObject, TreeChunk
+from mnemosyne.objects import CommitObject, Node, ObjectId, Redaction, StoredObject, TreeChunk
+from mnemosyne.validation import rfc3339
 
 CACHE_ENTRIES = 32768
+_redaction_decoder = msgspec.msgpack.Decoder(Redaction)
 
 
 class ObjectStore:
@@ -47,6 +51,12 @@ class ObjectStore:
             return obj
         data = txn.get(Space.OBJECTS, self.scope + oid)
         if data is None:
+            redaction = self.redaction(txn, oid)
+            if redaction is not None:
+                raise Redacted(
+                    f"version {oid.hex()[:12]} of {redaction.id} was erased at {rfc3339(redaction.time)} "
+                    f"by {redaction.author}: {redaction.reason}"
+                )
             raise NotFound(f"object {oid.hex()} is not in the store")
         if codec.object_id(data) != oid:
             raise CorruptObject(f"object {oid.hex()} is corrupt: its bytes do not match its hash")
@@ -56,6 +66,11 @@ class ObjectStore:
         else:
             self._remember(oid, obj)
         return obj
+
+    def redaction(self, txn: ReadTxn, oid: bytes) -> Redaction | None:
+        """The redaction record of an erased version, or None."""
+        data = txn.get(Space.REDACTIONS, self.scope + oid)
+        return _redaction_decoder.decode(data) if data is not None else None
 
     def chunk(self, txn: ReadTxn, oid: bytes) -> TreeChunk:
         """Load a tree chunk."""
@@ -94,7 +109,7 @@ class ObjectStore:
         if len(cache) >= CACHE_ENTRIES:
             # Drop the oldest quarter: cheaper than LRU bookkeeping on every hit.
             for stale in list(cache)[: CACHE_ENTRIES // 4]:
-                del cache[stale]
+                cache.pop(stale, None)  # another thread may be evicting the same entries
         cache[oid] = obj
 
     def forget_cached(self, oid: bytes) -> None:

@@ -23,6 +23,7 @@ class Space(StrEnum):
     REFLOG = "reflog"
     INDEX = "index"
     META = "meta"
+    REDACTIONS = "redactions"
 
 
 class ReadTxn(Protocol):
