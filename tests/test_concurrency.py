@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mnemosyne import Node, RefConflict, Repo, with_retry
+from mnemosyne import Node, RefConflict, Repo, objectstore, with_retry
 
 WRITER = Path(__file__).with_name("writer_proc.py")
 PROCESSES = 4
@@ -213,3 +213,34 @@ def test_refused_commits_do_not_stall_behind_busy_readers(tmp_path):
         assert outcomes == ["refused", "written"] * 10
     finally:
         repo.close()
+
+
+def test_threads_evicting_the_object_cache_at_once(monkeypatch):
+    # Two threads filling the bounded commit/chunk cache used to evict the same entries
+    # and fail with KeyError. A tiny cache and a tiny switch interval make that likely.
+    monkeypatch.setattr(objectstore, "CACHE_ENTRIES", 8)
+    repo = Repo.in_memory()
+    for i in range(60):
+        repo.commit([Node(id=f"n{i}", content=i)])
+    commits = [c.id for c in repo.log()]
+    errors = []
+
+    def reader():
+        try:
+            for _ in range(60):
+                for commit in commits[::7]:
+                    assert len(list(repo.log(commit, limit=3))) == 3
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=reader) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
