@@ -14,6 +14,7 @@ import bisect
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
+from mnemosyne.errors import Redacted
 from mnemosyne.objects import Claim, Node
 from mnemosyne.prolly import EMPTY
 from mnemosyne.view import View, WriteView
@@ -64,18 +65,26 @@ def update(
     edits: dict[str, bytes | None] = {}
     for node_id, old, new in changes:
         if old is not None and root:
-            old_node = written.get(old) or view.node(old)
-            if isinstance(old_node.content, Claim):
+            old_node = written.get(old) or _readable(view, old)
+            if old_node is not None and isinstance(old_node.content, Claim):
                 edits[claim_key(node_id, old_node.content)] = None
         if new is not None:
-            new_node = written.get(new) or view.node(new)
-            if isinstance(new_node.content, Claim):
+            new_node = written.get(new) or _readable(view, new)
+            if new_node is not None and isinstance(new_node.content, Claim):
                 edits[claim_key(node_id, new_node.content)] = new
     if not edits:
         return root
     base = root or empty_root(view)
     result, _ = view.tree.update(base, sorted(edits.items()))
     return b"" if view.chunk(result).keys == () else result
+
+
+def _readable(view: View, oid: bytes) -> Node | None:
+    """The node, or None when it was erased: an erased claim is in no claim tree."""
+    try:
+        return view.node(oid)
+    except Redacted:
+        return None
 
 
 def same_start(view: View, root: bytes, claim: Claim) -> Iterator[tuple[str, bytes]]:

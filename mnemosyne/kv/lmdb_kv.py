@@ -9,11 +9,14 @@ so users never meet ``MapFullError``.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar, TypeVar, cast
+from typing import IO, Any, ClassVar, TypeVar, cast
 
 import lmdb
 
@@ -142,21 +145,32 @@ class _Shared:
         # This process's writers queue here, outside the gate, rather than inside it on
         # LMDB's writer lock: so a writer can always get the gate to itself to abort.
         self.writer = threading.RLock()
-        self.env = lmdb.open(
-            path,
+        self.sync = sync
+        # Every process holding the store open keeps a shared lock on this file, so
+        # compaction (which replaces the data file) can tell it is alone.
+        self.lock_file = _hold_shared_lock(path)
+        self.env = self._open_env(map_size)
+        self.map_size: int = self.env.info()["map_size"]
+        self.dbs: dict[Space, Any] = {}
+        self._open_dbs()
+
+    def _open_env(self, map_size: int) -> lmdb.Environment:
+        return lmdb.open(
+            self.path,
             subdir=True,
             create=False,
-            readonly=readonly,
+            readonly=self.readonly,
             map_size=map_size,
             max_dbs=16,
             max_readers=512,
             readahead=False,
-            sync=sync,
-            metasync=sync,
+            sync=self.sync,
+            metasync=self.sync,
             lock=True,
         )
-        self.map_size: int = self.env.info()["map_size"]
-        self.dbs: dict[Space, Any] = {}
+
+    def _open_dbs(self) -> None:
+        readonly = self.readonly
         if readonly:
             # Without an explicit txn: py-lmdb ends a read-only txn without publishing the
             # handles opened in it, so they would be invalid ("mdb_get: Invalid argument").
@@ -166,6 +180,44 @@ class _Shared:
             with self.env.begin(write=True) as txn:
                 for space in Space:
                     self.dbs[space] = self.env.open_db(space.value.encode(), txn=txn, create=True)
+
+    def compact(self) -> tuple[int, int]:
+        """Rewrite the data file with live pages only; return sizes before and after.
+
+        Freed pages keep old bytes until reused: this is what makes erased bytes
+        leave the disk. Needs the store to itself, in this process and every other.
+
+        Raises:
+            InvalidInput: another handle or process has the store open.
+        """
+        if self.users > 1:
+            raise InvalidInput(
+                "compaction needs the store to itself: it is open more than once here"
+            )
+        if self.lock_file is None or not _try_exclusive(self.lock_file):
+            raise InvalidInput("compaction needs the store to itself: another process has it open")
+        data = os.path.join(self.path, "data.mdb")
+        try:
+            with self.gate.exclusive():
+                before = os.path.getsize(data)
+                scratch = tempfile.mkdtemp(prefix=".compact-", dir=self.path)
+                try:
+                    self.env.copy(scratch, compact=True)
+                    self.env.close()
+                    os.replace(os.path.join(scratch, "data.mdb"), data)
+                finally:
+                    shutil.rmtree(scratch, ignore_errors=True)
+                    self.env = self._open_env(self.map_size)
+                    self._open_dbs()
+                return before, os.path.getsize(data)
+        finally:
+            fcntl.flock(self.lock_file, fcntl.LOCK_SH)
+
+    def close(self) -> None:
+        """Close the environment and release the process's lock on the store."""
+        self.env.close()
+        if self.lock_file is not None:
+            self.lock_file.close()
 
     def grow(self, failed_size: int) -> None:
         with self.gate.exclusive():
@@ -183,6 +235,25 @@ class _Shared:
         with self.gate.exclusive():
             self.env.set_mapsize(0)
             self.map_size = self.env.info()["map_size"]
+
+
+def _hold_shared_lock(path: str) -> IO[bytes] | None:
+    try:
+        handle = open(
+            os.path.join(path, "mnemo.lock"), "a+b"
+        )  # kept open: the lock lives with it
+    except OSError:
+        return None  # a read-only location: compaction will refuse, reads still work
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    return handle
+
+
+def _try_exclusive(handle: IO[bytes]) -> bool:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 class LmdbKV:
@@ -300,7 +371,15 @@ class LmdbKV:
             shared.users -= 1
             if shared.users == 0:
                 _Shared.registry.pop(shared.path, None)
-                shared.env.close()
+                shared.close()
+
+    def compact(self) -> tuple[int, int]:
+        """Rewrite the store file without free pages (see ``_Shared.compact``)."""
+        shared = self._check_open()
+        if self.readonly:
+            raise InvalidInput("the store is open read-only")
+        with _Shared.registry_lock, shared.writer:
+            return shared.compact()
 
     def _check_open(self) -> _Shared:
         if self._closed:
