@@ -25,7 +25,7 @@ from mnemosyne import (
     __version__,
 )
 
-from . import cmd_read, cmd_refs, cmd_store
+from . import cmd_admin, cmd_claims, cmd_merge, cmd_read, cmd_refs, cmd_store
 from .render import note
 from .state import State
 
@@ -135,9 +135,13 @@ for _module, _names in (
     (cmd_store, ("init", "commit", "rm")),
     (cmd_read, ("show", "ls", "log", "history", "blame", "diff")),
     (cmd_refs, ("branch", "switch", "reset", "revert")),
+    (cmd_merge, ("merge", "bisect")),
+    (cmd_claims, ("facts", "timeline", "contradictions")),
+    (cmd_admin, ("fsck", "reindex")),
 ):
     for _name in _names:
         app.command(_name)(getattr(_module, _name))
+app.add_typer(cmd_admin.tenant_app, name="tenant")
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from mnemosyne import NotFound
 from . import diffview
 from .render import (
     blame_json,
+    blame_text,
     commit_json,
     commit_oneline,
     commit_text,
@@ -23,7 +24,6 @@ from .render import (
     node_json,
     node_text,
     preview,
-    provenance_text,
     say,
     short,
     summary,
@@ -166,23 +166,8 @@ def blame(ctx: typer.Context, node_id: IdArg, at: AtOpt = None) -> None:
     if settings.json:
         emit(blame_json(found))
         return
-    commit = found.commit
-    header = [
-        ("id", found.id),
-        ("hash", short(found.node.hash)),
-        ("commit", short(commit.id)),
-        ("author", commit.author),
-        ("date", when(commit.record_time)),
-        ("message", summary(commit.message)),
-        ("provenance", provenance_text(found.node.provenance)),
-    ]
-    for name, value in header:
-        say(f"{name + ':':<12}{value}")
-    say("")
-    width = max((len(line.author) for line in found.lines), default=0)
-    for line in found.lines:
-        text = f"{line.key}: {line.text}" if line.key is not None else line.text
-        say(f"{short(line.commit)} ({line.author:<{width}} {when(line.record_time)}) {text}")
+    for line in blame_text(found):
+        say(line)
 
 
 def diff(

@@ -11,7 +11,9 @@ from typing import Any
 
 import typer
 
-from mnemosyne import Blame, Claim, Commit, Diff, Node, Provenance, Version
+from mnemosyne import Blame, Claim, Commit, Diff, Node, Problem, Provenance, Version
+from mnemosyne.merge import Conflict, Contradiction
+from mnemosyne.results import Fact
 
 SHORT = 7
 """Hex characters of a hash shown in human output."""
@@ -150,6 +152,50 @@ def diff_json(diff: Diff) -> dict[str, Any]:
     }
 
 
+def fact_json(fact: Fact) -> dict[str, Any]:
+    """One ``timeline`` line."""
+    return {
+        "id": fact.id,
+        "hash": fact.node.hash,
+        "commit": fact.commit.id,
+        "record_time": iso(fact.commit.record_time),
+        "effective_from": iso(fact.effective_from),
+        "effective_to": iso(fact.effective_to),
+        "supersedes": fact.supersedes,
+        "node": node_json(fact.node),
+    }
+
+
+def optional_node_json(node: Node | None) -> dict[str, Any] | None:
+    """Node JSON, or None for an absent version."""
+    return node_json(node) if node is not None else None
+
+
+def conflict_json(conflict: Conflict) -> dict[str, Any]:
+    """One merge conflict: the id, its kind and the three versions (null where absent)."""
+    return {
+        "id": conflict.id,
+        "kind": conflict.kind,
+        "base": optional_node_json(conflict.base),
+        "ours": optional_node_json(conflict.ours),
+        "theirs": optional_node_json(conflict.theirs),
+    }
+
+
+def contradiction_json(contradiction: Contradiction) -> dict[str, Any]:
+    """One contradiction: the (subject, predicate) and the claim nodes that disagree."""
+    return {
+        "subject": contradiction.subject,
+        "predicate": contradiction.predicate,
+        "claims": [node_json(node) for node in contradiction.claims],
+    }
+
+
+def problem_json(problem: Problem) -> dict[str, Any]:
+    """One ``fsck`` problem."""
+    return {"kind": problem.kind, "object": problem.object, "message": problem.message}
+
+
 # -- human text ----------------------------------------------------------------
 
 
@@ -233,3 +279,36 @@ def commit_text(commit: Commit) -> list[str]:
 def commit_oneline(commit: Commit) -> str:
     """A commit on one line: short id and summary."""
     return f"{short(commit.id)} {summary(commit.message)}"
+
+
+def blame_text(found: Blame) -> list[str]:
+    """The ``blame`` form: a header of fields, a blank line, each line with its commit."""
+    commit = found.commit
+    header = [
+        ("id", found.id),
+        ("hash", short(found.node.hash)),
+        ("commit", short(commit.id)),
+        ("author", commit.author),
+        ("date", when(commit.record_time)),
+        ("message", summary(commit.message)),
+        ("provenance", provenance_text(found.node.provenance)),
+    ]
+    lines = [f"{name + ':':<12}{value}" for name, value in header]
+    lines.append("")
+    width = max((len(line.author) for line in found.lines), default=0)
+    for line in found.lines:
+        text = f"{line.key}: {line.text}" if line.key is not None else line.text
+        lines.append(f"{short(line.commit)} ({line.author:<{width}} {when(line.record_time)}) {text}")
+    return lines
+
+
+def claim_text(node: Node) -> str:
+    """A claim node on one line: predicate, value, valid interval, id, short hash, provenance."""
+    claim = node.content
+    if not isinstance(claim, Claim):  # not a claim: fall back to a glimpse
+        return f"{node.id}  {short(node.hash)}  {preview(node)}"
+    valid = f"{when(claim.valid_from)}..{when(claim.valid_to) if claim.valid_to else ''}"
+    return (
+        f"{claim.predicate} = {compact(claim.value)}  valid {valid}  "
+        f"{node.id}  {short(node.hash)}  {provenance_text(node.provenance)}"
+    )

@@ -510,8 +510,16 @@ def test_the_app_module_registers_exactly_the_issue_commands() -> None:
             "switch",
             "reset",
             "revert",
+            "merge",
+            "bisect",
+            "facts",
+            "timeline",
+            "contradictions",
+            "fsck",
+            "reindex",
         ]
     )
+    assert [group.name for group in app.registered_groups] == ["tenant"]
 
 
 # -- history and blame ----------------------------------------------------------

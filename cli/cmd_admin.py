@@ -1,0 +1,174 @@
+"""Commands that look after the store: ``tenant``, ``fsck``, ``reindex``.
+
+``tenant`` is a group (``list``, ``create``, ``drop``); tenants are separate
+keyspaces in one store. The global ``--tenant`` picks the tenant the other
+commands work in; these commands name tenants themselves.
+"""
+
+from typing import Annotated
+
+import typer
+
+from mnemosyne import FsckReport, InvalidInput, NotFound, Repo
+
+from .render import emit, note, problem_json, say, short
+from .state import State, state
+
+EXIT_PROBLEM = 1
+"""The exit code of a command that ran and found a problem (fsck problems)."""
+
+DEFAULT_TENANT = "default"
+"""The tenant a store is created with; it cannot be dropped."""
+
+TenantArg = Annotated[str, typer.Argument(metavar="NAME", help="The tenant name ([a-z0-9][a-z0-9_-]*).")]
+
+tenant_app = typer.Typer(
+    name="tenant",
+    help="List, create or drop tenants: separate keyspaces inside one store.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _open_default(ctx: typer.Context, settings: State, *, readonly: bool) -> Repo:
+    """A handle on the default tenant, closed when the command ends (whatever --tenant says)."""
+    repo = Repo.open(settings.store_path(), readonly=readonly)
+    ctx.call_on_close(repo.close)
+    return repo
+
+
+@tenant_app.command("list")
+def tenant_list(ctx: typer.Context) -> None:
+    """List the store's tenants, sorted; '*' marks the one --tenant selects.
+
+    JSON Lines: {"name", "current"}.
+    """
+    settings = state(ctx)
+    repo = _open_default(ctx, settings, readonly=True)
+    current = settings.tenant or DEFAULT_TENANT
+    for name in repo.tenants():
+        if settings.json:
+            emit({"name": name, "current": name == current})
+        else:
+            say(f"{'*' if name == current else ' '} {name}")
+
+
+@tenant_app.command("create")
+def tenant_create(ctx: typer.Context, name: TenantArg) -> None:
+    """Create an empty tenant (exit 2 if it exists).
+
+    Work in it with the global option: mnemo --tenant NAME COMMAND.
+    """
+    settings = state(ctx)
+    path = settings.store_path()
+    with Repo.open(path, readonly=True) as repo:  # closed first: one LMDB handle per process at a time
+        exists = name in repo.tenants()
+    if exists:
+        raise InvalidInput(f"tenant {name!r} already exists")
+    Repo.open(path, tenant=name, create=True).close()
+    if settings.json:
+        emit({"tenant": name, "created": True})
+    else:
+        say(f"Created tenant {name}")
+
+
+@tenant_app.command("drop")
+def tenant_drop(
+    ctx: typer.Context,
+    name: TenantArg,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm: delete everything the tenant holds.")] = False,
+) -> None:
+    """Delete a tenant and everything it holds: objects, branches, reflogs, indexes.
+
+    This cannot be undone, so it needs --yes. The default tenant cannot be
+    dropped. A tenant created later under the same name starts empty.
+    """
+    settings = state(ctx)
+    if name == DEFAULT_TENANT:
+        raise InvalidInput("the default tenant cannot be dropped (it is where the store starts)")
+    repo = _open_default(ctx, settings, readonly=not yes)
+    if name not in repo.tenants():
+        raise NotFound(f"no tenant named {name!r}")
+    if not yes:
+        raise InvalidInput(f"dropping tenant {name!r} deletes all its data for good; pass --yes to confirm")
+    deleted = repo.drop_tenant(name)
+    if settings.json:
+        emit({"dropped": name, "keys": deleted})
+    else:
+        say(f"Dropped tenant {name} ({deleted} keys deleted)")
+
+
+def fsck(
+    ctx: typer.Context,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="When the only problems are derived indexes out of date, rebuild them and check again.",
+        ),
+    ] = False,
+) -> None:
+    """Check the integrity of the store: objects, refs, history and indexes.
+
+    Checks the keyspace of --tenant (default: the default tenant).
+    Re-hashes every object; checks that branches, reflogs, commits and trees
+    point at objects that exist; compares the derived indexes with a rebuild.
+    Problems are of kind corrupt, missing or index. Exit 1 when any is found.
+    --repair fixes index problems (as 'mnemo reindex' does) and nothing else.
+
+    JSON: {"ok", "problems": [{"kind", "object", "message"}], "objects", "commits"},
+    plus "reindexed" (entries written, or null) with --repair.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx, readonly=not repair)
+    report = repo.fsck()
+    reindexed: int | None = None
+    if repair and report.problems:
+        if all(problem.kind == "index" for problem in report.problems):
+            reindexed = repo.reindex()
+            if not settings.json:
+                for problem in report.problems:
+                    note(f"repairing {problem.kind}: {problem.message}")
+                note(f"rebuilt the derived indexes ({reindexed} entries written); checking again")
+            report = repo.fsck()
+        elif not settings.json:
+            note("cannot repair: some problems are not index problems (only indexes are rebuilt)")
+    if settings.json:
+        document = {
+            "ok": report.ok,
+            "problems": [problem_json(problem) for problem in report.problems],
+            "objects": report.objects,
+            "commits": report.commits,
+        }
+        if repair:
+            document["reindexed"] = reindexed
+        emit(document)
+    else:
+        _print_problems(report)
+        verdict = "ok" if report.ok else f"{len(report.problems)} problem(s)"
+        say(f"checked {report.objects} objects, {report.commits} commits: {verdict}")
+    if not report.ok:
+        raise typer.Exit(EXIT_PROBLEM)
+
+
+def _print_problems(report: FsckReport) -> None:
+    """One line per problem: kind, short object id (when there is one), message."""
+    for problem in report.problems:
+        where = f" {short(problem.object)}" if problem.object else ""
+        say(f"{problem.kind}{where}: {problem.message}")
+
+
+def reindex(ctx: typer.Context) -> None:
+    """Rebuild the derived indexes (commit graph, change and claim indexes) from the commits.
+
+    Safe at any time: the indexes are derived, and the rebuild is one write
+    transaction. JSON: {"entries": N}.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx)
+    written = repo.reindex()
+    if settings.json:
+        emit({"entries": written})
+    else:
+        say(f"Reindexed: {written} entries written")

@@ -1,0 +1,166 @@
+"""Commands that read claims and valid time: ``facts``, ``timeline``, ``contradictions``.
+
+A claim says ``subject predicate = value`` from ``valid_from`` (until
+``valid_to``, if known). Claims on one (subject, predicate) under different ids
+form its timeline; each is in force until the next one starts. These commands
+open the store read-only.
+"""
+
+from datetime import datetime
+from typing import Annotated
+
+import typer
+
+from mnemosyne import Claim, Node, Repo
+
+from .render import (
+    claim_text,
+    compact,
+    contradiction_json,
+    emit,
+    fact_json,
+    node_json,
+    provenance_text,
+    say,
+    short,
+    when,
+)
+from .state import AsOfOpt, AtOpt, state, time_or_none
+
+SubjectArg = Annotated[str, typer.Argument(metavar="SUBJECT", help="Whom or what the claims are about.")]
+
+
+def facts(
+    ctx: typer.Context,
+    subject: SubjectArg,
+    predicate: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="PREDICATE", help="One attribute (default: every attribute).", show_default=False
+        ),
+    ] = None,
+    valid_at: Annotated[
+        str | None,
+        typer.Option(
+            "--valid-at",
+            metavar="TIME",
+            help="The world time asked about (default: now). RFC 3339; a bare date is midnight UTC.",
+            show_default=False,
+        ),
+    ] = None,
+    as_of: AsOfOpt = None,
+    at: AtOpt = None,
+) -> None:
+    """Show the claims on SUBJECT in force at a valid time.
+
+    One claim per predicate: the one that started last, not after --valid-at,
+    unless its own valid_to has passed. Two claims on one predicate are shown
+    while they contradict each other (kept on purpose, or left by a merge).
+    --as-of asks what the store believed then; --valid-at what held in the world.
+
+    Human output: predicate = value, valid interval, id, short hash, provenance.
+    JSON Lines: node JSON plus "commit", the commit that recorded that version.
+
+    \b
+    Example:
+      mnemo facts mira passport_deadline --valid-at 2026-06-04
+    """  # noqa: D301 (\b keeps Click from rewrapping the next paragraph)
+    settings = state(ctx)
+    repo = settings.open(ctx, readonly=True)
+    moment = time_or_none(as_of)
+    found = repo.facts(subject, predicate, valid_at=time_or_none(valid_at), as_of=moment, at=at)
+    for node in found:
+        if settings.json:
+            document = node_json(node)
+            document["commit"] = _recorded_by(repo, node, at, moment)
+            emit(document)
+        else:
+            say(claim_text(node))
+
+
+def _recorded_by(repo: Repo, node: Node, at: str | None, as_of: datetime | None) -> str | None:
+    """The id of the newest commit that changed ``node.id`` in the snapshot read."""
+    newest = next(repo.log(at, node=node.id, limit=1, as_of=as_of), None)
+    return newest.id if newest is not None else None
+
+
+def timeline(
+    ctx: typer.Context,
+    subject: SubjectArg,
+    predicate: Annotated[str, typer.Argument(metavar="PREDICATE", help="The attribute.")],
+    as_of: AsOfOpt = None,
+    at: AtOpt = None,
+) -> None:
+    """Show every claim on SUBJECT PREDICATE, ordered by valid_from.
+
+    Each claim is effective from its valid_from until the earlier of its own
+    valid_to and the next claim's valid_from. "supersedes" names the claim it
+    replaced: the one just before it, recorded earlier, that it cut short. A
+    late-arriving claim that slots in before the others supersedes nothing.
+
+    Human output: a table of effective interval, value, id, short hash, the
+    commit that recorded it and when, and what it supersedes.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx, readonly=True)
+    found = repo.timeline(subject, predicate, as_of=time_or_none(as_of), at=at)
+    if settings.json:
+        for fact in found:
+            emit(fact_json(fact))
+        return
+    if not found:
+        return
+    rows = [("FROM", "TO", "VALUE", "ID", "HASH", "COMMIT", "RECORDED", "SUPERSEDES")]
+    for fact in found:
+        rows.append(
+            (
+                when(fact.effective_from),
+                when(fact.effective_to),
+                _value_text(fact.node),
+                fact.id,
+                short(fact.node.hash),
+                short(fact.commit.id),
+                when(fact.commit.record_time),
+                fact.supersedes or "-",
+            )
+        )
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    for row in rows:
+        say("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+
+
+def _value_text(node: Node) -> str:
+    """A claim's value as compact JSON."""
+    return compact(node.content.value) if isinstance(node.content, Claim) else compact(None)
+
+
+def contradictions(
+    ctx: typer.Context,
+    rev: Annotated[
+        str | None,
+        typer.Argument(metavar="REV", help="The revision to look at (default: HEAD).", show_default=False),
+    ] = None,
+) -> None:
+    """List the open contradictions: merged claims that disagree.
+
+    A merge that brings together claims on one (subject, predicate) with
+    different values over overlapping valid time records a contradiction. It
+    stays open (and facts shows both claims) until a commit corrects or removes
+    one of them.
+
+    JSON Lines: {"subject", "predicate", "claims": [node JSON, ...]}.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx, readonly=True)
+    for found in repo.contradictions(rev):
+        if settings.json:
+            emit(contradiction_json(found))
+            continue
+        say(f"{found.subject} {found.predicate}:")
+        for node in found.claims:
+            claim = node.content
+            value = compact(claim.value) if isinstance(claim, Claim) else compact(None)
+            start = when(claim.valid_from) if isinstance(claim, Claim) else "-"
+            say(
+                f"  {node.id}  {short(node.hash)}  = {value} from {start}  {provenance_text(node.provenance)}"
+            )
