@@ -10,14 +10,17 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from mnemosyne import branching, queries, walk
+import msgspec
+
+from mnemosyne import branching, erasure, queries, walk
 from mnemosyne.blame import Blame, blame
 from mnemosyne.branching import MergeResult, Resolution, Strategy
+from mnemosyne.collect import GcReport, collect
 from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.ids import new_id
 from mnemosyne.kv.base import KV, WriteTxn
@@ -25,12 +28,13 @@ from mnemosyne.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV
 from mnemosyne.kv.memory import MemoryKV
 from mnemosyne.maintenance import FsckReport, fsck, reindex
 from mnemosyne.merge import Contradiction
-from mnemosyne.objects import Commit, Node
+from mnemosyne.objects import Commit, Node, Redaction
 from mnemosyne.refs import BRANCH_PREFIX, check_branch_name
 from mnemosyne.results import Change, Diff, Fact, Version
 from mnemosyne.revisions import resolve
 from mnemosyne.tenancy import (
     DEFAULT_TENANT,
+    check_bound,
     check_tenant_name,
     drop_tenant,
     initialise,
@@ -73,6 +77,7 @@ class Repo:
     def __init__(self, kv: KV, scope: bytes, tenant: str, clock: Clock, path: Path | None) -> None:
         """Use :meth:`init`, :meth:`open` or :meth:`in_memory` instead."""
         self._kv = kv
+        self._scope = scope
         self._stores = Stores(scope)
         self._clock = clock
         self.tenant = tenant
@@ -191,6 +196,7 @@ class Repo:
     @contextmanager
     def _view(self) -> Iterator[View]:
         with self._kv.read() as txn:
+            check_bound(txn, self.tenant, self._scope)
             yield View(self._stores, txn)
 
     def _now(self) -> datetime:
@@ -267,6 +273,7 @@ class Repo:
         target = check_branch_name(branch) if branch is not None else None
 
         def work(txn: WriteTxn) -> Commit:
+            check_bound(txn, self.tenant, self._scope)
             view = WriteView(self._stores, txn)
             return apply_commit(
                 view,
@@ -501,7 +508,9 @@ class Repo:
 
         The handle's own tenant cannot be dropped (open another tenant's handle to
         do it). A tenant later created under the same name starts empty, in a new
-        key scope, so stale handles never see its data.
+        key scope. Handles still bound to the dropped tenant refuse every read and
+        write with ``NotFound`` from then on, so they neither see the new tenant's
+        data nor write into the dropped scope.
 
         Returns:
             The number of keys deleted.
@@ -516,6 +525,136 @@ class Repo:
         return self._kv.transact(lambda txn: drop_tenant(txn, name))
 
     # -- integrity -------------------------------------------------------------
+
+    # -- forgetting --------------------------------------------------------------
+
+    def forget(
+        self, id: str, reason: str, author: str = "unknown", version: str | None = None
+    ) -> list[Redaction]:
+        """Erase for real: delete the bytes of every version of ``id`` (or of one version).
+
+        Content, provenance and meta of each erased version leave the object store
+        and the derived indexes; an append-only redaction record (hash, time, author,
+        reason) takes its place. Trees and commits keep the hash, so history still
+        verifies; reading an erased version raises ``Redacted``. The current branch
+        drops the id in a normal commit when its version there was erased. Freed
+        pages keep old bytes until ``gc(compact=True)`` rewrites the file.
+
+        Args:
+            id: the node id (ids are keys and stay; personal data belongs in content).
+            reason: why, kept in the redaction record.
+            author: who, kept in the redaction record.
+            version: one version's hash (or a unique prefix of at least 4 hex
+                characters) to erase just that one.
+
+        Returns:
+            One redaction record per version erased now (versions erased before keep
+            their first record).
+
+        Raises:
+            NotFound: the id has no such version in this tenant.
+            InvalidInput: no reason, or an ambiguous version prefix.
+        """
+        check_id(id)
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidInput("give a reason for erasing: it is kept in the redaction record")
+
+        def work(view: WriteView) -> list[Redaction]:
+            versions = erasure.versions_of(view, id)
+            if version is not None:
+                versions = [v for v in versions if v.hex().startswith(version.lower())]
+                if len(version) < 4 or len(versions) > 1:
+                    raise InvalidInput(f"version {version!r} is ambiguous; give more hex characters")
+            if not versions:
+                raise NotFound(f"{id} has no {'such version' if version else 'versions'} in this store")
+            now = self._now()
+            records, had_claim = erasure.erase(view, id, versions, author=author, reason=reason, now=now)
+            self._drop_erased(view, {id: set(versions)}, author, f"forget {id}: {reason}", now)
+            if had_claim:
+                erasure.refresh_claim_index(view)
+            return records
+
+        return self._write(work)
+
+    def forget_expired(self, reason: str = "expired", author: str = "unknown") -> list[Redaction]:
+        """Erase every node version past its ``expires_at`` (judged by the store's clock)."""
+
+        def work(view: WriteView) -> list[Redaction]:
+            now = self._now()
+            found = erasure.expired_versions(view, now)
+            records: list[Redaction] = []
+            any_claim = False
+            for node_id, hashes in found.items():
+                erased, had_claim = erasure.erase(
+                    view, node_id, hashes, author=author, reason=reason, now=now
+                )
+                records.extend(erased)
+                any_claim = any_claim or had_claim
+            self._drop_erased(
+                view, {k: set(v) for k, v in found.items()}, author, f"forget expired: {reason}", now
+            )
+            if any_claim:
+                erasure.refresh_claim_index(view)
+            return records
+
+        return self._write(work)
+
+    def _drop_erased(
+        self, view: WriteView, erased: dict[str, set[bytes]], author: str, message: str, now: datetime
+    ) -> None:
+        branch = view.refs.head_branch(view.txn)
+        tip = view.refs.read(view.txn, BRANCH_PREFIX + branch)
+        if tip is None:
+            return
+        root = view.commit(tip).tree
+        gone = sorted(i for i, hashes in erased.items() if view.tree.get(root, i) in hashes)
+        if gone:
+            apply_commit(
+                view,
+                branch=branch,
+                parent=None,
+                nodes=[],
+                removals=gone,
+                author=author,
+                message=message,
+                meta=None,
+                allow_empty=False,
+                on_claim_conflict="refuse",
+                now=now,
+            )
+
+    def gc(
+        self,
+        grace: timedelta = timedelta(days=14),
+        compact: bool = False,
+        expire_reflog: timedelta | None = None,
+    ) -> GcReport:
+        """Remove objects unreachable from every ref and retained reflog entry.
+
+        An object goes only after it has been unreachable for ``grace`` (the first
+        collection that finds it starts its clock; ``timedelta(0)`` removes at once).
+        Reflogs are kept forever unless ``expire_reflog`` prunes entries older than
+        that (as-of reads before the horizon then give ``NotFound``).
+
+        Args:
+            grace: how long an object must stay unreachable before it is removed.
+            compact: afterwards rewrite the store file without free pages, so erased
+                bytes leave the disk; needs the store to itself (no other handle in
+                this process, no other process).
+            expire_reflog: prune reflog entries older than this.
+
+        Raises:
+            InvalidInput: ``compact`` while another handle or process has the store open.
+        """
+        report = self._write(
+            lambda view: collect(view, grace=grace, now=self._now(), expire_reflog=expire_reflog)
+        )
+        if compact and isinstance(self._kv, LmdbKV):
+            before, after = self._kv.compact()
+            report = msgspec.structs.replace(
+                report, compacted=True, file_bytes_before=before, file_bytes_after=after
+            )
+        return report
 
     def fsck(self) -> FsckReport:
         """Re-hash every object; check refs, reflogs, commits, trees and derived indexes.
@@ -532,7 +671,12 @@ class Repo:
         Returns:
             The number of index entries written.
         """
-        return self._kv.transact(lambda txn: reindex(self._stores, txn))
+
+        def work(txn: WriteTxn) -> int:
+            check_bound(txn, self.tenant, self._scope)
+            return reindex(self._stores, txn)
+
+        return self._kv.transact(work)
 
     # -- branches --------------------------------------------------------------
 
@@ -648,7 +792,11 @@ class Repo:
         return walk.bisect(self._view, predicate, good, bad)
 
     def _write(self, fn: Callable[[WriteView], T]) -> T:
-        return self._kv.transact(lambda txn: fn(WriteView(self._stores, txn)))
+        def work(txn: WriteTxn) -> T:
+            check_bound(txn, self.tenant, self._scope)
+            return fn(WriteView(self._stores, txn))
+
+        return self._kv.transact(work)
 
     def revert(self, commit: str, *, author: str = "unknown", message: str | None = None) -> Commit:
         """Undo one commit with a new commit on the current branch.

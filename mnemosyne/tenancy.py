@@ -80,6 +80,16 @@ def open_tenant(kv: KV, tenant: str, create: bool, where: Path) -> bytes:
     return kv.transact(work)
 
 
+def check_bound(txn: ReadTxn, tenant: str, scope: bytes) -> None:
+    """Refuse a handle whose tenant was dropped (or dropped and created again since).
+
+    Raises:
+        NotFound: the registry no longer maps ``tenant`` to ``scope``.
+    """
+    if txn.get(Space.META, _TENANT_KEY + tenant.encode()) != scope:
+        raise NotFound(f"tenant {tenant!r} was dropped after this handle opened it; open it again")
+
+
 def tenant_names(txn: ReadTxn) -> list[str]:
     """Names of the store's tenants, sorted."""
     return sorted(key[len(_TENANT_KEY) :].decode() for key, _ in txn.scan(Space.META, _TENANT_KEY))
