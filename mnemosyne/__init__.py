@@ -6,6 +6,8 @@ branched and read as of any moment.
 """
 
 from mnemosyne.blame import Blame, BlameLine
+from mnemosyne.branching import MergeResult
+from mnemosyne.collect import GcReport
 from mnemosyne.errors import (
     ClaimConflict,
     CorruptObject,
@@ -19,15 +21,22 @@ from mnemosyne.errors import (
 )
 from mnemosyne.ids import new_id
 from mnemosyne.maintenance import FsckReport, Problem
-from mnemosyne.objects import Claim, Commit, Node, Provenance
+from mnemosyne.merge import Conflict, Contradiction
+from mnemosyne.objects import Claim, Commit, Node, Provenance, Redaction
 from mnemosyne.repo import Repo, system_clock
-from mnemosyne.results import Change, Diff, Version
+from mnemosyne.results import Change, Diff, Fact, Version
 from mnemosyne.retry import with_retry
 from mnemosyne.revisions import parse_time
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Redaction",
+    "MergeResult",
+    "GcReport",
+    "Fact",
+    "Contradiction",
+    "Conflict",
     "Blame",
     "BlameLine",
     "Change",

@@ -14,8 +14,8 @@ from typing import Any
 
 import msgspec
 
-from mnemosyne.errors import NotFound
-from mnemosyne.objects import Commit, Node
+from mnemosyne.errors import NotFound, Redacted
+from mnemosyne.objects import Claim, Commit, Node
 from mnemosyne.view import View
 from mnemosyne.walk import changes_of
 
@@ -47,16 +47,18 @@ class Blame(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         id: the node id.
         node: the current version (its provenance says which step, observation
-            or tool call formed it).
+            or tool call formed it); None when that version was erased.
         commit: the commit that wrote the current version.
-        lines: per-line attribution for text, per-field for JSON objects, else one
-            entry for the whole value.
+        lines: per-line attribution for text, per-field for JSON objects and
+            claims, else one entry for the whole value; empty when erased.
+        redacted: the current version was erased (``node`` is None).
     """
 
     id: str
-    node: Node
+    node: Node | None
     commit: Commit
     lines: list[BlameLine]
+    redacted: bool = False
 
 
 def _units(content: Any) -> tuple[list[str | None], list[str]] | None:
@@ -64,6 +66,9 @@ def _units(content: Any) -> tuple[list[str | None], list[str]] | None:
     if isinstance(content, str):
         lines = content.splitlines()
         return [None] * len(lines), lines
+    if isinstance(content, Claim):
+        # Field by field, like a JSON object: which commit set the value, the start...
+        content = msgspec.to_builtins({name: getattr(content, name) for name in content.__struct_fields__})
     if isinstance(content, dict):
         keys = sorted(content)
         return list(keys), [json.dumps(content[k], sort_keys=True, separators=(",", ":")) for k in keys]
@@ -88,10 +93,13 @@ def blame(view: View, node_id: str, tip: bytes) -> Blame:
     if not versions or versions[0][1] != current:
         raise NotFound(f"the change index has no entry for {node_id}; run 'mnemo reindex'")
     writer = versions[0][0]
-    node = view.node(current)
     writer_commit = Commit.from_object(writer, view.commit(writer))
+    try:
+        node = view.node(current)
+    except Redacted:
+        return Blame(id=node_id, node=None, commit=writer_commit, lines=[], redacted=True)
 
-    units = _units(node.content) if node.kind == "note" else None
+    units = _units(node.content)
     if units is None:
         text = json.dumps(msgspec.to_builtins(node.content), sort_keys=True)
         line = BlameLine(
@@ -117,7 +125,7 @@ def blame(view: View, node_id: str, tip: bytes) -> Blame:
             older = view.node(value)
         except NotFound:
             break
-        older_units = _units(older.content) if older.kind == "note" else None
+        older_units = _units(older.content)
         if older_units is None:
             break
         older_keys, older_texts = older_units

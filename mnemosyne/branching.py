@@ -45,12 +45,14 @@ class MergeResult(msgspec.Struct, frozen=True, kw_only=True):
         contradictions: claims that disagree across the two sides; reported and
             recorded in the merge commit, they do not block it.
         fast_forward: the branch just moved to the source's tip.
+        up_to_date: the source was already merged; nothing changed.
     """
 
     commit: Commit | None
     conflicts: list[Conflict]
     contradictions: list[Contradiction]
     fast_forward: bool = False
+    up_to_date: bool = False
 
 
 def create(view: WriteView, name: str, start: str | None, now: datetime, author: str) -> Commit:
@@ -154,6 +156,8 @@ def merge(
         if wanted:
             raise MergeConflict(f"stale resolutions: {', '.join(sorted(wanted))} are not in conflict")
 
+    if ours is None and into != view.refs.head_branch(txn):
+        raise NotFound(f"no branch named {into!r} to merge into")
     if ours is None or view.graph.is_ancestor(txn, ours, theirs):
         no_conflicts_expected()
         if ours != theirs:
@@ -170,7 +174,10 @@ def merge(
     if view.graph.is_ancestor(txn, theirs, ours):
         no_conflicts_expected()
         return MergeResult(
-            commit=Commit.from_object(ours, view.commit(ours)), conflicts=[], contradictions=[]
+            commit=Commit.from_object(ours, view.commit(ours)),
+            conflicts=[],
+            contradictions=[],
+            up_to_date=True,
         )
 
     ours_obj = view.commit(ours)

@@ -17,7 +17,7 @@ import msgspec
 from mnemosyne.errors import NotFound, Redacted
 from mnemosyne.kv.base import Space
 from mnemosyne.maintenance import reindex
-from mnemosyne.objects import Claim, Redaction
+from mnemosyne.objects import Claim, Node, Redaction
 from mnemosyne.view import WriteView
 
 _encoder = msgspec.msgpack.Encoder()
@@ -75,3 +75,15 @@ def refresh_claim_index(view: WriteView) -> None:
     The old claim-tree chunks become unreachable; ``gc`` removes them.
     """
     reindex(view.stores, view.txn)
+
+
+def expired_versions(view: WriteView, now: datetime) -> dict[str, list[bytes]]:
+    """Every stored node version past its ``expires_at``, by id (reads every object)."""
+    found: dict[str, list[bytes]] = {}
+    scope = view.stores.scope
+    for key, _ in view.txn.scan(Space.OBJECTS, scope):
+        oid = key[len(scope) :]
+        obj = view.objects.load(view.txn, oid)
+        if isinstance(obj, Node) and obj.expires_at is not None and obj.expires_at <= now:
+            found.setdefault(obj.id, []).append(oid)
+    return found

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import msgspec
 
 from mnemosyne import codec
-from mnemosyne.errors import CorruptObject, MnemoError, NotFound
+from mnemosyne.errors import CorruptObject, MnemoError
 from mnemosyne.indexing import index_commit
 from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
 from mnemosyne.kv.memory import MemoryKV
@@ -86,7 +86,7 @@ def topological(view: View, tips: set[bytes]) -> list[bytes]:
 
 
 class _Overlay:
-    """Writes go to a scratch store; object reads fall back to the real one.
+    """Writes go to a scratch store; reads other than of indexes fall back to the real one.
 
     Derived-index reads see only the scratch store, so a rebuild never trusts
     the entries it is replacing.
@@ -98,7 +98,7 @@ class _Overlay:
 
     def get(self, space: Space, key: bytes) -> bytes | None:
         found = self.scratch.get(space, key)
-        if found is None and space is Space.OBJECTS:
+        if found is None and space is not Space.INDEX:
             found = self.real.get(space, key)
         return found
 
@@ -235,11 +235,11 @@ def _check_tree(
         seen.add(oid)
         if oid.hex() in bad:
             continue
-        try:
-            chunk = view.objects.load(view.txn, oid)
-        except NotFound:
+        # Ask storage, not the object cache: the cache may hold chunks never stored.
+        if view.txn.get(Space.OBJECTS, view.stores.scope + oid) is None:
             problems.append(Problem(kind="missing", object=oid.hex(), message="a tree names a missing chunk"))
             continue
+        chunk = view.objects.load(view.txn, oid)
         if not isinstance(chunk, TreeChunk):
             problems.append(Problem(kind="corrupt", object=oid.hex(), message="expected a tree chunk"))
             continue
@@ -249,7 +249,11 @@ def _check_tree(
         for value in chunk.values:
             if value not in seen:
                 seen.add(value)
-                if value.hex() not in bad and view.txn.get(Space.OBJECTS, view.stores.scope + value) is None:
+                if (
+                    value.hex() not in bad
+                    and view.txn.get(Space.OBJECTS, view.stores.scope + value) is None
+                    and view.objects.redaction(view.txn, value) is None  # erased on purpose
+                ):
                     problems.append(
                         Problem(kind="missing", object=value.hex(), message="a tree names a missing node")
                     )

@@ -37,7 +37,8 @@ class ObjectStore:
 
     def contains(self, txn: ReadTxn, oid: bytes) -> bool:
         """Whether the object's bytes are stored."""
-        return oid in self._cache or txn.get(Space.OBJECTS, self.scope + oid) is not None
+        # Storage only: the cache may hold objects of a write that was rolled back.
+        return txn.get(Space.OBJECTS, self.scope + oid) is not None
 
     def load(self, txn: ReadTxn, oid: bytes) -> StoredObject:
         """Read, verify and decode one object.

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from mnemosyne import claims, walk
+from mnemosyne.errors import Redacted
 from mnemosyne.merge import Contradiction
 from mnemosyne.objects import Claim, Commit, ContradictionObject, Node
 from mnemosyne.results import Fact, Status, Version
@@ -26,6 +27,14 @@ def _claim(node: Node) -> Claim:
     return claim
 
 
+def readable(view: View, oid: bytes) -> Node | None:
+    """The node version, or None when it was erased."""
+    try:
+        return view.node(oid)
+    except Redacted:
+        return None
+
+
 def history(view: View, node_id: str, tip: bytes, now: datetime) -> list[Version]:
     """Every version of ``node_id`` in ``tip``'s history, newest first, with its status."""
     out: list[Version] = []
@@ -33,10 +42,14 @@ def history(view: View, node_id: str, tip: bytes, now: datetime) -> list[Version
     for oid, value in walk.changes_of(view, node_id, tip):
         if value is not None:
             commit = Commit.from_object(oid, view.commit(oid))
-            node = view.node(value)
+            node = readable(view, value)
             status: Status
             ended_by = superseded_by = None
-            if newer is None:
+            if node is None:
+                status = "redacted"
+                if newer is not None:
+                    ended_by = newer[0].hex()
+            elif newer is None:
                 status = "expired" if expired(node, now) else "current"
             elif newer[1] is None:
                 status, ended_by = "deleted", newer[0].hex()
@@ -63,8 +76,10 @@ def open_contradictions(view: View, tip: bytes) -> list[Contradiction]:
     for oid in view.graph.entry(view.txn, tip).open:
         obj = view.objects.load(view.txn, oid)
         assert isinstance(obj, ContradictionObject)
-        nodes = tuple(view.node(value) for _, value in obj.claims)
-        out.append(Contradiction(obj.subject, obj.predicate, nodes))
+        nodes = [readable(view, value) for _, value in obj.claims]
+        if all(node is not None for node in nodes):
+            # An erased claim no longer contradicts anything.
+            out.append(Contradiction(obj.subject, obj.predicate, tuple(n for n in nodes if n is not None)))
     return out
 
 

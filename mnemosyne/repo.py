@@ -485,8 +485,10 @@ class Repo:
             for key, old, new in view.tree.diff(root_a, root_b):
                 change = Change(
                     key,
-                    view.node(old) if old is not None else None,
-                    view.node(new) if new is not None else None,
+                    queries.readable(view, old) if old is not None else None,
+                    queries.readable(view, new) if new is not None else None,
+                    old.hex() if old is not None else None,
+                    new.hex() if new is not None else None,
                 )
                 if old is None:
                     added.append(change)

@@ -18,7 +18,7 @@ class Version(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         id: the node id.
         hash: the version's content address.
-        node: the version itself.
+        node: the version itself; None when it was erased (status ``redacted``).
         commit: the commit that wrote it.
         status: ``current`` (in the tree at the tip), ``expired`` (current, but
             past its ``expires_at``), ``superseded`` (a later version replaced it) or
@@ -29,7 +29,7 @@ class Version(msgspec.Struct, frozen=True, kw_only=True):
 
     id: str
     hash: str
-    node: Node
+    node: Node | None
     commit: Commit
     status: Status
     ended_by: str | None = None
@@ -37,11 +37,24 @@ class Version(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Change(msgspec.Struct, frozen=True):
-    """One id that differs between two snapshots: ``old`` → ``new`` (None for absent)."""
+    """One id that differs between two snapshots: ``old`` → ``new``.
+
+    A side is None when the id is absent there, or when that version was erased;
+    ``old_hash``/``new_hash`` tell the two apart (a hash with no node: erased).
+    """
 
     id: str
     old: Node | None
     new: Node | None
+    old_hash: str | None = None
+    new_hash: str | None = None
+
+    @property
+    def redacted(self) -> bool:
+        """Whether a side of the change was erased."""
+        return (self.old is None and self.old_hash is not None) or (
+            self.new is None and self.new_hash is not None
+        )
 
 
 class Diff(msgspec.Struct, frozen=True, kw_only=True):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 
-from mnemosyne.errors import InvalidInput
+from mnemosyne.errors import InvalidInput, Redacted
 from mnemosyne.objects import Commit, CommitObject, Node
 from mnemosyne.revisions import resolve
 from mnemosyne.view import View
@@ -105,7 +105,10 @@ def nodes(open_view: OpenView, root: bytes | None, prefix: str) -> Iterator[Node
             for key, value in view.tree.items(root, prefix=prefix, start=after or ""):
                 if key == after:
                     continue
-                batch.append(view.node(value))
+                try:
+                    batch.append(view.node(value))
+                except Redacted:
+                    continue  # erased: listings never show it
                 if len(batch) >= BATCH:
                     break
         yield from batch

@@ -121,11 +121,11 @@ def test_issue_2_example(repo):
     assert ids(repo.log()) == [c2.id, c1.id]
 
     diff = repo.diff(c1.id, c2.id)
-    assert diff.modified == [Change(PASSPORT, e1, e2)]
+    assert diff.modified == [Change(PASSPORT, e1, e2, e1.hash, e2.hash)]
     assert diff.added == [] and diff.removed == []
     assert (diff.a, diff.b) == (c1.id, c2.id)
     back = repo.diff(c2.id, c1.id)
-    assert back.modified == [Change(PASSPORT, e2, e1)]
+    assert back.modified == [Change(PASSPORT, e2, e1, e2.hash, e1.hash)]
 
     versions = repo.history(PASSPORT)
     assert [(v.status, v.commit.id, v.node) for v in versions] == [
@@ -599,7 +599,10 @@ def test_blame_whole_values_and_absent_ids(repo):
     blame = repo.blame("claims/c1")
     assert blame.commit.id == c2.id
     assert blame.node.provenance.observation == "o1"
-    assert len(blame.lines) == 1 and "Oslo" in blame.lines[0].text
+    # A claim is blamed field by field, like a JSON object.
+    by_key = {line.key: line for line in blame.lines}
+    assert set(by_key) == {"subject", "predicate", "value", "valid_from", "valid_to", "confidence", "evidence"}
+    assert by_key["value"].text == '"Oslo"' and by_key["value"].commit == c2.id
     assert repo.blame("list", at=c1.id).commit.id == c1.id
     with pytest.raises(NotFound):
         repo.blame("absent")

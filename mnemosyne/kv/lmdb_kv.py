@@ -191,9 +191,7 @@ class _Shared:
             InvalidInput: another handle or process has the store open.
         """
         if self.users > 1:
-            raise InvalidInput(
-                "compaction needs the store to itself: it is open more than once here"
-            )
+            raise InvalidInput("compaction needs the store to itself: it is open more than once here")
         if self.lock_file is None or not _try_exclusive(self.lock_file):
             raise InvalidInput("compaction needs the store to itself: another process has it open")
         data = os.path.join(self.path, "data.mdb")
@@ -239,9 +237,7 @@ class _Shared:
 
 def _hold_shared_lock(path: str) -> IO[bytes] | None:
     try:
-        handle = open(
-            os.path.join(path, "mnemo.lock"), "a+b"
-        )  # kept open: the lock lives with it
+        handle = open(os.path.join(path, "mnemo.lock"), "a+b")  # kept open: the lock lives with it
     except OSError:
         return None  # a read-only location: compaction will refuse, reads still work
     fcntl.flock(handle, fcntl.LOCK_SH)
