@@ -92,7 +92,8 @@ def expire_reflogs(view: WriteView, horizon: datetime) -> int:
     old: list[bytes] = []
     cutoff = time_key(horizon)
     for key, _ in view.txn.scan(Space.REFLOG, scope):
-        name, _, stamp = key[len(scope) :].rpartition(b"\x00")
+        # <ref name> 00 <8-byte time>: the time may itself contain zero bytes.
+        name, stamp = key[len(scope) : -9], key[-8:]
         newest[name] = key
         if stamp < cutoff:
             old.append(key)

@@ -54,13 +54,17 @@ class FsckReport(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def ref_tips(view: View) -> set[bytes]:
-    """Every commit named by a branch or by any reflog entry of this tenant."""
+    """Every commit a branch or a retained reflog entry points at, in this tenant.
+
+    An entry's ``old`` is the ``new`` of the entry before it, so the ``new`` sides
+    name everything; once the earlier entries expire, history they alone reached
+    is no longer kept.
+    """
     tips = {oid for _, oid in view.refs.branches(view.txn)}
     for _, value in view.txn.scan(Space.REFLOG, view.stores.scope):
         entry = view.refs.decode_entry(value)
-        for oid in (entry.old, entry.new):
-            if oid:
-                tips.add(oid)
+        if entry.new:
+            tips.add(entry.new)
     return tips
 
 
