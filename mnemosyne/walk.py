@@ -70,12 +70,18 @@ def changes_of(view: View, node_id: str, tip: bytes) -> Iterator[tuple[bytes, by
     """Yield ``(commit, new hash or None)`` for each change of ``node_id`` in ``tip``'s history.
 
     Newest first; candidates come from the change index and are kept when they
-    are ancestors of ``tip``.
+    are ancestors of ``tip``. A merge that took the value from another side is
+    reported as the commit that wrote it, once: that commit's own entry, which
+    comes later, is not repeated.
     """
     top = view.graph.entry(view.txn, tip).generation
+    seen: set[bytes] = set()
     for _, commit, new in view.changes.versions(view.txn, node_id, max_generation=top):
-        if view.graph.is_ancestor(view.txn, commit, tip):
-            yield origin(view, node_id, commit, new), new
+        if commit in seen or not view.graph.is_ancestor(view.txn, commit, tip):
+            continue
+        writer = origin(view, node_id, commit, new)
+        seen.add(writer)
+        yield writer, new
 
 
 def origin(view: View, node_id: str, commit: bytes, value: bytes | None) -> bytes:

@@ -417,7 +417,7 @@ def make_claim(predicate, value, start, end):
     return Claim("subj", predicate, value, TIMES[start], valid_to)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(commit_specs, min_size=1, max_size=8))
 def test_facts_and_timeline_against_a_bitemporal_model(script):
     repo = Repo.in_memory(clock=Clock())

@@ -230,7 +230,7 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(operations)
 def test_as_of_reads_match_a_reflog_model(ops):
     """Commits and resets, with a clock that stands still or goes back: as-of reads follow the moves."""
