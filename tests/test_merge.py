@@ -797,3 +797,32 @@ def test_merging_into_itself_or_fast_forwarding_never_conflicts(history, data):
     assert snapshot(repo, at="old") == snaps[-1]
     up = repo.merge(commits[index].id)  # an ancestor into main: up to date
     assert up.conflicts == [] and up.commit.id == tip and ids(repo.log()) == ids(repo.log("old"))
+
+
+def test_a_resolution_that_removes_a_claim_leaves_no_contradiction(mem):
+    mem.commit([claim("c/o", "Oslo", T0)])
+    mem.branch("theirs")
+    mem.commit([claim("c/t", "Bergen", T0 + DAY)], delete=["c/o"], branch="theirs")
+    mem.commit([claim("c/o", "Trondheim", T0)])
+    first = mem.merge("theirs")
+    assert [(c.id, c.kind) for c in first.conflicts] == [("c/o", "edit/delete")]
+    assert len(first.contradictions) == 1  # reported while the outcome is open
+    merged = mem.merge("theirs", resolutions={"c/o": "delete"})
+    assert merged.contradictions == [] and mem.contradictions() == []
+    assert [n.id for n in mem.facts("mira", "city", valid_at=T0 + 2 * DAY)] == ["c/t"]
+    mem.reset("main", merged.commit.parents[0])
+    kept = mem.merge("theirs", resolutions={"c/o": "ours"})
+    assert len(kept.contradictions) == 1 and len(mem.contradictions()) == 1
+
+
+def test_merging_unrelated_histories(mem):
+    mem.commit([Node(id="x", content=1), Node(id="same", content=0), Node(id="clash", content="a")])
+    other = mem.commit(
+        [Node(id="y", content=2), Node(id="same", content=0), Node(id="clash", content="b")], branch="other"
+    )
+    assert other.parents == ()  # a second root
+    result = mem.merge("other")
+    assert [(c.id, c.kind, c.base) for c in result.conflicts] == [("clash", "add/add", None)]
+    result = mem.merge("other", strategy="theirs")
+    assert len(result.commit.parents) == 2
+    assert snapshot(mem) == {"clash": "b", "same": 0, "x": 1, "y": 2}
