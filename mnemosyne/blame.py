@@ -157,7 +157,28 @@ def blame(view: View, node_id: str, tip: bytes) -> Blame:
             oid = versions[index][0]
             commits[index] = Commit.from_object(oid, view.commit(oid))
         c = commits[index]
-        lines.append(
-            BlameLine(key=keys[i], text=text, commit=c.id, author=c.author, record_time=c.record_time)
-        )
+        line = BlameLine(key=keys[i], text=text, commit=c.id, author=c.author, record_time=c.record_time)
+        lines.append(_through_merge(view, node_id, versions[index][0], line))
     return Blame(id=node_id, node=node, commit=writer_commit, lines=lines)
+
+
+def _through_merge(view: View, node_id: str, commit: bytes, line: BlameLine) -> BlameLine:
+    """For a field a merge combined key by key, the commit on the side that wrote it.
+
+    The version list follows one line of history; a field of a merged JSON object
+    that matches a parent's version is blamed in that parent's history instead.
+    """
+    parents = view.graph.entry(view.txn, commit).parents
+    if line.key is None or len(parents) < 2:
+        return line
+    for parent in parents:
+        if view.tree.get(view.commit(parent).tree, node_id) is None:
+            continue
+        try:
+            side = blame(view, node_id, parent)
+        except NotFound:
+            continue
+        for candidate in side.lines:
+            if candidate.key == line.key and candidate.text == line.text:
+                return candidate
+    return line

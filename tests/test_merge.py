@@ -533,11 +533,6 @@ def test_blame_and_history_follow_a_merged_value_to_the_side_that_wrote_it(mem):
     assert [v.commit.id for v in mem.history("n", ref="third")] == [s1.id, b.id]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="blame walks one linear list of versions: a field of a key-merged JSON node "
-    "that came from ours is attributed to the merge commit; see the test report",
-)
 def test_blame_per_field_of_a_key_merged_json_node(mem):
     mem.commit([Node(id="j", content={"a": 1, "b": 1})])
     mem.branch("side")
