@@ -25,7 +25,7 @@ from mnemosyne import (
     __version__,
 )
 
-from . import cmd_admin, cmd_claims, cmd_merge, cmd_read, cmd_refs, cmd_store
+from . import cmd_admin, cmd_backup, cmd_claims, cmd_merge, cmd_read, cmd_refs, cmd_store
 from .render import note
 from .state import State
 
@@ -142,6 +142,8 @@ for _module, _names in (
     for _name in _names:
         app.command(_name)(getattr(_module, _name))
 app.add_typer(cmd_admin.tenant_app, name="tenant")
+app.command("export")(cmd_backup.export)
+app.command("import")(cmd_backup.import_)
 
 
 def main() -> None:

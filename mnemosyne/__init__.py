@@ -5,6 +5,7 @@ Every memory is an immutable, hashed :class:`Node`; every change is a
 branched and read as of any moment.
 """
 
+from mnemosyne.backup import ExportReport, ImportReport, TenantCounts, export_store, import_store
 from mnemosyne.blame import Blame, BlameLine
 from mnemosyne.branching import MergeResult
 from mnemosyne.collect import GcReport
@@ -31,6 +32,11 @@ from mnemosyne.revisions import parse_time
 __version__ = "0.1.0"
 
 __all__ = [
+    "ExportReport",
+    "ImportReport",
+    "TenantCounts",
+    "export_store",
+    "import_store",
     "Redaction",
     "MergeResult",
     "GcReport",

@@ -517,6 +517,8 @@ def test_the_app_module_registers_exactly_the_issue_commands() -> None:
             "contradictions",
             "fsck",
             "reindex",
+            "export",
+            "import",
         ]
     )
     assert [group.name for group in app.registered_groups] == ["tenant"]

@@ -1,0 +1,194 @@
+"""Backup and restore: ``export`` and ``import``.
+
+An export is a portable copy of the whole store (format: :mod:`mnemosyne.backup`);
+``import`` restores one into a new, empty store with every hash as it was.
+"""
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Annotated, Any
+
+import typer
+
+from mnemosyne import (
+    ExportReport,
+    ImportReport,
+    InvalidInput,
+    NotFound,
+    TenantCounts,
+    export_store,
+    import_store,
+)
+
+from .render import emit, note, say, short
+from .state import STORE_DIR, State, state
+
+EXIT_PROBLEM = 1
+"""The exit code of a command that ran and found a problem (fsck problems after an import)."""
+
+FileArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="FILE|-", help="The export file; '-' for standard output or input.", show_default=False
+    ),
+]
+
+
+def export(ctx: typer.Context, file: FileArg) -> None:
+    """Write a portable copy of the store to FILE: every object, ref, reflog entry and redaction.
+
+    Every tenant is exported; with --tenant, only that one. The copy is one
+    consistent snapshot, and FILE appears only once it is complete (it is
+    written beside it and renamed; owner-only permissions, as it holds every
+    memory). With '-' the export goes to standard output and the summary to
+    standard error.
+
+    JSON: {"file", "bytes", "digest", "tenants": [{"name", "objects", "refs", "reflog", "redactions"}]}.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx, readonly=True)
+    only = [repo.tenant] if settings.tenant is not None else None
+    if file == "-":
+        out = typer.get_binary_stream("stdout")
+        report = export_store(repo, out, tenants=only)
+        out.flush()
+        _export_summary(settings, report, file, to_stderr=True)
+        return
+    target = Path(file)
+    if target.is_dir():
+        raise InvalidInput(f"{file} is a directory; give a file name to export to")
+    try:
+        handle = tempfile.NamedTemporaryFile(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".partial", delete=False
+        )
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {file}: {exc.strerror or exc}") from None
+    try:
+        with handle:
+            report = export_store(repo, handle, tenants=only)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, target)
+    except BaseException:
+        # A half-written file must never pass for a backup.
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+    _export_summary(settings, report, file, to_stderr=False)
+
+
+def import_(ctx: typer.Context, file: FileArg) -> None:
+    """Restore an export from FILE into a new, empty store, with every hash as it was.
+
+    The store is --repo (or $MNEMO_DIR, else the nearest .mnemo upward, else
+    ./.mnemo); it is created when absent, and a store that holds anything
+    (exit 2) is never written to. Every tenant in FILE is restored. FILE is
+    checked whole (a truncated or damaged file exits 5) and written in one
+    transaction; then the derived indexes are rebuilt and every tenant is
+    checked with fsck (exit 1 if it finds problems).
+
+    JSON: {"path", "bytes", "digest", "tenants": [...], "ok", "problems": [{"tenant", "kind",
+    "object", "message"}]}.
+    """
+    settings = state(ctx)
+    if settings.tenant is not None:
+        raise InvalidInput("import restores every tenant in the export; leave out --tenant")
+    path = _import_path(settings)
+    if file == "-":
+        report = import_store(path, typer.get_binary_stream("stdin"))
+    else:
+        try:
+            handle: IO[bytes] = open(file, "rb")  # closed below; opened apart to word its errors
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {file}: {exc.strerror or exc}") from None
+        with handle:
+            report = import_store(path, handle)
+    _import_summary(settings, report, path)
+    if not report.ok:
+        raise typer.Exit(EXIT_PROBLEM)
+
+
+def _import_path(settings: State) -> Path:
+    """Where to import: the store the other commands would use, else ``./.mnemo``."""
+    try:
+        return settings.store_path()
+    except NotFound:
+        return Path(STORE_DIR)
+
+
+def _counts_json(counts: TenantCounts) -> dict[str, Any]:
+    return {
+        "name": counts.name,
+        "objects": counts.objects,
+        "refs": counts.refs,
+        "reflog": counts.reflog,
+        "redactions": counts.redactions,
+    }
+
+
+def _counts_lines(tenants: list[TenantCounts]) -> list[str]:
+    width = max((len(t.name) for t in tenants), default=0)
+    return [
+        f"  {t.name:<{width}}  {t.objects} objects, {t.refs} refs, {t.reflog} reflog entries, "
+        f"{t.redactions} redactions"
+        for t in tenants
+    ]
+
+
+def _tenants(count: int) -> str:
+    return f"{count} tenant" + ("" if count == 1 else "s")
+
+
+def _export_summary(settings: State, report: ExportReport, file: str, *, to_stderr: bool) -> None:
+    # With '-' the export itself is on stdout, so the summary must not be.
+    out = note if to_stderr else say
+    if settings.json:
+        document = {
+            "file": file,
+            "bytes": report.size,
+            "digest": report.digest,
+            "tenants": [_counts_json(t) for t in report.tenants],
+        }
+        if to_stderr:
+            note(json.dumps(document, ensure_ascii=False))
+        else:
+            emit(document)
+        return
+    where = "standard output" if file == "-" else file
+    out(
+        f"Exported {_tenants(len(report.tenants))} to {where} "
+        f"({report.size} bytes, digest {short(report.digest)})"
+    )
+    for line in _counts_lines(report.tenants):
+        out(line)
+
+
+def _import_summary(settings: State, report: ImportReport, path: Path) -> None:
+    location = str(path.resolve())
+    problems = [(name, p) for name, fsck in report.fsck.items() for p in fsck.problems]
+    if settings.json:
+        emit(
+            {
+                "path": location,
+                "bytes": report.size,
+                "digest": report.digest,
+                "tenants": [_counts_json(t) for t in report.tenants],
+                "ok": report.ok,
+                "problems": [
+                    {"tenant": name, "kind": p.kind, "object": p.object, "message": p.message}
+                    for name, p in problems
+                ],
+            }
+        )
+        return
+    say(
+        f"Imported {_tenants(len(report.tenants))} into {location} "
+        f"({report.size} bytes, digest {short(report.digest)})"
+    )
+    for line in _counts_lines(report.tenants):
+        say(line)
+    for name, p in problems:
+        where = f" {short(p.object)}" if p.object else ""
+        say(f"{name}: {p.kind}{where}: {p.message}")
+    say("fsck: ok" if report.ok else f"fsck: {len(problems)} problem(s)")
