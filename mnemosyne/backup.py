@@ -89,6 +89,16 @@ FORMAT_NAME = "mnemosyne-export"
 EXPORT_VERSION = 1
 """The export format version this release writes, and the newest it reads."""
 
+EXPORTED_SPACES = (Space.OBJECTS, Space.REFS, Space.REFLOG, Space.REDACTIONS)
+"""The keyspaces an export carries, besides tenant names from ``meta``."""
+
+DERIVED_SPACES = (Space.INDEX,)
+"""The keyspaces an import rebuilds from the objects instead (``reindex``).
+
+A new keyspace belongs in one of these two, or backups silently lose it: a test
+checks that every keyspace is one or the other (or ``meta``).
+"""
+
 _LENGTH = struct.Struct(">I")
 _SCOPE_BYTES = 4
 _MAX_HEADER = 1 << 16  # a longer first record is not a header: the file is not an export
@@ -640,13 +650,13 @@ def _create_tenant(txn: WriteTxn, name: str) -> bytes:
 
 
 def _check_empty(txn: ReadTxn, where: str) -> None:
-    """Refuse a store that holds anything but empty tenants."""
-    for space in (Space.OBJECTS, Space.REFLOG, Space.REDACTIONS, Space.INDEX):
-        for _ in txn.scan(space, b""):
-            raise InvalidInput(_not_empty(where))
-    for key, _ in txn.scan(Space.REFS, b""):
-        if key[_SCOPE_BYTES:] != HEAD.encode():
-            raise InvalidInput(_not_empty(where))
+    """Refuse a store that holds anything but empty tenants (a ``HEAD`` each), in any keyspace."""
+    for space in Space:
+        if space is Space.META:
+            continue
+        for key, _ in txn.scan(space, b""):
+            if space is not Space.REFS or key[_SCOPE_BYTES:] != HEAD.encode():
+                raise InvalidInput(_not_empty(where))
 
 
 def _not_empty(where: str) -> str:
