@@ -25,7 +25,7 @@ from mnemosyne import (
     __version__,
 )
 
-from . import cmd_admin, cmd_backup, cmd_claims, cmd_merge, cmd_read, cmd_refs, cmd_store
+from . import cmd_admin, cmd_backup, cmd_claims, cmd_forget, cmd_merge, cmd_read, cmd_refs, cmd_store
 from .render import note
 from .state import State
 
@@ -138,6 +138,7 @@ for _module, _names in (
     (cmd_merge, ("merge", "bisect")),
     (cmd_claims, ("facts", "timeline", "contradictions")),
     (cmd_admin, ("fsck", "reindex")),
+    (cmd_forget, ("forget", "gc")),
 ):
     for _name in _names:
         app.command(_name)(getattr(_module, _name))

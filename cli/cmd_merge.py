@@ -10,6 +10,7 @@ from mnemosyne import Claim, Commit, InvalidInput, Node, NotFound, Redacted, Rep
 from mnemosyne.branching import MergeResult, Resolution
 from mnemosyne.merge import Contradiction
 
+from .cmd_read import erasure_of
 from .render import (
     blame_json,
     blame_text,
@@ -265,15 +266,17 @@ def bisect(
         blamed = repo.blame(node_id, at=found.id)
     except NotFound:  # absent there (or its version was erased)
         blamed = None
+    erased_hash, erased = erasure_of(repo, blamed, found.id) if blamed is not None else (None, None)
     if settings.json:
-        emit({"commit": commit_json(found), "blame": blame_json(blamed) if blamed is not None else None})
+        document = blame_json(blamed, erased_hash) if blamed is not None else None
+        emit({"commit": commit_json(found), "blame": document})
         return
     say(f"{short(found.id)} is the first bad commit")
     for line in commit_text(found):
         say(line)
     if blamed is not None:
         say("")
-        for line in blame_text(blamed):
+        for line in blame_text(blamed, erased_hash, erased):
             say(line)
     else:
         note(f"{node_id} is not in {short(found.id)}: no blame to show")

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from mnemosyne import NotFound
+from mnemosyne import Blame, NotFound, Redacted, Repo
 
 from . import diffview
 from .render import (
@@ -135,8 +135,10 @@ def log(
 def history(ctx: typer.Context, node_id: IdArg, at: AtOpt = None) -> None:
     """Show every version of an id, newest first, with its status.
 
-    A version is current (in the tree at the tip), superseded (a later version
-    replaced it) or deleted (the id was removed after it).
+    A version is current (in the tree at the tip), expired (current, but past
+    its expires_at), superseded (a later version replaced it), deleted (the id
+    was removed after it) or redacted (its content was erased with 'mnemo
+    forget'; JSON "node" is null).
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
@@ -148,9 +150,10 @@ def history(ctx: typer.Context, node_id: IdArg, at: AtOpt = None) -> None:
             emit(version_json(version))
         else:
             commit = version.commit
+            erased = "  (erased)" if version.node is None else ""
             say(
                 f"{short(version.hash)}  {version.status:<10}  {short(commit.id)}  "
-                f"{when(commit.record_time)}  {commit.author}  {summary(commit.message)}"
+                f"{when(commit.record_time)}  {commit.author}  {summary(commit.message)}{erased}"
             )
 
 
@@ -158,16 +161,35 @@ def blame(ctx: typer.Context, node_id: IdArg, at: AtOpt = None) -> None:
     """Show who wrote the current version of an id, when, and from what.
 
     Then each line of text content (or each field of a JSON object) with the
-    commit that wrote it.
+    commit that wrote it. When that version's content was erased ('mnemo
+    forget'), the commit is still shown and the content is marked erased
+    (JSON: "node" and "provenance" null, "redacted" true, "lines" empty).
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
     found = repo.blame(node_id, at=at)
+    erased_hash, erased = erasure_of(repo, found, at)
     if settings.json:
-        emit(blame_json(found))
+        emit(blame_json(found, erased_hash))
         return
-    for line in blame_text(found):
+    for line in blame_text(found, erased_hash, erased):
         say(line)
+
+
+def erasure_of(repo: Repo, found: Blame, at: str | None) -> tuple[str | None, str | None]:
+    """For a blame of an erased version: its hash and what its redaction record says.
+
+    ``(None, None)`` when the version was not erased.
+    """
+    if not found.redacted:
+        return None, None
+    versions = repo.history(found.id, ref=at)
+    erased_hash = versions[0].hash if versions else None
+    try:
+        repo.get(found.id, at=at, include_expired=True)
+    except Redacted as error:
+        return erased_hash, str(error)
+    return erased_hash, None
 
 
 def diff(
@@ -179,7 +201,9 @@ def diff(
     """Show what changed from revision A to revision B.
 
     Each id is marked + (added), - (removed) or ~ (modified); text content gets
-    a unified diff, JSON objects a per-key diff. With --stat: counts per
+    a unified diff, JSON objects a per-key diff; a version whose content was
+    erased shows as [redacted] with its short hash (JSON: its id is listed in
+    "redacted" too). With --stat: counts per
     namespace (the id up to its last '/').
     """
     settings = state(ctx)

@@ -2,7 +2,8 @@
 
 Each id gets a ``+`` (added), ``-`` (removed) or ``~`` (modified) line; below a
 modified id, text content gets a unified diff and JSON objects (including claim
-content, provenance and meta) a per-key diff.
+content, provenance and meta) a per-key diff. A side whose version was erased is
+shown as ``[redacted]`` and its short hash.
 """
 
 import difflib
@@ -10,9 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mnemosyne import Change, Diff
+from mnemosyne import Change, Diff, Node
 
-from .render import compact, node_json
+from .render import REDACTED, compact, node_json, short
 
 INDENT = "    "
 ROOT_NAMESPACE = "."
@@ -36,13 +37,19 @@ def diff_lines(diff: Diff) -> Iterator[str]:
         yield from (INDENT + line for line in _change_lines(change))
 
 
+def _side(mark: str, node: Node | None, hash_: str | None) -> list[str]:
+    """One side of a change shown whole: its content, or ``[redacted]`` and its hash."""
+    if node is not None:
+        return [f"{mark}{line}" for line in _whole(node_json(node)["content"])]
+    if hash_ is not None:  # the version is named but its bytes were erased
+        return [f"{mark}{REDACTED} {short(hash_)}"]
+    return []  # absent on this side
+
+
 def _change_lines(change: Change) -> list[str]:
-    if change.old is None and change.new is not None:
-        return [f"+{line}" for line in _whole(node_json(change.new)["content"])]
-    if change.new is None and change.old is not None:
-        return [f"-{line}" for line in _whole(node_json(change.old)["content"])]
     if change.old is None or change.new is None:
-        return []
+        # Added, removed, or a side erased: nothing to compare line by line.
+        return _side("-", change.old, change.old_hash) + _side("+", change.new, change.new_hash)
     old, new = node_json(change.old), node_json(change.new)
     lines = _content_diff(old["content"], new["content"])
     for field in ("kind", "event_time", "expires_at"):

@@ -18,6 +18,9 @@ from mnemosyne.results import Fact
 SHORT = 7
 """Hex characters of a hash shown in human output."""
 
+REDACTED = "[redacted]"
+"""How human output shows a version whose bytes were erased."""
+
 
 # -- emitting ------------------------------------------------------------------
 
@@ -113,21 +116,28 @@ def version_json(version: Version) -> dict[str, Any]:
         "message": version.commit.message,
         "ended_by": version.ended_by,
         "superseded_by": version.superseded_by,
-        "node": node_json(version.node),
+        "node": optional_node_json(version.node),
     }
 
 
-def blame_json(blame: Blame) -> dict[str, Any]:
-    """The ``blame`` document."""
+def blame_json(blame: Blame, erased_hash: str | None = None) -> dict[str, Any]:
+    """The ``blame`` document.
+
+    When the current version was erased (``blame.redacted``), ``provenance`` and
+    ``node`` are null, ``lines`` is empty and ``hash`` is ``erased_hash`` (the
+    library's ``Blame`` carries no node to take it from).
+    """
+    node = blame.node
     return {
         "id": blame.id,
-        "hash": blame.node.hash,
+        "hash": node.hash if node is not None else erased_hash,
         "commit": blame.commit.id,
         "author": blame.commit.author,
         "record_time": iso(blame.commit.record_time),
         "message": blame.commit.message,
-        "provenance": provenance_json(blame.node.provenance),
-        "node": node_json(blame.node),
+        "provenance": provenance_json(node.provenance) if node is not None else None,
+        "node": optional_node_json(node),
+        "redacted": blame.redacted,
         "lines": [
             {
                 "key": line.key,
@@ -142,13 +152,19 @@ def blame_json(blame: Blame) -> dict[str, Any]:
 
 
 def diff_json(diff: Diff) -> dict[str, Any]:
-    """The ``diff`` document: the two commits and the ids in each category."""
+    """The ``diff`` document: the two commits and the ids in each category.
+
+    ``redacted`` lists the ids with a side whose version was erased.
+    """
     return {
         "a": diff.a,
         "b": diff.b,
         "added": [change.id for change in diff.added],
         "removed": [change.id for change in diff.removed],
         "modified": [change.id for change in diff.modified],
+        "redacted": sorted(
+            change.id for change in (*diff.added, *diff.removed, *diff.modified) if change.redacted
+        ),
     }
 
 
@@ -281,20 +297,29 @@ def commit_oneline(commit: Commit) -> str:
     return f"{short(commit.id)} {summary(commit.message)}"
 
 
-def blame_text(found: Blame) -> list[str]:
-    """The ``blame`` form: a header of fields, a blank line, each line with its commit."""
+def blame_text(found: Blame, erased_hash: str | None = None, erased: str | None = None) -> list[str]:
+    """The ``blame`` form: a header of fields, a blank line, each line with its commit.
+
+    When the current version was erased, the header names the commit that wrote
+    it (and ``erased_hash``, the version's hash) and says the content was erased
+    (``erased``: what the redaction record says, when known); no lines follow.
+    """
     commit = found.commit
+    node = found.node
     header = [
         ("id", found.id),
-        ("hash", short(found.node.hash)),
+        ("hash", short(node.hash) if node is not None else f"{short(erased_hash or '-')} {REDACTED}"),
         ("commit", short(commit.id)),
         ("author", commit.author),
         ("date", when(commit.record_time)),
         ("message", summary(commit.message)),
-        ("provenance", provenance_text(found.node.provenance)),
+        ("provenance", provenance_text(node.provenance) if node is not None else REDACTED),
     ]
     lines = [f"{name + ':':<12}{value}" for name, value in header]
     lines.append("")
+    if node is None:
+        lines.append(f"(erased) {erased or 'the content of this version was erased'}")
+        return lines
     width = max((len(line.author) for line in found.lines), default=0)
     for line in found.lines:
         text = f"{line.key}: {line.text}" if line.key is not None else line.text

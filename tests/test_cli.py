@@ -519,6 +519,8 @@ def test_the_app_module_registers_exactly_the_issue_commands() -> None:
             "reindex",
             "export",
             "import",
+            "forget",
+            "gc",
         ]
     )
     assert [group.name for group in app.registered_groups] == ["tenant"]
@@ -622,6 +624,7 @@ def test_diff_json_and_stat(store: Store) -> None:
         "added": [],
         "removed": [],
         "modified": [],
+        "redacted": [],
     }
     assert store.ok("diff", "HEAD", "HEAD") == ""
     assert_error(store.run("diff", a, "nosuch"), 3, "nosuch")

@@ -1,0 +1,232 @@
+"""Commands that make memory leave for real: ``forget`` and ``gc``.
+
+``forget`` erases the bytes (content, provenance, meta) of node versions and
+leaves an append-only redaction record (hash, id, time, author, reason); trees
+and commits keep the hash, so history still verifies and shows the version as
+redacted. ``gc`` removes objects no ref or retained reflog entry reaches, after
+a grace period, and with ``--compact`` rewrites the store file so freed pages
+(which LMDB does not scrub) no longer hold erased bytes.
+"""
+
+import re
+from datetime import timedelta
+from typing import Annotated, Any
+
+import typer
+
+from mnemosyne import Commit, GcReport, InvalidInput, NotFound, Redaction, Repo
+
+from .render import emit, iso, note, say, short, when
+from .state import AuthorOpt, author_or_default, state
+
+EXPIRED_REASON = "expired"
+"""The reason recorded by ``forget --expired`` when none is given."""
+
+_DURATION = re.compile(r"(\d+)([wdhms])")
+_UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+
+
+def parse_duration(text: str, option: str) -> timedelta:
+    """A duration such as ``14d``, ``12h``, ``30m``, ``0s`` or ``1d12h``.
+
+    Units: ``w`` weeks, ``d`` days, ``h`` hours, ``m`` minutes, ``s`` seconds.
+
+    Raises:
+        InvalidInput: anything else (the message names ``option``).
+    """
+    parts = _DURATION.findall(text)
+    if not text or "".join(number + unit for number, unit in parts) != text:
+        raise InvalidInput(f"{option}: {text!r} is not a duration (use e.g. 14d, 12h, 30m, 0s or 1d12h)")
+    total = timedelta()
+    for number, unit in parts:
+        total += timedelta(**{_UNITS[unit]: int(number)})
+    return total
+
+
+def redaction_json(record: Redaction) -> dict[str, Any]:
+    """One redaction record as JSON."""
+    return {
+        "hash": record.hash,
+        "id": record.id,
+        "time": iso(record.time),
+        "author": record.author,
+        "reason": record.reason,
+    }
+
+
+def _head(repo: Repo) -> Commit | None:
+    """The current branch's tip, or None before its first commit."""
+    try:
+        return repo.resolve("HEAD")
+    except NotFound:
+        return None
+
+
+def forget(
+    ctx: typer.Context,
+    node_id: Annotated[
+        str | None,
+        typer.Argument(metavar="ID", help="The id whose versions to erase.", show_default=False),
+    ] = None,
+    reason: Annotated[
+        str | None,
+        typer.Option(
+            "--reason",
+            metavar="R",
+            help="Why: kept in the redaction record (required with ID).",
+            show_default=False,
+        ),
+    ] = None,
+    author: AuthorOpt = None,
+    version: Annotated[
+        str | None,
+        typer.Option(
+            "--version",
+            metavar="HASH",
+            help="Erase only this version (a hash or a unique prefix of at least 4 hex characters).",
+            show_default=False,
+        ),
+    ] = None,
+    expired: Annotated[
+        bool,
+        typer.Option("--expired", help="Instead of ID: erase every node version past its expires_at."),
+    ] = False,
+) -> None:
+    """Erase the content of an id's versions for real, leaving a redaction record.
+
+    Deletes the content, provenance and meta of every version of ID on any
+    branch (or only --version HASH) and records hash, time, author and reason.
+    Trees and commits keep the hash: history shows the version as redacted and
+    reading it exits 3. The current branch drops ID in a new commit when its
+    version there was erased. Ids are keys and stay. Versions erased before keep
+    their first record. Freed pages keep old bytes until 'mnemo gc --now --compact'.
+
+    With --expired (and no ID): erase every version past its expires_at.
+
+    JSON: {"redactions": [{"hash", "id", "time", "author", "reason"}], "commit": ID|null},
+    where "commit" is the commit that removed ID from the current branch, if any.
+    """
+    settings = state(ctx)
+    if expired and (node_id is not None or version is not None):
+        raise InvalidInput("forget --expired takes no ID and no --version")
+    if not expired and node_id is None:
+        raise InvalidInput("name the ID to forget, or pass --expired")
+    if not expired and (reason is None or not reason.strip()):
+        raise InvalidInput("give a --reason for erasing: it is kept in the redaction record")
+    who = author_or_default(author)
+    repo = settings.open(ctx)
+    before = _head(repo)
+    if node_id is None:
+        records = repo.forget_expired(reason or EXPIRED_REASON, author=who)
+    else:
+        records = repo.forget(node_id, reason or "", author=who, version=version)
+    after = _head(repo)
+    moved = after is not None and (before is None or after.id != before.id)
+    commit = after.id if moved and after is not None else None
+    if settings.json:
+        emit({"redactions": [redaction_json(record) for record in records], "commit": commit})
+        return
+    for record in records:
+        stamp = when(record.time)
+        say(f"erased {short(record.hash)}  {record.id}  {stamp}  {record.author}  {record.reason}")
+    if commit is not None and after is not None:
+        note(f"removed from branch {repo.head} in commit {short(commit)}: {after.message}")
+    if records:
+        note("freed pages may still hold the erased bytes until 'mnemo gc --now --compact'")
+    elif node_id is None:
+        note("nothing to erase: no version is past its expires_at")
+    else:
+        note(f"nothing to erase: the versions of {node_id} were erased before (their first records stand)")
+
+
+def gc(
+    ctx: typer.Context,
+    now: Annotated[
+        bool, typer.Option("--now", help="No grace period: remove unreachable objects at once.")
+    ] = False,
+    grace: Annotated[
+        str | None,
+        typer.Option(
+            "--grace",
+            metavar="DURATION",
+            help="How long an object must stay unreachable before it is removed (default 14d).",
+            show_default=False,
+        ),
+    ] = None,
+    compact: Annotated[
+        bool,
+        typer.Option(
+            "--compact",
+            help="Then rewrite the store file without free pages (needs the store to itself).",
+        ),
+    ] = False,
+    expire_reflog: Annotated[
+        str | None,
+        typer.Option(
+            "--expire-reflog",
+            metavar="DURATION",
+            help="First prune reflog entries older than DURATION (as-of reads before then fail).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Remove objects no branch or retained reflog entry reaches, after a grace period.
+
+    An unreachable object is remembered the first time gc finds it and removed
+    by a later gc once it has been unreachable for the grace period (--now: at
+    once). Reflogs are kept forever unless --expire-reflog prunes old entries
+    (each ref keeps its newest). Reachable objects are never removed: expired
+    nodes leave only through 'mnemo forget --expired'. --compact refuses (exit 2)
+    while another process has the store open. DURATION: 14d, 12h, 30m, 0s, 1d12h.
+
+    JSON: {"objects_removed", "bytes_removed", "commits_removed", "pending",
+    "reflog_entries_removed", "compacted", "file_bytes_before", "file_bytes_after"}.
+    """
+    settings = state(ctx)
+    if now and grace is not None:
+        raise InvalidInput("give --now or --grace, not both")
+    wait = timedelta(0) if now else parse_duration(grace, "--grace") if grace is not None else None
+    horizon = parse_duration(expire_reflog, "--expire-reflog") if expire_reflog is not None else None
+    repo = settings.open(ctx)
+    if wait is None:
+        report = repo.gc(compact=compact, expire_reflog=horizon)
+    else:
+        report = repo.gc(grace=wait, compact=compact, expire_reflog=horizon)
+    if settings.json:
+        emit(gc_json(report))
+        return
+    for line in gc_text(report):
+        say(line)
+
+
+def gc_json(report: GcReport) -> dict[str, Any]:
+    """The ``gc`` document: the report's fields."""
+    return {
+        "objects_removed": report.objects_removed,
+        "bytes_removed": report.bytes_removed,
+        "commits_removed": report.commits_removed,
+        "pending": report.pending,
+        "reflog_entries_removed": report.reflog_entries_removed,
+        "compacted": report.compacted,
+        "file_bytes_before": report.file_bytes_before,
+        "file_bytes_after": report.file_bytes_after,
+    }
+
+
+def gc_text(report: GcReport) -> list[str]:
+    """What gc did, for people."""
+    commits = report.commits_removed
+    lines = [
+        f"removed {report.objects_removed} objects ({commits} commit{'' if commits == 1 else 's'}), "
+        f"{report.bytes_removed} bytes",
+        f"kept {report.pending} unreachable objects until their grace period ends",
+    ]
+    if report.reflog_entries_removed:
+        lines.append(f"pruned {report.reflog_entries_removed} reflog entries")
+    if report.compacted and report.file_bytes_before is not None and report.file_bytes_after is not None:
+        saved = report.file_bytes_before - report.file_bytes_after
+        lines.append(
+            f"compacted the store file: {report.file_bytes_before} -> {report.file_bytes_after} bytes "
+            f"({saved} bytes saved)"
+        )
+    return lines

@@ -1,0 +1,559 @@
+"""Erasure (``forget``), garbage collection (``gc``) and compaction, through the library.
+
+The canary test is the one that matters most: a unique string written into
+content, meta, provenance and a claim's subject, on two branches, must leave
+every file of the store once it is forgotten and the store collected and
+compacted, and no read may return it. The others pin the rules around it:
+redaction records, fsck telling erased from missing and corrupt, version-only
+erasure, expiry, grace periods, reflog expiry, and compaction's need for the
+store to itself.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from mnemosyne import (
+    Claim,
+    CorruptObject,
+    InvalidInput,
+    Node,
+    NotFound,
+    Provenance,
+    Redacted,
+    Repo,
+)
+from mnemosyne.kv.base import Space, WriteTxn
+
+SCOPE = b"\x00\x00\x00\x00"  # the default tenant's key scope
+PENDING = b"gc-pending/"
+
+
+class Clock:
+    """An injected clock: one second per reading, and jumps on demand."""
+
+    def __init__(self, start: datetime = datetime(2026, 6, 1, 9, tzinfo=UTC)) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=1)
+        return self.now
+
+    def advance(self, by: timedelta) -> None:
+        self.now += by
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def repo(tmp_path: Path, clock: Clock) -> Iterator[Repo]:
+    with Repo.init(tmp_path / "store", clock=clock) as opened:
+        yield opened
+
+
+def store_bytes(path: Path) -> dict[Path, bytes]:
+    """Every file under the store directory, read whole."""
+    return {file: file.read_bytes() for file in sorted(path.rglob("*")) if file.is_file()}
+
+
+def files_holding(path: Path, needle: bytes) -> list[str]:
+    return [file.name for file, data in store_bytes(path).items() if needle in data]
+
+
+def delete_object(repo: Repo, hex_hash: str) -> None:
+    """Delete a stored object behind the library's back (no redaction record)."""
+    repo.kv.transact(lambda t: t.delete(Space.OBJECTS, SCOPE + bytes.fromhex(hex_hash)))
+
+
+def stored(repo: Repo, hex_hash: str) -> bool:
+    with repo.kv.read() as txn:
+        return txn.get(Space.OBJECTS, SCOPE + bytes.fromhex(hex_hash)) is not None
+
+
+def pending_keys(repo: Repo) -> list[bytes]:
+    with repo.kv.read() as txn:
+        return [key for key, _ in txn.scan(Space.META, PENDING)]
+
+
+# -- the canary --------------------------------------------------------------------
+
+
+def test_a_forgotten_canary_leaves_no_byte_in_any_file_and_no_read(tmp_path: Path, clock: Clock) -> None:
+    canary = f"canary-{uuid.uuid4().hex}"
+    needle = canary.encode()
+    path = tmp_path / "store"
+    diary, claim_id, lang = "people/mira/diary", "people/mira/claims/secret", "people/mira/lang"
+    subject = f"mira-{canary}"
+
+    def claim(value: str, day: int) -> Node:
+        return Node(
+            id=claim_id,
+            kind="claim",
+            content=Claim(subject, "secret", value, datetime(2026, 5, day, tzinfo=UTC)),
+        )
+
+    with Repo.init(path, clock=clock) as repo:
+        root = repo.commit([Node(id=lang, content="de")], message="start", author="agent")
+        repo.commit(
+            [Node(id=diary, content=f"dear diary, {canary} one"), claim(f"{canary} v1", 1)],
+            message="learn",
+            author="agent",
+        )
+        repo.commit(
+            [
+                Node(
+                    id=diary,
+                    content=f"dear diary,\n{canary} two",
+                    provenance=Provenance(observation=f"obs {canary}"),
+                    meta={"note": canary},
+                )
+            ],
+            message="more",
+            author="agent",
+        )
+        repo.branch("side")
+        repo.switch("side")
+        on_side = repo.commit(
+            [Node(id=diary, content={"text": canary, "n": 3}), claim(f"{canary} v2", 2)],
+            message="side",
+            author="agent",
+        )
+        repo.switch("main")
+        repo.commit([Node(id=diary, content=f"{canary} four")], message="main again", author="agent")
+        subjects = [n.content.subject for n in repo.nodes(at="side") if isinstance(n.content, Claim)]
+        assert subjects == [subject]
+        assert len(repo.facts(subject, at="side")) == 1
+        assert files_holding(path, needle) == ["data.mdb"]  # the check can see the canary
+
+        erased = repo.forget(diary, "subject asked", author="dpo") + repo.forget(
+            claim_id, "subject asked", author="dpo"
+        )
+        assert len(erased) == 4 + 2  # every version of both ids, on both branches
+        assert {r.author for r in erased} == {"dpo"} and {r.reason for r in erased} == {"subject asked"}
+        report = repo.gc(grace=timedelta(0), compact=True)
+        assert report.compacted and report.file_bytes_after is not None
+        assert report.objects_removed > 0  # the claim-index chunks that keyed the subject
+
+    assert files_holding(path, needle) == []
+
+    with Repo.open(path, clock=clock) as repo:  # a fresh handle: nothing cached
+        for branch in ("main", "side"):
+            listed = [
+                list(repo.nodes(at=branch, include_expired=True)),
+                list(repo.log(branch)),
+                repo.history(diary, ref=branch),
+                repo.history(claim_id, ref=branch),
+                repo.diff(root.id, branch),
+                repo.facts(subject, at=branch),
+                repo.timeline(subject, "secret", at=branch),
+            ]
+            assert canary not in repr(listed)
+        assert repo.facts(subject, at="side") == [] and repo.timeline(subject, "secret", at="side") == []
+        assert [n.id for n in repo.nodes()] == [lang]  # main dropped both ids in a commit
+        assert [n.id for n in repo.nodes(at="side")] == [lang]  # erased versions are left out
+        blamed = repo.blame(diary, at="side")
+        assert (blamed.node, blamed.redacted, blamed.lines, blamed.commit.id) == (None, True, [], on_side.id)
+        assert canary not in repr(blamed)
+        with pytest.raises(Redacted, match=r"erased at .* by dpo: subject asked") as raised:
+            repo.get(diary, at="side")
+        assert canary not in str(raised.value)
+        with pytest.raises(Redacted, match="by dpo: subject asked"):
+            repo.get(claim_id, at="side")
+        statuses = [v.status for v in repo.history(diary, ref="side")]
+        assert statuses == ["redacted"] * 3
+        assert repo.get(lang) == Node(id=lang, content="de")
+        assert repo.fsck().ok
+        # The records survive collection and compaction, and are append-only.
+        assert repo.forget(diary, "again", author="someone-else") == []
+        with pytest.raises(Redacted, match="by dpo: subject asked"):
+            repo.get(diary, at="side")
+
+
+# -- reads of erased versions --------------------------------------------------------
+
+
+def test_history_diff_and_blame_show_erased_versions_as_redacted(repo: Repo) -> None:
+    c1 = repo.commit([Node(id="n", content="one")], message="1")
+    c2 = repo.commit([Node(id="n", content="two")], message="2")
+    v1 = repo.get("n", at=c1.id)
+    assert v1 is not None
+    (record,) = repo.forget("n", "wrong", author="dpo", version=v1.hash)
+    assert (record.id, record.hash, record.author, record.reason) == ("n", v1.hash, "dpo", "wrong")
+    versions = repo.history("n")
+    assert [(v.status, v.node is None) for v in versions] == [("current", False), ("redacted", True)]
+    assert versions[1].hash == v1.hash and versions[1].commit.id == c1.id
+    assert versions[1].ended_by == c2.id
+    (change,) = repo.diff(c1.id, c2.id).modified
+    assert (change.old, change.old_hash, change.redacted) == (None, v1.hash, True)
+    assert change.new is not None and change.new.content == "two"
+    assert repo.diff(c1.id, c2.id).added == []
+    blamed = repo.blame("n")
+    assert blamed.node is not None and not blamed.redacted and blamed.commit.id == c2.id
+    blamed_old = repo.blame("n", at=c1.id)
+    assert (blamed_old.node, blamed_old.redacted, blamed_old.commit.id) == (None, True, c1.id)
+    assert [c.id for c in repo.log(node="n")] == [c2.id, c1.id]  # log still lists both
+
+
+# -- fsck ----------------------------------------------------------------------------
+
+
+def test_fsck_tells_erased_from_missing(repo: Repo) -> None:
+    repo.commit([Node(id="keep", content="k"), Node(id="gone", content="g")], message="1")
+    repo.branch("side")
+    erased = repo.get("gone")
+    lost = repo.get("keep")
+    assert erased is not None and lost is not None
+    repo.forget("gone", "asked", author="dpo")  # still named by side's tree
+    report = repo.fsck()
+    assert report.ok, report.problems
+    delete_object(repo, lost.hash)  # deleted without a record: that is damage
+    report = repo.fsck()
+    assert not report.ok
+    assert [(p.kind, p.object) for p in report.problems] == [("missing", lost.hash)]
+    with pytest.raises(NotFound) as raised:
+        repo.get("keep")
+    assert not isinstance(raised.value, Redacted)
+    with pytest.raises(Redacted):
+        repo.get("gone", at="side")
+
+
+def test_fsck_names_exactly_the_corrupt_objects_and_reads_refuse_them(tmp_path: Path, clock: Clock) -> None:
+    path = tmp_path / "store"
+    with Repo.init(path, clock=clock) as repo:
+        repo.commit([Node(id=f"n/{i}", content=f"value {i}") for i in range(40)], message="1")
+        repo.commit([Node(id="n/0", content="value 0, again")], message="2")
+        old = repo.get("n/0", at="HEAD~1")
+        current = repo.get("n/7")
+        assert old is not None and current is not None
+        tree = repo.resolve("HEAD").tree
+        chosen = {old.hash, current.hash, tree}
+
+        def corrupt(txn: WriteTxn) -> None:
+            for number, hex_hash in enumerate(sorted(chosen)):
+                key = SCOPE + bytes.fromhex(hex_hash)
+                data = txn.get(Space.OBJECTS, key)
+                assert data is not None
+                if number == 0:
+                    bad = data[: len(data) // 2]  # cut short
+                else:  # one flipped bit near the end
+                    bad = data[:-3] + bytes([data[-3] ^ 0x20]) + data[-2:]
+                txn.put(Space.OBJECTS, key, bad)
+
+        repo.kv.transact(corrupt)
+        report = repo.fsck()
+        assert not report.ok
+        assert {p.object for p in report.problems} == chosen
+        assert {p.kind for p in report.problems} == {"corrupt"}
+    with Repo.open(path, clock=clock) as fresh:  # no cached copy of the tree chunk
+        with pytest.raises(CorruptObject, match=old.hash):
+            fresh.get("n/0", at="HEAD~1")
+        with pytest.raises(CorruptObject):
+            fresh.get("n/7")  # through the corrupt tree chunk and the corrupt node
+        with pytest.raises(CorruptObject, match=tree):
+            list(fresh.nodes())
+
+
+# -- forget's rules --------------------------------------------------------------------
+
+
+def test_forget_one_version_erases_only_it_and_removes_the_id_only_when_current(repo: Repo) -> None:
+    c1 = repo.commit([Node(id="n", content="one")], message="1")
+    c2 = repo.commit([Node(id="n", content="two"), Node(id="other", content="o")], message="2")
+    c3 = repo.commit([Node(id="n", content="three")], message="3")
+    repo.branch("side")
+    hashes = [v.hash for v in repo.history("n")]
+    assert len(hashes) == 3
+    (record,) = repo.forget("n", "old one", version=hashes[2])
+    assert record.hash == hashes[2]
+    assert repo.resolve("HEAD").id == c3.id  # not current: no commit
+    with pytest.raises(Redacted):
+        repo.get("n", at=c1.id)
+    assert repo.get("n", at=c2.id) == Node(id="n", content="two")
+    assert repo.get("n") == Node(id="n", content="three")
+
+    (record,) = repo.forget("n", "current one", version=hashes[0][:6])  # a unique prefix
+    assert record.hash == hashes[0]
+    head = repo.resolve("HEAD")
+    assert head.parents == (c3.id,) and head.message == "forget n: current one"
+    assert repo.get("n") is None and repo.get("other") is not None
+    with pytest.raises(Redacted):
+        repo.get("n", at="side")  # other branches keep the hash
+    assert repo.get("n", at=c2.id) == Node(id="n", content="two")
+    assert [v.status for v in repo.history("n", ref="side")] == ["redacted", "superseded", "redacted"]
+
+    with pytest.raises(InvalidInput):
+        repo.forget("n", "too short", version=hashes[1][:3])
+    with pytest.raises(NotFound):
+        repo.forget("n", "no such", version="ffff" if not hashes[1].startswith("ffff") else "eeee")
+    with pytest.raises(NotFound):
+        repo.forget("never/written", "nothing")
+    with pytest.raises(InvalidInput):
+        repo.forget("n", "  ")
+
+
+def test_forgetting_twice_keeps_the_first_record(repo: Repo) -> None:
+    repo.commit([Node(id="n", content="one")], message="1")
+    repo.commit([Node(id="n", content="two")], message="2")
+    old = repo.history("n")[1].hash
+    (first,) = repo.forget("n", "first reason", author="alice", version=old)
+    rest = repo.forget("n", "second reason", author="bob")
+    assert [r.reason for r in rest] == ["second reason"]  # only the version not yet erased
+    assert repo.forget("n", "third reason", author="carol") == []
+    assert repo.forget("n", "fourth reason", author="dave", version=old) == []
+    with pytest.raises(Redacted, match="by alice: first reason"):
+        repo.get("n", at="HEAD~2")
+    with pytest.raises(Redacted, match="by bob: second reason"):
+        repo.get("n", at="HEAD~1")
+    assert first.time < rest[0].time
+
+
+def test_forget_expired_erases_only_versions_past_their_expiry(repo: Repo, clock: Clock) -> None:
+    soon = clock.now + timedelta(hours=1)
+    later = clock.now + timedelta(days=30)
+    repo.commit(
+        [
+            Node(id="short", content="s1", expires_at=soon),
+            Node(id="long", content="l1", expires_at=later),
+            Node(id="forever", content="f1"),
+            Node(id="renewed", content="r1", expires_at=soon),
+        ],
+        message="1",
+    )
+    repo.commit([Node(id="renewed", content="r2", expires_at=later)], message="2")
+    short_hash = repo.get("short")
+    renewed_old = repo.history("renewed")[1].hash
+    assert short_hash is not None
+    assert repo.forget_expired() == []  # nothing has expired yet
+    clock.advance(timedelta(hours=2))
+    head = repo.resolve("HEAD").id
+    records = repo.forget_expired(author="retention")
+    assert sorted((r.id, r.hash) for r in records) == sorted(
+        [("short", short_hash.hash), ("renewed", renewed_old)]
+    )
+    assert {(r.reason, r.author) for r in records} == {("expired", "retention")}
+    after = repo.resolve("HEAD")
+    assert after.parents == (head,)  # "short" was current: removed in a commit
+    assert repo.get("short", include_expired=True) is None
+    assert [n.id for n in repo.nodes()] == ["forever", "long", "renewed"]
+    assert repo.get("renewed") == Node(id="renewed", content="r2", expires_at=later)
+    with pytest.raises(Redacted, match="by retention: expired"):
+        repo.get("renewed", at="HEAD~2")
+    assert repo.forget_expired() == []  # erased versions are not found again
+    assert repo.fsck().ok
+
+
+# -- gc ----------------------------------------------------------------------------------
+
+
+def _orphans_after_reset(repo: Repo, clock: Clock) -> tuple[list[str], list[str]]:
+    """Commit c1..c3, reset to c1, commit c4; return (orphaned commit ids, orphaned node hashes)."""
+    c1 = repo.commit([Node(id="a", content="a")], message="1")
+    c2 = repo.commit([Node(id="b", content="only in c2 and c3")], message="2")
+    c3 = repo.commit([Node(id="c", content="only in c3")], message="3")
+    b, c = repo.get("b"), repo.get("c")
+    assert b is not None and c is not None
+    repo.reset("main", c1.id)
+    repo.commit([Node(id="d", content="d")], message="4")
+    return [c2.id, c3.id], [b.hash, c.hash]
+
+
+def test_gc_after_reset_removes_orphans_only_once_the_reflog_forgets_them(repo: Repo, clock: Clock) -> None:
+    commits, nodes = _orphans_after_reset(repo, clock)
+    c3_time = repo.resolve(commits[1]).record_time
+    first = repo.gc(grace=timedelta(0))
+    assert (first.objects_removed, first.pending, first.reflog_entries_removed) == (0, 0, 0)
+    assert repo.get("c", as_of=c3_time) == Node(id="c", content="only in c3")  # the reflog reaches c3
+
+    clock.advance(timedelta(days=1))
+    report = repo.gc(grace=timedelta(0), expire_reflog=timedelta(hours=1))
+    assert report.reflog_entries_removed == 4  # of 5 entries; the newest stays
+    assert report.commits_removed == 2
+    assert report.objects_removed >= 2 + 2 + 2  # commits, nodes, tree chunks
+    assert report.bytes_removed > 0 and report.pending == 0
+    for hex_hash in commits + nodes:
+        assert not stored(repo, hex_hash)
+    with pytest.raises(NotFound):
+        repo.resolve(commits[1])
+    with pytest.raises(NotFound):
+        repo.get("c", as_of=c3_time)  # before the horizon
+    assert [n.id for n in repo.nodes()] == ["a", "d"]
+    assert [c.message for c in repo.log()] == ["4", "1"]
+    assert repo.fsck().ok
+    assert repo.gc(grace=timedelta(0)).objects_removed == 0
+
+
+def test_gc_grace_period_keeps_unreachable_objects_until_it_has_passed(repo: Repo, clock: Clock) -> None:
+    commits, nodes = _orphans_after_reset(repo, clock)
+    clock.advance(timedelta(days=1))
+    first = repo.gc(expire_reflog=timedelta(hours=1))  # default grace: 14 days
+    assert first.objects_removed == 0 and first.pending >= 6
+    assert len(pending_keys(repo)) == first.pending
+    assert all(stored(repo, h) for h in commits + nodes)
+    assert repo.get("c", at=commits[1]) == Node(id="c", content="only in c3")
+
+    clock.advance(timedelta(days=13))
+    again = repo.gc()
+    assert (again.objects_removed, again.pending) == (0, first.pending)  # the clock started at the first gc
+
+    clock.advance(timedelta(days=1, seconds=10))
+    done = repo.gc()
+    assert (done.objects_removed, done.pending, done.commits_removed) == (first.pending, 0, 2)
+    assert not any(stored(repo, h) for h in commits + nodes)
+    assert pending_keys(repo) == []
+    assert repo.fsck().ok
+
+
+def test_objects_reachable_again_leave_the_pending_list(repo: Repo, clock: Clock) -> None:
+    commits, nodes = _orphans_after_reset(repo, clock)
+    clock.advance(timedelta(days=1))
+    first = repo.gc(expire_reflog=timedelta(hours=1))
+    assert first.pending > 0 and len(pending_keys(repo)) == first.pending
+
+    repo.reset("main", commits[1])  # c3 is reachable again
+    back = repo.gc()
+    assert (back.pending, back.objects_removed) == (0, 0)
+    assert pending_keys(repo) == []
+    assert repo.get("c") == Node(id="c", content="only in c3")
+
+    # Unreachable again much later: the grace period starts over, not from the first gc.
+    repo.commit([Node(id="e", content="e")], message="5")
+    repo.reset("main", "HEAD~3")  # back to c1
+    repo.commit([Node(id="f", content="f")], message="6")
+    clock.advance(timedelta(days=20))
+    later = repo.gc(expire_reflog=timedelta(hours=1))
+    assert later.objects_removed == 0 and later.pending > 0
+    assert all(stored(repo, h) for h in commits + nodes)
+
+
+def test_expire_reflog_prunes_old_entries_and_as_of_reads_before_them(repo: Repo, clock: Clock) -> None:
+    c1 = repo.commit([Node(id="n", content="one")], message="1")
+    c2 = repo.commit([Node(id="n", content="two")], message="2")
+    clock.advance(timedelta(days=10))
+    c3 = repo.commit([Node(id="n", content="three")], message="3")
+    assert repo.get("n", as_of=c1.record_time) == Node(id="n", content="one")
+    report = repo.gc(expire_reflog=timedelta(days=5))
+    assert report.reflog_entries_removed == 2
+    assert report.objects_removed == 0  # c1 and c2 are ancestors of c3
+    for moment in (c1.record_time, c2.record_time):
+        with pytest.raises(NotFound):
+            repo.get("n", as_of=moment)
+    assert repo.get("n", as_of=c3.record_time) == Node(id="n", content="three")
+    assert repo.get("n") == Node(id="n", content="three")
+    assert repo.get("n", at=c1.id) == Node(id="n", content="one")
+    assert [c.id for c in repo.log()] == [c3.id, c2.id, c1.id]
+    assert repo.gc(expire_reflog=timedelta(days=5)).reflog_entries_removed == 0
+
+
+def test_gc_never_removes_reachable_objects(repo: Repo, clock: Clock) -> None:
+    def claim(node_id: str, value: str, day: int) -> Node:
+        return Node(
+            id=node_id,
+            kind="claim",
+            content=Claim("mira", "city", value, datetime(2026, 5, day, tzinfo=UTC)),
+        )
+
+    repo.commit([Node(id="a", content="a1"), claim("claims/1", "Berlin", 1)], message="1")
+    repo.branch("side")
+    repo.commit([Node(id="a", content="a2"), claim("claims/2", "Paris", 3)], message="2")
+    repo.switch("side")
+    repo.commit([Node(id="b", content={"k": 1}), claim("claims/3", "Rome", 3)], message="side")
+    repo.switch("main")
+    merged = repo.merge("side", strategy="ours")
+    assert merged.commit is not None and merged.contradictions
+    repo.branch("gone")
+    repo.switch("gone")
+    on_gone = repo.commit([Node(id="g", content="only on a deleted branch")], message="g")
+    repo.switch("main")
+    repo.delete_branch("gone")
+    repo.commit([], ["a"], message="rm a")
+    repo.forget("b", "asked", author="dpo", version=repo.history("b")[0].hash)
+    before = {
+        branch: (list(repo.nodes(at=branch, include_expired=True)), repo.facts("mira", at=branch))
+        for branch in repo.branches()
+    }
+    contradictions = repo.contradictions()
+    assert before["main"][1] and contradictions
+
+    clock.advance(timedelta(days=30))
+    report = repo.gc(grace=timedelta(0), expire_reflog=timedelta(0))
+    assert report.reflog_entries_removed > 0
+    assert repo.fsck().ok
+    for branch, (nodes, facts) in before.items():
+        assert list(repo.nodes(at=branch, include_expired=True)) == nodes
+        assert repo.facts("mira", at=branch) == facts
+        for commit in repo.log(branch):
+            for node in repo.nodes(at=commit.id, include_expired=True):
+                assert repo.get(node.id, at=commit.id) == node
+            for name in ("a", "b", "claims/1", "claims/2", "claims/3", "g"):
+                for version in repo.history(name, ref=commit.id):
+                    if version.status != "redacted":
+                        assert version.node is not None and version.node.id == name
+    assert repo.timeline("mira", "city")
+    assert repo.contradictions() == contradictions
+    # A deleted branch is reached only through its reflog: once only the deletion
+    # entry (which points nowhere) is retained, its own commit goes.
+    assert not stored(repo, on_gone.id)
+    with pytest.raises(NotFound):
+        repo.get("g", at=on_gone.id)
+
+
+# -- compaction needs the store to itself ----------------------------------------------
+
+
+HOLDER = """
+import sys, time
+from mnemosyne import Repo
+repo = Repo.open(sys.argv[1])
+print("open", flush=True)
+time.sleep(60)
+"""
+
+
+def test_compaction_is_refused_while_another_process_has_the_store_open(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    with Repo.init(path) as repo:
+        repo.commit([Node(id="n", content="v")], message="1")
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        with Repo.open(path) as repo:
+            with pytest.raises(InvalidInput, match="another process has it open"):
+                repo.gc(grace=timedelta(0), compact=True)
+            report = repo.gc(grace=timedelta(0))  # collecting alone is fine
+            assert not report.compacted
+            assert repo.get("n") == Node(id="n", content="v")
+    finally:
+        holder.terminate()
+        holder.wait(timeout=10)
+    with Repo.open(path) as repo:
+        report = repo.gc(grace=timedelta(0), compact=True)
+        assert report.compacted and report.file_bytes_after is not None
+        assert repo.get("n") == Node(id="n", content="v")
+        assert repo.fsck().ok
+
+
+def test_compaction_is_refused_while_this_process_has_two_handles(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    with Repo.init(path) as first:
+        first.commit([Node(id="n", content="v")], message="1")
+        with Repo.open(path) as second:
+            with pytest.raises(InvalidInput, match="open more than once"):
+                first.gc(compact=True)
+            assert second.get("n") == Node(id="n", content="v")
+        report = first.gc(compact=True)
+        assert report.compacted
+        assert report.file_bytes_before is not None and report.file_bytes_after is not None
+        assert report.file_bytes_after <= report.file_bytes_before
+        assert first.get("n") == Node(id="n", content="v")
+        first.commit([Node(id="m", content="after")], message="2")  # still writable
+        assert [n.id for n in first.nodes()] == ["m", "n"]
