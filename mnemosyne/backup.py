@@ -95,9 +95,18 @@ EXPORTED_SPACES = (Space.OBJECTS, Space.REFS, Space.REFLOG, Space.REDACTIONS)
 DERIVED_SPACES = (Space.INDEX,)
 """The keyspaces an import rebuilds from the objects instead (``reindex``).
 
-A new keyspace belongs in one of these two, or backups silently lose it: a test
-checks that every keyspace is one or the other (or ``meta``).
+A new keyspace belongs in one of these groups, or backups silently lose it: a test
+checks that every keyspace is in exactly one (or is ``meta``).
 """
+
+LAZY_SPACES = (Space.RECALL, Space.VECTORS)
+"""Recall indexes: ``reindex`` queues every version again and the first search
+after an import rebuilds postings and embeddings (vectors cost model time, so they
+are not carried: another machine may use another model)."""
+
+LOCAL_SPACES = (Space.READS,)
+"""Kept with the store, not carried by exports: the read audit log records what one
+store's searches returned, and erasure scrubs it in place."""
 
 _LENGTH = struct.Struct(">I")
 _SCOPE_BYTES = 4

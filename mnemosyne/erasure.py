@@ -18,6 +18,8 @@ from mnemosyne.errors import NotFound, Redacted
 from mnemosyne.kv.base import Space
 from mnemosyne.maintenance import reindex
 from mnemosyne.objects import Claim, Node, Redaction
+from mnemosyne.recall import index as recall_index
+from mnemosyne.recall.search import scrub_reads
 from mnemosyne.view import WriteView
 
 _encoder = msgspec.msgpack.Encoder()
@@ -62,10 +64,12 @@ def erase(
             raise NotFound(f"version {oid.hex()[:12]} belongs to {node.id}, not {node_id}")
         had_claim = had_claim or isinstance(node.content, Claim)
         record = Redaction(id=node_id, hash=oid.hex(), time=now, author=author, reason=reason)
+        recall_index.unindex_node(view.txn, scope, oid, node)
         view.txn.delete(Space.OBJECTS, scope + oid)
         view.txn.put(Space.REDACTIONS, scope + oid, _encoder.encode(record), overwrite=False)
         view.objects.forget_cached(oid)
         records.append(record)
+    scrub_reads(view.txn, scope, {r.hash for r in records})
     return records, had_claim
 
 

@@ -12,6 +12,7 @@ from mnemosyne import claims
 from mnemosyne.graph import GraphEntry
 from mnemosyne.merge import still_open
 from mnemosyne.objects import CommitObject, Node
+from mnemosyne.recall import index as recall_index
 from mnemosyne.view import WriteView
 
 
@@ -39,4 +40,6 @@ def index_commit(
     entry = view.graph.add(view.txn, oid, commit.parents, claim_root, open_records)
     for node_id, _, new in changes:
         view.changes.add(view.txn, node_id, entry.generation, oid, new)
+    # Recall indexes catch up lazily, at the next search: a commit only queues.
+    recall_index.enqueue(view.txn, view.stores.scope, [new for _, _, new in changes if new is not None])
     return entry

@@ -18,6 +18,7 @@ from mnemosyne.indexing import index_commit
 from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
 from mnemosyne.kv.memory import MemoryKV
 from mnemosyne.objects import CommitObject, TreeChunk
+from mnemosyne.recall.rebuild import requeue_all
 from mnemosyne.view import Stores, View, WriteView
 
 
@@ -161,6 +162,8 @@ def reindex(stores: Stores, txn: WriteTxn) -> int:
         txn.put(Space.INDEX, key, value)
     for key, value in objects.items():
         txn.put(Space.OBJECTS, key, value, overwrite=False)
+    # The recall postings are derived too: queue every version, the next search indexes.
+    requeue_all(txn, stores.scope)
     return len(expected)
 
 

@@ -105,7 +105,7 @@ def drop_tenant(txn: WriteTxn, name: str) -> int:
     if found is None:
         raise NotFound(f"no tenant named {name!r}")
     count = 0
-    for space in (Space.OBJECTS, Space.REFS, Space.REFLOG, Space.INDEX):
+    for space in (s for s in Space if s is not Space.META):
         keys = [key for key, _ in txn.scan(space, found)]
         for key in keys:
             txn.delete(space, key)

@@ -24,6 +24,9 @@ class Space(StrEnum):
     INDEX = "index"
     META = "meta"
     REDACTIONS = "redactions"
+    RECALL = "recall"
+    VECTORS = "vectors"
+    READS = "reads"
 
 
 class ReadTxn(Protocol):

@@ -1,0 +1,370 @@
+"""The recall indexes: BM25 postings and embedding vectors, derived and rebuildable.
+
+Commits only enqueue the node versions they write (one small key each), so
+writing stays cheap; a search on a writable handle first catches up: it indexes
+the queued versions (postings, a document record, the content → versions map)
+and embeds contents that have no vector yet. Vectors are keyed by (model id,
+content hash): equal texts embed once, another model never disturbs them.
+
+Keys (all behind the tenant scope), in the ``recall`` keyspace:
+``q`` node hash (queued) · ``d`` node hash → [id, words, content hash] ·
+``t`` word 00 node hash → (tf, words) · ``c`` content hash · node hash → id ·
+``n`` → (documents, words) · ``m`` model id → dimension.
+In the ``vectors`` keyspace: model 00 content hash → float32 vector, and
+model 01 sequence → change (``+``/``-`` content hash), which lets each handle
+refresh its in-memory matrix incrementally.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+import msgspec
+import numpy as np
+
+from mnemosyne.errors import InvalidInput, NotFound
+from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
+from mnemosyne.objects import Node
+from mnemosyne.recall.embedders import Embedder, Vectors
+from mnemosyne.recall.text import content_hash, text_of, words
+from mnemosyne.view import View
+
+_QUEUE, _DOC, _TERM, _CONTENT, _STATS, _MODEL = b"q", b"d", b"t", b"c", b"n", b"m"
+_POSTING = struct.Struct(">II")
+_STATS_FORMAT = struct.Struct(">QQ")
+_DOC_CODEC = msgspec.msgpack.Decoder(tuple[str, int, bytes])
+_ENCODER = msgspec.msgpack.Encoder()
+K1, B = 1.2, 0.75
+"""BM25 parameters (the usual ones)."""
+
+Accept = Callable[[str, bytes], bool]
+"""Whether a (node id, node hash) candidate may be returned: the snapshot check."""
+
+
+# -- writing ----------------------------------------------------------------------
+
+
+def enqueue(txn: WriteTxn, scope: bytes, node_hashes: Iterator[bytes] | list[bytes]) -> None:
+    """Queue newly written node versions for indexing (called in the commit path)."""
+    for oid in node_hashes:
+        if txn.get(Space.RECALL, scope + _DOC + oid) is None:
+            txn.put(Space.RECALL, scope + _QUEUE + oid, b"")
+
+
+def queued(txn: ReadTxn, scope: bytes) -> list[bytes]:
+    """Node versions waiting to be indexed."""
+    prefix = scope + _QUEUE
+    return [key[len(prefix) :] for key, _ in txn.scan(Space.RECALL, prefix)]
+
+
+def _stats(txn: ReadTxn, scope: bytes) -> tuple[int, int]:
+    data = txn.get(Space.RECALL, scope + _STATS)
+    if data is None:
+        return 0, 0
+    docs, total = _STATS_FORMAT.unpack(data)
+    return int(docs), int(total)
+
+
+def index_node(txn: WriteTxn, scope: bytes, oid: bytes, node: Node) -> None:
+    """Add one node version's postings, document record and content entry."""
+    if txn.get(Space.RECALL, scope + _DOC + oid) is not None:
+        return
+    found = words(text_of(node))
+    chash = content_hash(node)
+    for word, tf in Counter(found).items():
+        key = scope + _TERM + word.encode() + b"\x00" + oid
+        txn.put(Space.RECALL, key, _POSTING.pack(tf, len(found)))
+    txn.put(Space.RECALL, scope + _DOC + oid, _ENCODER.encode((node.id, len(found), chash)))
+    txn.put(Space.RECALL, scope + _CONTENT + chash + oid, node.id.encode())
+    docs, total = _stats(txn, scope)
+    txn.put(Space.RECALL, scope + _STATS, _STATS_FORMAT.pack(docs + 1, total + len(found)))
+
+
+def unindex_node(txn: WriteTxn, scope: bytes, oid: bytes, node: Node) -> None:
+    """Remove every trace of one node version from the recall indexes.
+
+    Its vector goes too when no other version has the same content.
+    """
+    txn.delete(Space.RECALL, scope + _QUEUE + oid)
+    if txn.get(Space.RECALL, scope + _DOC + oid) is not None:
+        found = words(text_of(node))
+        for word in set(found):
+            txn.delete(Space.RECALL, scope + _TERM + word.encode() + b"\x00" + oid)
+        txn.delete(Space.RECALL, scope + _DOC + oid)
+        docs, total = _stats(txn, scope)
+        txn.put(
+            Space.RECALL, scope + _STATS, _STATS_FORMAT.pack(max(docs - 1, 0), max(total - len(found), 0))
+        )
+    chash = content_hash(node)
+    txn.delete(Space.RECALL, scope + _CONTENT + chash + oid)
+    if next(iter(txn.scan(Space.RECALL, scope + _CONTENT + chash)), None) is None:
+        for model in models(txn, scope):
+            if txn.delete(Space.VECTORS, scope + model.encode() + b"\x00" + chash):
+                _log(txn, scope, model, b"-" + chash)
+
+
+def models(txn: ReadTxn, scope: bytes) -> list[str]:
+    """The model ids that have vectors in this tenant."""
+    prefix = scope + _MODEL
+    return [key[len(prefix) :].decode() for key, _ in txn.scan(Space.RECALL, prefix)]
+
+
+def _log(txn: WriteTxn, scope: bytes, model: str, change: bytes) -> None:
+    prefix = scope + model.encode() + b"\x01"
+    last = next(iter(txn.scan(Space.VECTORS, prefix, reverse=True)), None)
+    seq = int.from_bytes(last[0][len(prefix) :], "big") + 1 if last else 1
+    txn.put(Space.VECTORS, prefix + seq.to_bytes(8, "big"), change)
+
+
+def catch_up(
+    view: View,
+    txn: WriteTxn,
+    embedder: Embedder | None,
+    batch: int = 256,
+    progress: Callable[[int, int], None] | None = None,
+    total: int | None = None,
+) -> int:
+    """Index every queued node version and embed contents that lack a vector.
+
+    Args:
+        view: reads node versions.
+        txn: where the indexes are written.
+        embedder: embeds new contents (None: postings only).
+        batch: texts per embedder call.
+        progress: called with (done, total) after each batch.
+        total: the expected count, for ``progress``.
+
+    Returns:
+        How many node versions were indexed.
+    """
+    scope = view.stores.scope
+    pending = queued(txn, scope)
+    expected = total if total is not None else len(pending)
+    count = 0
+    for start in range(0, len(pending), batch):
+        fresh: list[Node] = []
+        for oid in pending[start : start + batch]:
+            txn.delete(Space.RECALL, scope + _QUEUE + oid)
+            try:
+                node = view.node(oid)
+            except NotFound:
+                continue  # erased or collected since it was queued
+            index_node(txn, scope, oid, node)
+            fresh.append(node)
+            count += 1
+        if embedder is not None and fresh:
+            embed(txn, scope, embedder, fresh, batch)
+        if progress is not None:
+            progress(min(start + batch, len(pending)), expected)
+    return count
+
+
+def embed(txn: WriteTxn, scope: bytes, embedder: Embedder, nodes: list[Node], batch: int = 256) -> int:
+    """Store vectors for the contents of ``nodes`` that have none under this model."""
+    model = embedder.model_id
+    txn.put(Space.RECALL, scope + _MODEL + model.encode(), str(embedder.dim).encode())
+    missing: dict[bytes, str] = {}
+    for node in nodes:
+        chash = content_hash(node)
+        if chash not in missing and txn.get(Space.VECTORS, scope + model.encode() + b"\x00" + chash) is None:
+            missing[chash] = text_of(node)
+    items = list(missing.items())
+    for start in range(0, len(items), batch):
+        chunk = items[start : start + batch]
+        vectors = np.asarray(embedder([text for _, text in chunk]), dtype=np.float32)
+        if vectors.shape != (len(chunk), embedder.dim):
+            raise InvalidInput(
+                f"embedder {model} returned shape {vectors.shape}, not ({len(chunk)}, {embedder.dim})"
+            )
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        vectors = (vectors / norms).astype(np.float32)
+        for (chash, _), row in zip(chunk, vectors, strict=True):
+            txn.put(Space.VECTORS, scope + model.encode() + b"\x00" + chash, row.tobytes())
+            _log(txn, scope, model, b"+" + chash)
+    return len(items)
+
+
+def clear(txn: WriteTxn, scope: bytes, vectors: bool) -> None:
+    """Drop the derived recall entries of a tenant (and its vectors, when asked)."""
+    spaces = [Space.RECALL, Space.VECTORS] if vectors else [Space.RECALL]
+    for space in spaces:
+        keys = [key for key, _ in txn.scan(space, scope)]
+        if space is Space.RECALL and not vectors:
+            keys = [k for k in keys if not k.startswith(scope + _MODEL)]
+        for key in keys:
+            txn.delete(space, key)
+
+
+# -- reading ----------------------------------------------------------------------
+
+
+def lexical(view: View, query: str, accept: Accept, limit: int) -> list[tuple[bytes, str, float]]:
+    """BM25 over indexed and queued versions; the best ``limit`` accepted ones.
+
+    Returns:
+        ``(node hash, node id, score)``, best first.
+    """
+    txn = view.txn
+    scope = view.stores.scope
+    terms = set(words(query))
+    if not terms:
+        return []
+    docs, total = _stats(txn, scope)
+    pending = [(oid, view.node(oid)) for oid in _readable_queue(view)]
+    pending_words = {oid: words(text_of(node)) for oid, node in pending}
+    docs += len(pending)
+    total += sum(len(w) for w in pending_words.values())
+    average = total / docs if docs else 1.0
+    scores: dict[bytes, float] = {}
+    for term in terms:
+        postings = [
+            (key[-32:], *_POSTING.unpack(value))
+            for key, value in txn.scan(Space.RECALL, scope + _TERM + term.encode() + b"\x00")
+        ]
+        postings += [
+            (oid, found.count(term), len(found)) for oid, found in pending_words.items() if term in found
+        ]
+        if not postings:
+            continue
+        idf = math.log(1 + (docs - len(postings) + 0.5) / (len(postings) + 0.5))
+        for oid, tf, length in postings:
+            weight = tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average))
+            scores[oid] = scores.get(oid, 0.0) + idf * weight
+    pending_ids = {oid: node.id for oid, node in pending}
+    out: list[tuple[bytes, str, float]] = []
+    for oid, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
+        node_id = pending_ids.get(oid) or _doc_id(txn, scope, oid)
+        if node_id is not None and accept(node_id, oid):
+            out.append((oid, node_id, score))
+            if len(out) >= limit:
+                break
+    return out
+
+
+def _readable_queue(view: View) -> Iterator[bytes]:
+    for oid in queued(view.txn, view.stores.scope):
+        try:
+            view.node(oid)
+        except NotFound:
+            continue
+        yield oid
+
+
+def _doc_id(txn: ReadTxn, scope: bytes, oid: bytes) -> str | None:
+    data = txn.get(Space.RECALL, scope + _DOC + oid)
+    return _DOC_CODEC.decode(data)[0] if data is not None else None
+
+
+def versions_with_content(txn: ReadTxn, scope: bytes, chash: bytes) -> Iterator[tuple[bytes, str]]:
+    """``(node hash, id)`` of every indexed version whose content hashes to ``chash``."""
+    prefix = scope + _CONTENT + chash
+    for key, value in txn.scan(Space.RECALL, prefix):
+        yield key[len(prefix) :], value.decode()
+
+
+class _Matrix:
+    """One model's vectors in memory: rows, their content hashes, and liveness."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.rows = np.zeros((0, dim), dtype=np.float32)
+        self.hashes: list[bytes] = []
+        self.alive = np.zeros(0, dtype=bool)
+        self.where: dict[bytes, int] = {}
+        self.seq = 0
+
+    def add(self, chash: bytes, vector: Vectors) -> None:
+        row = self.where.get(chash)
+        if row is not None:
+            self.rows[row] = vector
+            self.alive[row] = True
+            return
+        if len(self.hashes) == len(self.rows):
+            grown = np.zeros((max(16, 2 * len(self.rows)), self.dim), dtype=np.float32)
+            grown[: len(self.rows)] = self.rows
+            self.rows = grown
+            alive = np.zeros(len(grown), dtype=bool)
+            alive[: len(self.alive)] = self.alive
+            self.alive = alive
+        row = len(self.hashes)
+        self.hashes.append(chash)
+        self.where[chash] = row
+        self.rows[row] = vector
+        self.alive[row] = True
+
+
+class VectorCache:
+    """Per-handle in-memory matrices, refreshed from the vectors keyspace's change log."""
+
+    def __init__(self) -> None:
+        self._matrices: dict[tuple[bytes, str], _Matrix] = {}
+        self._lock = threading.Lock()
+
+    def matrix(self, txn: ReadTxn, scope: bytes, model: str, dim: int) -> _Matrix:
+        """The up-to-date matrix of ``model`` as this transaction sees it."""
+        with self._lock:
+            found = self._matrices.get((scope, model))
+            if found is None or found.dim != dim:
+                found = _Matrix(dim)
+                self._matrices[(scope, model)] = found
+            prefix = scope + model.encode()
+            log = prefix + b"\x01"
+            start = log + (found.seq + 1).to_bytes(8, "big")
+            for key, change in txn.scan(Space.VECTORS, log, start=start):
+                found.seq = int.from_bytes(key[len(log) :], "big")
+                chash = change[1:]
+                if change[:1] == b"+":
+                    data = txn.get(Space.VECTORS, prefix + b"\x00" + chash)
+                    if data is not None:
+                        found.add(chash, np.frombuffer(data, dtype=np.float32))
+                else:
+                    row = found.where.get(chash)
+                    if row is not None:
+                        found.alive[row] = False
+            return found
+
+
+def semantic(
+    view: View, cache: VectorCache, embedder: Embedder, query: str, accept: Accept, limit: int
+) -> list[tuple[bytes, str, float]]:
+    """Exact cosine search over the model's vectors; the best ``limit`` accepted versions.
+
+    Returns:
+        ``(node hash, node id, score)``, best first.
+    """
+    txn = view.txn
+    scope = view.stores.scope
+    matrix = cache.matrix(txn, scope, embedder.model_id, embedder.dim)
+    count = len(matrix.hashes)
+    if count == 0:
+        return []
+    vector = np.asarray(embedder([query]), dtype=np.float32)[0]
+    norm = float(np.linalg.norm(vector))
+    if norm == 0.0:
+        return []
+    scores = matrix.rows[:count] @ (vector / norm)
+    scores[~matrix.alive[:count]] = -np.inf
+    out: list[tuple[bytes, str, float]] = []
+    taken = 0
+    window = min(count, max(64, 8 * limit))
+    while taken < count and len(out) < limit:
+        # Rank a growing window of the best rows, so a selective filter stays exact.
+        top = np.argpartition(-scores, window - 1)[:window] if window < count else np.arange(count)
+        ordered = top[np.argsort(-scores[top], kind="stable")]
+        for row in ordered[taken:]:
+            if not np.isfinite(scores[row]):
+                break
+            for oid, node_id in versions_with_content(txn, scope, matrix.hashes[row]):
+                if accept(node_id, oid):
+                    out.append((oid, node_id, float(scores[row])))
+            if len(out) >= limit:
+                break
+        taken = window
+        window = min(count, window * 4)
+    out.sort(key=lambda hit: -hit[2])
+    return out[:limit]

@@ -1,0 +1,251 @@
+"""Hybrid search, context assembly and the read audit log.
+
+Filters (snapshot, namespace prefix, kind, meta, claims in force, expiry) decide
+which versions may be returned; each ranking is walked best first until enough
+accepted versions are found, so the answer is the exact top-k of the filtered
+set. Lexical and semantic rankings are fused by reciprocal rank.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Literal
+
+import msgspec
+
+from mnemosyne import claims
+from mnemosyne.errors import NotFound
+from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
+from mnemosyne.objects import Claim, Node, Provenance
+from mnemosyne.recall import index
+from mnemosyne.recall.embedders import Embedder
+from mnemosyne.recall.text import text_of
+from mnemosyne.view import View
+
+Mode = Literal["hybrid", "lexical", "semantic"]
+RRF_K = 60
+"""Reciprocal-rank fusion constant (the usual 60)."""
+
+CHARS_PER_TOKEN = 4
+"""Token estimate for context budgets: one token per 4 characters, rounded up."""
+
+
+class Hit(msgspec.Struct, frozen=True, kw_only=True):
+    """One search result: a node version current in the snapshot searched.
+
+    Attributes:
+        id: the node id.
+        hash: the version's hash.
+        node: the version (its provenance says where it came from).
+        score: the fused score (higher is better).
+        lexical_rank: 1-based rank in the BM25 ranking, or None.
+        semantic_rank: 1-based rank in the embedding ranking, or None.
+    """
+
+    id: str
+    hash: str
+    node: Node
+    score: float
+    lexical_rank: int | None = None
+    semantic_rank: int | None = None
+
+    @property
+    def provenance(self) -> Provenance:
+        """The node's provenance."""
+        return self.node.provenance
+
+
+class ContextItem(msgspec.Struct, frozen=True, kw_only=True):
+    """One memory placed in a context, with its citation."""
+
+    id: str
+    hash: str
+    text: str
+    tokens: int
+    score: float
+    claim_in_force: bool = False
+
+
+class Context(msgspec.Struct, frozen=True, kw_only=True):
+    """The smallest cited context for a query that fits a token budget.
+
+    Attributes:
+        query: what was asked.
+        budget_tokens: the budget.
+        tokens: the estimated tokens used (see :data:`CHARS_PER_TOKEN`).
+        items: the memories included, best first.
+    """
+
+    query: str
+    budget_tokens: int
+    tokens: int
+    items: list[ContextItem]
+
+    def render(self) -> str:
+        """The context as text, one memory per line, each cited as ``[id@hash7]``."""
+        return "\n".join(f"[{item.id}@{item.hash[:7]}] {item.text}" for item in self.items)
+
+
+class ReadRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """What one search or context call returned, kept under a caller's run id."""
+
+    run_id: str
+    time: datetime
+    kind: str
+    query: str
+    ids: list[str]
+    hashes: list[str]
+
+
+def estimate_tokens(text: str) -> int:
+    """The token estimate used for budgets."""
+    return max(1, math.ceil(len(text) / CHARS_PER_TOKEN))
+
+
+class Filters(msgspec.Struct, frozen=True, kw_only=True):
+    """Which versions a search may return, besides being current in the snapshot."""
+
+    root: bytes
+    now: datetime
+    prefix: str | None = None
+    kind: str | None = None
+    meta: dict[str, Any] | None = None
+    valid_at: datetime | None = None
+    claim_root: bytes = b""
+
+
+def acceptor(view: View, filters: Filters, loaded: dict[bytes, Node]) -> Callable[[str, bytes], bool]:
+    """The snapshot check every candidate passes before it can be returned."""
+
+    def accept(node_id: str, oid: bytes) -> bool:
+        if filters.prefix and not node_id.startswith(filters.prefix):
+            return False
+        if view.tree.get(filters.root, node_id) != oid:
+            return False  # deleted, superseded, or never in this snapshot
+        try:
+            node = view.node(oid)
+        except NotFound:
+            return False  # erased
+        if node.expires_at is not None and node.expires_at <= filters.now:
+            return False
+        if filters.kind is not None and node.kind != filters.kind:
+            return False
+        if filters.meta and any((node.meta or {}).get(k) != v for k, v in filters.meta.items()):
+            return False
+        if filters.valid_at is not None and isinstance(node.content, Claim):
+            c = node.content
+            in_force = claims.in_force(
+                view, filters.claim_root, c.subject, c.predicate, filters.valid_at, filters.now
+            )
+            if all(n.hash != node.hash for n in in_force):
+                return False
+        loaded[oid] = node
+        return True
+
+    return accept
+
+
+def search(
+    view: View,
+    cache: index.VectorCache,
+    embedder: Embedder | None,
+    query: str,
+    k: int,
+    filters: Filters,
+    mode: Mode = "hybrid",
+) -> list[Hit]:
+    """Rank the snapshot's memories for ``query``; see the module docstring."""
+    loaded: dict[bytes, Node] = {}
+    accept = acceptor(view, filters, loaded)
+    depth = max(4 * k, 50)
+    lexical = index.lexical(view, query, accept, depth) if mode in ("hybrid", "lexical") else []
+    semantic = (
+        index.semantic(view, cache, embedder, query, accept, depth)
+        if embedder is not None and mode in ("hybrid", "semantic")
+        else []
+    )
+    fused: dict[bytes, list[Any]] = {}
+    for rank, (oid, node_id, _) in enumerate(lexical, 1):
+        fused.setdefault(oid, [node_id, 0.0, None, None])
+        fused[oid][1] += 1.0 / (RRF_K + rank)
+        fused[oid][2] = rank
+    for rank, (oid, node_id, _) in enumerate(semantic, 1):
+        fused.setdefault(oid, [node_id, 0.0, None, None])
+        fused[oid][1] += 1.0 / (RRF_K + rank)
+        fused[oid][3] = rank
+    best = sorted(fused.items(), key=lambda item: (-item[1][1], item[1][0]))[:k]
+    return [
+        Hit(
+            id=node_id,
+            hash=oid.hex(),
+            node=loaded[oid],
+            score=score,
+            lexical_rank=lex_rank,
+            semantic_rank=sem_rank,
+        )
+        for oid, (node_id, score, lex_rank, sem_rank) in best
+    ]
+
+
+def assemble(view: View, hits: list[Hit], query: str, budget: int, filters: Filters) -> Context:
+    """Fit the best hits into ``budget`` tokens, claims in force first among equals."""
+
+    def in_force(node: Node) -> bool:
+        if not isinstance(node.content, Claim):
+            return False
+        c = node.content
+        when = filters.valid_at or filters.now
+        found = claims.in_force(view, filters.claim_root, c.subject, c.predicate, when, filters.now)
+        return any(n.hash == node.hash for n in found)
+
+    ranked = sorted(hits, key=lambda hit: (not in_force(hit.node), -hit.score))
+    items: list[ContextItem] = []
+    used = 0
+    for hit in ranked:
+        text = text_of(hit.node)
+        cost = estimate_tokens(f"[{hit.id}@{hit.hash[:7]}] {text}")
+        if used + cost > budget:
+            continue
+        used += cost
+        items.append(
+            ContextItem(
+                id=hit.id,
+                hash=hit.hash,
+                text=text,
+                tokens=cost,
+                score=hit.score,
+                claim_in_force=in_force(hit.node),
+            )
+        )
+    return Context(query=query, budget_tokens=budget, tokens=used, items=items)
+
+
+_read_encoder = msgspec.msgpack.Encoder()
+_read_decoder = msgspec.msgpack.Decoder(ReadRecord)
+
+
+def record_read(txn: WriteTxn, scope: bytes, record: ReadRecord) -> None:
+    """Append a read record under its run id."""
+    prefix = scope + record.run_id.encode() + b"\x00"
+    last = next(iter(txn.scan(Space.READS, prefix, reverse=True)), None)
+    seq = int.from_bytes(last[0][len(prefix) :], "big") + 1 if last else 1
+    txn.put(Space.READS, prefix + seq.to_bytes(8, "big"), _read_encoder.encode(record))
+
+
+def reads(txn: ReadTxn, scope: bytes, run_id: str) -> list[ReadRecord]:
+    """Every read recorded under ``run_id``, oldest first."""
+    prefix = scope + run_id.encode() + b"\x00"
+    return [_read_decoder.decode(value) for _, value in txn.scan(Space.READS, prefix)]
+
+
+def scrub_reads(txn: WriteTxn, scope: bytes, erased: set[str]) -> None:
+    """Remove erased versions from every read record."""
+    for key, value in list(txn.scan(Space.READS, scope)):
+        record = _read_decoder.decode(value)
+        if not erased.intersection(record.hashes):
+            continue
+        keep = [(i, h) for i, h in zip(record.ids, record.hashes, strict=True) if h not in erased]
+        updated = msgspec.structs.replace(record, ids=[i for i, _ in keep], hashes=[h for _, h in keep])
+        txn.put(Space.READS, key, _read_encoder.encode(updated))
