@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from mnemosyne.errors import Redacted
 from mnemosyne.objects import Claim, ContradictionObject, Node, ObjectId
 from mnemosyne.view import View, WriteView
 
@@ -179,7 +180,12 @@ def three_way(view: View, base: bytes, ours: bytes, theirs: bytes, later_is_thei
         elif theirs_new is None:
             result.conflicts.append((key, "edit/delete", old, ours_new, theirs_new))
         else:
-            merged = merge_json(view.node(old), view.node(ours_new), view.node(theirs_new), later_is_theirs)
+            try:
+                merged = merge_json(
+                    view.node(old), view.node(ours_new), view.node(theirs_new), later_is_theirs
+                )
+            except Redacted:
+                merged = None  # an erased side cannot be merged key by key: the user decides
             if merged is None:
                 result.conflicts.append((key, "edit/edit", old, ours_new, theirs_new))
             else:
@@ -208,7 +214,10 @@ def contradictions(
         for node_id, new in changes.items():
             if new is None or not survives(node_id, new):
                 continue
-            node = load(new)
+            try:
+                node = load(new)
+            except Redacted:
+                continue  # an erased claim contradicts nothing
             if isinstance(node.content, Claim):
                 found.setdefault((node.content.subject, node.content.predicate), []).append(node)
         return found
