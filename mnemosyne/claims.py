@@ -62,6 +62,9 @@ def update(
     ``written`` maps hashes of the nodes the commit wrote to the nodes, so only
     replaced versions are read back, and only when the parent has claims.
     """
+    if not root and not any(isinstance(n.content, Claim) for n in written.values()):
+        if all(new is None or new in written for _, _, new in changes):
+            return root  # no claims before, none written: nothing to index
     edits: dict[str, bytes | None] = {}
     for node_id, old, new in changes:
         if old is not None and root:

@@ -49,10 +49,14 @@ Accept = Callable[[str, bytes], bool]
 
 
 def enqueue(txn: WriteTxn, scope: bytes, node_hashes: Iterator[bytes] | list[bytes]) -> None:
-    """Queue newly written node versions for indexing (called in the commit path)."""
+    """Queue newly written node versions for indexing (called in the commit path).
+
+    One small put per version and no read: a version indexed already is skipped
+    when the queue is drained.
+    """
+    prefix = scope + _QUEUE
     for oid in node_hashes:
-        if txn.get(Space.RECALL, scope + _DOC + oid) is None:
-            txn.put(Space.RECALL, scope + _QUEUE + oid, b"")
+        txn.put(Space.RECALL, prefix + oid, b"")
 
 
 def queued(txn: ReadTxn, scope: bytes) -> list[bytes]:
