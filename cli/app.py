@@ -25,7 +25,17 @@ from mnemosyne import (
     __version__,
 )
 
-from . import cmd_admin, cmd_backup, cmd_claims, cmd_forget, cmd_merge, cmd_read, cmd_refs, cmd_store
+from . import (
+    cmd_admin,
+    cmd_backup,
+    cmd_claims,
+    cmd_forget,
+    cmd_merge,
+    cmd_read,
+    cmd_recall,
+    cmd_refs,
+    cmd_store,
+)
 from .render import note
 from .state import State
 
@@ -83,7 +93,10 @@ app = typer.Typer(
     cls=MnemoGroup,
     help="Mnemosyne: version control for AI-agent memory.",
     epilog="Exit codes: 0 ok, 1 problem found, 2 invalid input or usage, 3 not found, "
-    "4 ref moved (retry), 5 corrupt object, 6 storage full.",
+    "4 ref moved (retry), 5 corrupt object, 6 storage full. "
+    "Environment: MNEMO_DIR (the store), MNEMO_AUTHOR (who writes), MNEMO_EMBEDDER "
+    "(the embedder for search, context and reindex in this process instead of the "
+    "store's setting: none, hash, hash-DIM or minilm).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -139,10 +152,12 @@ for _module, _names in (
     (cmd_claims, ("facts", "timeline", "contradictions")),
     (cmd_admin, ("fsck", "reindex")),
     (cmd_forget, ("forget", "gc")),
+    (cmd_recall, ("search", "context", "reads")),
 ):
     for _name in _names:
         app.command(_name)(getattr(_module, _name))
 app.add_typer(cmd_admin.tenant_app, name="tenant")
+app.add_typer(cmd_recall.config_app, name="config")
 app.command("export")(cmd_backup.export)
 app.command("import")(cmd_backup.import_)
 

@@ -1,4 +1,4 @@
-"""Commands that look after the store: ``tenant``, ``fsck``, ``reindex``.
+"""Commands that look after the store: ``tenant``, ``fsck``, ``reindex`` (with recall).
 
 ``tenant`` is a group (``list``, ``create``, ``drop``); tenants are separate
 keyspaces in one store. The global ``--tenant`` picks the tenant the other
@@ -11,6 +11,7 @@ import typer
 
 from mnemosyne import FsckReport, InvalidInput, NotFound, Repo
 
+from .cmd_recall import progress_bar
 from .render import emit, note, problem_json, say, short
 from .state import State, state
 
@@ -159,16 +160,33 @@ def _print_problems(report: FsckReport) -> None:
         say(f"{problem.kind}{where}: {problem.message}")
 
 
-def reindex(ctx: typer.Context) -> None:
-    """Rebuild the derived indexes (commit graph, change and claim indexes) from the commits.
+def reindex(
+    ctx: typer.Context,
+    vectors: Annotated[
+        bool,
+        typer.Option("--vectors", help="Also drop every stored embedding and compute them again."),
+    ] = False,
+) -> None:
+    """Rebuild the derived indexes from the commits, then the recall indexes from the memories.
 
-    Safe at any time: the indexes are derived, and the rebuild is one write
-    transaction. JSON: {"entries": N}.
+    First the commit graph, change and claim indexes; then search postings and
+    embeddings. Safe at any time: the indexes are derived, and each rebuild is one write
+    transaction. Memories without an embedding under the current embedder (the
+    store's setting, or MNEMO_EMBEDDER) get one; --vectors recomputes them all.
+    A progress bar is shown on a terminal.
+    JSON: {"entries": N, "recall": node versions indexed}.
     """
     settings = state(ctx)
     repo = settings.open(ctx)
+    if vectors and repo.embedder() is None:
+        raise InvalidInput(
+            "--vectors needs an embedder: 'mnemo config set embedder hash|minilm' or MNEMO_EMBEDDER"
+        )
     written = repo.reindex()
+    with progress_bar("recall index") as progress:
+        indexed = repo.reindex_recall(vectors=vectors, progress=progress)
     if settings.json:
-        emit({"entries": written})
+        emit({"entries": written, "recall": indexed})
     else:
         say(f"Reindexed: {written} entries written")
+        say(f"Recall: {indexed} node version{'' if indexed == 1 else 's'} indexed")

@@ -1,10 +1,11 @@
 """What every command shares: the global options, finding and opening the store, the author.
 
-Only the CLI reads the environment (``MNEMO_DIR``, ``MNEMO_AUTHOR``) and the
-current directory; the library gets plain values.
+Only the CLI reads the environment (``MNEMO_DIR``, ``MNEMO_AUTHOR``,
+``MNEMO_EMBEDDER``) and the current directory; the library gets plain values.
 """
 
 import getpass
+import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -12,10 +13,13 @@ from typing import Annotated
 
 import typer
 
-from mnemosyne import NotFound, Repo, parse_time
+from mnemosyne import InvalidInput, MnemoError, NotFound, Repo, parse_time
 
 STORE_DIR = ".mnemo"
 """The directory name looked for upward from the current directory."""
+
+EMBEDDER_ENV = "MNEMO_EMBEDDER"
+"""When set, the embedder every opened store uses in this process, instead of its setting."""
 
 AuthorOpt = Annotated[
     str | None,
@@ -82,7 +86,8 @@ class State:
             readonly: open for reading only.
 
         Returns:
-            The open store, bound to ``--tenant`` (or the default tenant).
+            The open store, bound to ``--tenant`` (or the default tenant), using the
+            embedder ``MNEMO_EMBEDDER`` names when it is set.
         """
         path = self.store_path()
         if self.tenant is None:
@@ -90,6 +95,13 @@ class State:
         else:
             repo = Repo.open(path, tenant=self.tenant, readonly=readonly)
         ctx.call_on_close(repo.close)
+        embedder = os.environ.get(EMBEDDER_ENV)
+        if embedder:
+            try:
+                repo.use_embedder(embedder)
+            except ValueError as error:  # InvalidInput, or a hash-DIM whose DIM is no number
+                message = str(error) if isinstance(error, MnemoError) else f"unknown embedder {embedder!r}"
+                raise InvalidInput(f"{EMBEDDER_ENV}: {message}") from None
         return repo
 
 

@@ -521,9 +521,12 @@ def test_the_app_module_registers_exactly_the_issue_commands() -> None:
             "import",
             "forget",
             "gc",
+            "search",
+            "context",
+            "reads",
         ]
     )
-    assert [group.name for group in app.registered_groups] == ["tenant"]
+    assert [group.name for group in app.registered_groups] == ["tenant", "config"]
 
 
 # -- history and blame ----------------------------------------------------------

@@ -375,7 +375,7 @@ def test_fsck_repair_human_and_reindex(store: Store) -> None:
     assert repaired.stdout.endswith(": ok\n")
     written = store.doc("reindex")["entries"]
     assert isinstance(written, int) and written > 0
-    assert store.ok("reindex") == f"Reindexed: {written} entries written\n"
+    assert store.ok("reindex") == f"Reindexed: {written} entries written\nRecall: 1 node version indexed\n"
     assert store.doc("fsck")["ok"] is True
 
 

