@@ -16,6 +16,8 @@ import numpy.typing as npt
 from mnemosyne.errors import InvalidInput
 
 Vectors = npt.NDArray[np.float32]
+MAX_DIM = 4096
+"""The longest vectors a named test embedder may have."""
 
 
 @runtime_checkable
@@ -75,8 +77,10 @@ def embedder_named(name: str) -> Embedder | None:
     if name in ("", "none"):
         return None
     if name == "hash" or name.startswith("hash-"):
-        dim = int(name.split("-", 1)[1]) if "-" in name else 64
-        return HashEmbedder(dim)
+        digits = name.split("-", 1)[1] if "-" in name else "64"
+        if not digits.isdigit() or not 2 <= int(digits) <= MAX_DIM:
+            raise InvalidInput(f"unknown embedder {name!r}: give hash-DIM with DIM from 2 to {MAX_DIM}")
+        return HashEmbedder(int(digits))
     if name == "minilm":
         return default_embedder()
     raise InvalidInput(f"unknown embedder {name!r} (none, hash, hash-DIM, minilm)")

@@ -146,6 +146,9 @@ def catch_up(
         How many node versions were indexed.
     """
     scope = view.stores.scope
+    if embedder is not None and txn.get(Space.RECALL, scope + _MODEL + embedder.model_id.encode()) is None:
+        # A model new to this tenant: embed what was indexed before it came.
+        embed(txn, scope, embedder, [node for _, node in _indexed(view)], batch)
     pending = queued(txn, scope)
     expected = total if total is not None else len(pending)
     count = 0
@@ -165,6 +168,17 @@ def catch_up(
         if progress is not None:
             progress(min(start + batch, len(pending)), expected)
     return count
+
+
+def _indexed(view: View) -> Iterator[tuple[bytes, Node]]:
+    """Every indexed node version that can still be read."""
+    prefix = view.stores.scope + _DOC
+    for key, _ in view.txn.scan(Space.RECALL, prefix):
+        oid = key[len(prefix) :]
+        try:
+            yield oid, view.node(oid)
+        except NotFound:
+            continue
 
 
 def embed(txn: WriteTxn, scope: bytes, embedder: Embedder, nodes: list[Node], batch: int = 256) -> int:
