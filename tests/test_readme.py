@@ -1,6 +1,9 @@
 """The README's examples run as written, and `make demo`'s script runs on a fresh store.
 
-Every ```python block is executed. Every ```console block is a shell session:
+Every ```python block is executed, with ``default_embedder()`` returning the small
+deterministic ``HashEmbedder(384)`` instead of the MiniLM model (as the README says),
+so recall examples need no model and give the same hits on every machine. Every
+```console block is a shell session:
 ``$ `` lines are run one after another with bash in a fresh directory (``MNEMO_DIR``
 unset, this interpreter's ``bin`` first on ``PATH``) and must exit 0, or the code
 written after them as ``# exit N``. The other lines of the block are expected
@@ -26,6 +29,8 @@ from typing import Any
 
 import pytest
 
+from mnemosyne.recall import embedders
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DEMO = ROOT / "examples" / "demo.py"
@@ -33,6 +38,8 @@ DEMO = ROOT / "examples" / "demo.py"
 _FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 _EXIT = re.compile(r"\s+#\s*exit\s+(\d+)\s*$")
 _WILDCARD = "..."
+README_EMBEDDER_DIM = 384
+"""Dimensions of the ``HashEmbedder`` that stands in for the default embedder."""
 
 
 def _blocks(language: str) -> list[str]:
@@ -174,9 +181,21 @@ def test_console_session_shows_the_everyday_commands():
     assert everyday <= commands, f"not shown in README: {sorted(everyday - commands)}"
 
 
+def _small_embedder() -> embedders.Embedder:
+    """What ``default_embedder()`` returns while README examples run."""
+    return embedders.HashEmbedder(README_EMBEDDER_DIM)
+
+
+def test_readme_says_its_recall_example_runs_with_the_hash_embedder():
+    text = README.read_text(encoding="utf-8")
+    assert any("default_embedder()" in block for block in _blocks("python"))
+    assert "runs this example with the deterministic `HashEmbedder`" in text
+
+
 @pytest.mark.parametrize("index", range(len(_blocks("python"))), ids=lambda i: f"python-{i + 1}")
 def test_python_block_runs(index, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(embedders, "default_embedder", _small_embedder)
     source = _blocks("python")[index]
     exec(compile(source, f"README.md (python block {index + 1})", "exec"), {"__name__": "__readme__"})
 
