@@ -24,6 +24,8 @@ from mnemosyne.ids import new_id
 from mnemosyne.maintenance import FsckReport, Problem
 from mnemosyne.merge import Conflict, Contradiction
 from mnemosyne.objects import Claim, Commit, Node, Provenance, Redaction
+from mnemosyne.recall.embedders import Embedder, HashEmbedder, default_embedder
+from mnemosyne.recall.search import Context, ContextItem, Hit, ReadRecord
 from mnemosyne.repo import Repo, system_clock
 from mnemosyne.results import Change, Diff, Fact, Version
 from mnemosyne.retry import with_retry
@@ -32,6 +34,13 @@ from mnemosyne.revisions import parse_time
 __version__ = "0.1.0"
 
 __all__ = [
+    "default_embedder",
+    "ReadRecord",
+    "Hit",
+    "HashEmbedder",
+    "Embedder",
+    "ContextItem",
+    "Context",
     "ExportReport",
     "ImportReport",
     "TenantCounts",

@@ -18,6 +18,7 @@ from mnemosyne.indexing import index_commit
 from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
 from mnemosyne.kv.memory import MemoryKV
 from mnemosyne.objects import CommitObject, TreeChunk
+from mnemosyne.recall.check import check as recall_check
 from mnemosyne.recall.rebuild import requeue_all
 from mnemosyne.view import Stores, View, WriteView
 
@@ -228,6 +229,7 @@ def fsck(view: View) -> FsckReport:
                         f"{extra} extra, {differ} different entries); run 'mnemo reindex'",
                     )
                 )
+    problems.extend(Problem(kind="index", object=None, message=line) for line in recall_check(view))
     return FsckReport(ok=not problems, problems=problems, objects=count, commits=len(commits))
 
 

@@ -110,5 +110,8 @@ def drop_tenant(txn: WriteTxn, name: str) -> int:
         for key in keys:
             txn.delete(space, key)
         count += len(keys)
+    pending = [key for key, _ in txn.scan(Space.META, b"gc-pending/" + found)]
+    for key in pending:
+        txn.delete(Space.META, key)
     txn.delete(Space.META, _TENANT_KEY + name.encode())
     return count
