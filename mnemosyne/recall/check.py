@@ -6,7 +6,7 @@ right when some stored version has its content.
 
 from __future__ import annotations
 
-from mnemosyne.errors import NotFound
+from mnemosyne.errors import CorruptObject, NotFound
 from mnemosyne.kv.base import Space
 from mnemosyne.recall.text import content_hash
 from mnemosyne.view import View
@@ -24,6 +24,8 @@ def check(view: View) -> list[str]:
             view.node(oid)
         except NotFound:
             return False
+        except CorruptObject:
+            return True  # fsck reports the object itself
         return True
 
     for key, _ in txn.scan(Space.RECALL, scope + b"d"):
@@ -41,8 +43,8 @@ def check(view: View) -> list[str]:
         oid = key[len(scope) + 1 :]
         try:
             contents.add(content_hash(view.node(oid)))
-        except NotFound:
-            continue  # dropped at the next catch-up
+        except (NotFound, CorruptObject):
+            continue  # dropped at the next catch-up; a corrupt object is reported apart
     for key, _ in txn.scan(Space.VECTORS, scope):
         rest = key[len(scope) :]
         model, separator, chash = rest.partition(b"\x00")
