@@ -21,13 +21,34 @@ CLAIM_TIME_FIELDS = ("valid_from", "valid_to")
 _SPACE = re.compile(r"[ \t\r\n]*")
 
 
+class _Refused(Exception):
+    """Raised inside the decoder's hooks; reported with the line of the value."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Build an object, refusing a key given twice (Python's json would keep the last)."""
+    built: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in built:
+            raise _Refused(f"duplicate key {key!r} in one object")
+        built[key] = value
+    return built
+
+
+def _no_constant(name: str) -> Any:
+    raise _Refused(f"{name} is not JSON (NaN and Infinity are refused)")
+
+
 def json_values(text: str, source: str) -> list[tuple[int, Any]]:
     """Split ``text`` into its JSON values, each with the line it starts on.
+
+    Objects with a key given twice, ``NaN`` and ``Infinity`` are refused: JSON
+    does not define them, and keeping one of two values silently loses data.
 
     Raises:
         InvalidInput: malformed JSON, naming the line and column.
     """
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     values: list[tuple[int, Any]] = []
     position, line, counted = 0, 1, 0
     while True:
@@ -44,6 +65,10 @@ def json_values(text: str, source: str) -> list[tuple[int, Any]]:
             raise InvalidInput(
                 f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {reason}"
             ) from None
+        except _Refused as exc:
+            raise InvalidInput(f"{source}: invalid JSON in the value at line {line}: {exc}") from None
+        except RecursionError:
+            raise InvalidInput(f"{source}: the value at line {line} is nested too deeply") from None
         values.append((line, value))
 
 
@@ -84,6 +109,8 @@ def node_from_json(value: Any, where: str, new_id: Callable[[], str]) -> Node:
         raise InvalidInput(f"{where}: unknown field {unknown[0]!r} (a node has {', '.join(NODE_FIELDS)})")
     if "content" not in value:
         raise InvalidInput(f'{where}: a node needs "content"')
+    if value.get("hash") is not None and not isinstance(value["hash"], str):
+        raise InvalidInput(f"{where}: hash must be a string (it is ignored: the store computes it)")
     try:
         node_id = value.get("id")
         if node_id is None or node_id == "":

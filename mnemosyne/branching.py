@@ -60,7 +60,7 @@ def create(view: WriteView, name: str, start: str | None, now: datetime, author:
     ref = BRANCH_PREFIX + name
     if view.refs.exists(view.txn, ref):
         raise InvalidInput(f"branch {name!r} already exists")
-    oid = resolve(view, start or "HEAD")
+    oid = resolve(view, "HEAD" if start is None else start)  # "" is no revision, not HEAD
     when = view.refs.next_time(view.txn, ref, now)
     view.refs.update(
         view.txn, ref, None, oid, when=when, author=author, reason=f"branch: from {start or 'HEAD'}"
@@ -148,6 +148,10 @@ def merge(
     ref = BRANCH_PREFIX + into
     ours = view.refs.read(txn, ref)
     theirs = resolve(view, source)
+    if resolutions is not None and (
+        not isinstance(resolutions, Mapping) or not all(isinstance(key, str) for key in resolutions)
+    ):
+        raise InvalidInput("resolutions must map ids to 'ours', 'theirs', 'base', 'delete' or a Node")
     wanted = dict(resolutions or {})
     if strategy not in (None, "ours", "theirs"):
         raise InvalidInput("strategy must be 'ours' or 'theirs'")
@@ -170,6 +174,7 @@ def merge(
             conflicts=[],
             contradictions=[],
             fast_forward=ours != theirs,
+            up_to_date=ours == theirs,
         )
     if view.graph.is_ancestor(txn, theirs, ours):
         no_conflicts_expected()

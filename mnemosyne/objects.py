@@ -50,6 +50,8 @@ class Provenance(msgspec.Struct, frozen=True, array_like=True, kw_only=True, for
             isinstance(self.agent_step, bool) or not isinstance(self.agent_step, int)
         ):
             raise InvalidInput("provenance.agent_step must be an integer")
+        if self.agent_step is not None:
+            check_json(self.agent_step, "provenance.agent_step")  # 64-bit, as the encoding holds
         for name in ("observation", "tool_call", "source"):
             value = getattr(self, name)
             if value is not None:
@@ -136,7 +138,7 @@ def _claim_from(content: Any) -> Claim:
         if isinstance(content, list):
             return msgspec.convert(content, Claim)
         if isinstance(content, dict):
-            fields = msgspec.convert(content, _ClaimFields, strict=False)
+            fields = msgspec.convert(content, _ClaimFields)
             return Claim(**msgspec.structs.asdict(fields))
     except msgspec.ValidationError as exc:
         raise InvalidInput(f"claim content: {exc}") from None

@@ -14,7 +14,7 @@ from mnemosyne import codec
 from mnemosyne.errors import CorruptObject, NotFound, Redacted
 from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
 from mnemosyne.objects import CommitObject, Node, ObjectId, Redaction, StoredObject, TreeChunk
-from mnemosyne.validation import rfc3339
+from mnemosyne.validation import check_node_size, rfc3339
 
 CACHE_ENTRIES = 32768
 _redaction_decoder = msgspec.msgpack.Decoder(Redaction)
@@ -97,6 +97,8 @@ class ObjectStore:
     def put(self, txn: WriteTxn, obj: StoredObject) -> ObjectId:
         """Encode and store ``obj`` (a no-op when present); return its id."""
         data = codec.encode(obj)
+        if isinstance(obj, Node):
+            check_node_size(len(data))
         oid = ObjectId(codec.object_id(data))
         txn.put(Space.OBJECTS, self.scope + oid, data, overwrite=False)
         if isinstance(obj, Node):

@@ -133,6 +133,9 @@ class RefStore:
         Raises:
             RefConflict: if the ref does not point at ``expected``.
         """
+        if not isinstance(author, str) or not isinstance(reason, str):
+            # A reflog entry that does not decode would break every later read of the ref.
+            raise InvalidInput("the author of a ref move must be a string")
         current = self.read(txn, name)
         if current != expected:
             raise RefConflict(

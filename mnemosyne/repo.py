@@ -112,7 +112,7 @@ class Repo:
         Raises:
             InvalidInput: if a store (or any other file) is already there.
         """
-        where = Path(path)
+        where = _store_path(path)
         if where.exists():
             if (where / _DATA_FILE).exists():
                 raise InvalidInput(f"a store already exists at {where}")
@@ -158,8 +158,12 @@ class Repo:
             NotFound: no store at ``path``, or an unknown tenant without ``create``.
             InvalidInput: a store of a newer format, or a bad tenant name.
         """
-        where = Path(path)
-        if not (where / _DATA_FILE).is_file():
+        where = _store_path(path)
+        try:
+            present = (where / _DATA_FILE).is_file()
+        except OSError:  # a name too long for the file system, …
+            present = False
+        if not present:
             raise NotFound(f"no store at {where} (create one with 'mnemo init')")
         check_tenant_name(tenant)
         kv = _open_kv(where, False, readonly, map_size, max_map_size, sync)
@@ -262,6 +266,8 @@ class Repo:
         """
         if on_claim_conflict not in ("refuse", "replace", "keep"):
             raise InvalidInput("on_claim_conflict must be 'refuse', 'replace' or 'keep'")
+        if isinstance(put, Node) or isinstance(delete, str) or not _iterable(put, delete):
+            raise InvalidInput("put takes an iterable of Nodes and delete an iterable of ids")
         nodes = list(put)
         removals = [check_id(i) for i in delete]
         for node in nodes:
@@ -359,6 +365,8 @@ class Repo:
 
         Expired nodes are left out unless ``include_expired``.
         """
+        if prefix is not None and not isinstance(prefix, str):
+            raise InvalidInput(f"prefix must be a string, not {type(prefix).__name__}")
         with self._view() as view:
             tip = self._tip(view, at, as_of)
             root = view.commit(tip).tree if tip is not None else None
@@ -386,6 +394,8 @@ class Repo:
         """
         if node is not None:
             check_id(node)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidInput("limit must be a non-negative integer")
         with self._view() as view:
             tip = self._tip(view, ref, as_of)
             if tip is None:
@@ -1011,6 +1021,16 @@ class Repo:
             author=author,
             parent=tip.hex(),
         )
+
+
+def _store_path(path: str | os.PathLike[str]) -> Path:
+    if not isinstance(path, str | os.PathLike):
+        raise InvalidInput(f"a store path must be a string or a path, not {type(path).__name__}")
+    return Path(path)
+
+
+def _iterable(*values: object) -> bool:
+    return all(isinstance(value, Iterable) for value in values)
 
 
 def _with_id(node: Node, node_id: str) -> Node:

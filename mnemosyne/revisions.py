@@ -35,7 +35,10 @@ def parse_time(text: str) -> datetime:
         if len(text.strip()) == 10:
             return value.replace(tzinfo=UTC)
         raise InvalidInput(f"time {text!r} has no timezone; add Z for UTC")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:00:00-05:00 is past the last datetime
+        raise InvalidInput(f"time {text!r} is out of range once converted to UTC") from None
 
 
 def ref_name(view: View, name: str) -> str | None:

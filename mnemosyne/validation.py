@@ -59,6 +59,19 @@ def check_id(node_id: object) -> str:
     return node_id
 
 
+def check_node_size(size: int) -> None:
+    """Refuse an encoded node larger than :data:`MAX_NODE_BYTES`.
+
+    Raises:
+        InvalidInput: saying how large the node is and what the limit is.
+    """
+    if size > MAX_NODE_BYTES:
+        raise InvalidInput(
+            f"node is {size} bytes encoded; at most {MAX_NODE_BYTES} are allowed "
+            "(content, provenance and meta together)"
+        )
+
+
 def has_control(text: str) -> bool:
     """Whether ``text`` contains a C0 or C1 control character."""
     return _CONTROL.search(text) is not None

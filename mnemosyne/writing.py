@@ -45,6 +45,9 @@ def record_commit(
     Record time is ``now``, nudged past every parent's record time and the branch's
     last reflog entry, so it strictly increases along the branch.
     """
+    if not isinstance(author, str) or not isinstance(message, str):
+        # msgspec encodes any type; a commit that does not decode would break the branch.
+        raise InvalidInput("the author and message of a commit must be strings")
     txn = view.txn
     ref = BRANCH_PREFIX + branch
     when = now

@@ -20,8 +20,9 @@ from typing import IO, Any, ClassVar, TypeVar, cast
 
 import lmdb
 
-from mnemosyne.errors import InvalidInput, MnemoError, StorageFull
+from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, StorageFull
 from mnemosyne.kv.base import Space, WriteTxn, prefix_end
+from mnemosyne.kv.datafile import check_data_file
 
 T = TypeVar("T")
 
@@ -280,8 +281,12 @@ class LmdbKV:
             if shared is not None and shared.readonly and not readonly:
                 raise InvalidInput(f"{real} is open read-only in this process; close it first")
             if shared is None:
+                if not create:
+                    check_data_file(real)  # a truncated file would crash the process on open
                 try:
                     shared = _Shared(real, readonly, min(map_size, max_map_size), max_map_size, sync)
+                except (lmdb.InvalidError, lmdb.CorruptedError, lmdb.VersionMismatchError) as exc:
+                    raise CorruptObject(f"cannot open store at {real}: {exc}") from None
                 except lmdb.Error as exc:
                     raise MnemoError(f"cannot open store at {real}: {exc}") from None
                 _Shared.registry[real] = shared
