@@ -152,6 +152,7 @@ def _report_merge(
                 "conflicts": [conflict_json(conflict) for conflict in result.conflicts],
                 "contradictions": [contradiction_json(found) for found in result.contradictions],
                 "fast_forward": result.fast_forward,
+                "up_to_date": result.up_to_date,
             }
         )
         return
@@ -171,7 +172,7 @@ def _report_merge(
         start = short(before.id) if before is not None else "(no commits)"
         say(f"Updating {start}..{short(made.id)}")
         say(f"Fast-forward: {target} is now at {short(made.id)} {summary(made.message)}")
-    elif before is not None and made.id == before.id:
+    elif result.up_to_date:
         say("Already up to date.")
     else:
         say(f"[{target} {short(made.id)}] {summary(made.message)}")

@@ -192,10 +192,22 @@ def test_fast_forward_and_up_to_date(store: Store) -> None:
     store.ok("branch", "side")
     ahead = store.put({"id": "b", "content": 2}, branch="side")
     document = store.doc("merge", "side")
-    assert document == {"commit": ahead, "conflicts": [], "contradictions": [], "fast_forward": True}
+    assert document == {
+        "commit": ahead,
+        "conflicts": [],
+        "contradictions": [],
+        "fast_forward": True,
+        "up_to_date": False,
+    }
     assert store.lines("log", "-n", "1")[0]["commit"] == ahead
     again = store.doc("merge", "side")
-    assert again == {"commit": ahead, "conflicts": [], "contradictions": [], "fast_forward": False}
+    assert again == {
+        "commit": ahead,
+        "conflicts": [],
+        "contradictions": [],
+        "fast_forward": False,
+        "up_to_date": True,
+    }
     store.ok("branch", "old", "--from", base)
     out = store.ok("merge", "main", "--into", "old")
     assert out.splitlines() == [
