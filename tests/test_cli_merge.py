@@ -17,7 +17,7 @@ from mnemosyne.kv.base import Space
 runner = CliRunner()
 
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
-MERGE_KEYS = ["commit", "conflicts", "contradictions", "fast_forward"]
+MERGE_KEYS = ["commit", "conflicts", "contradictions", "fast_forward", "up_to_date"]
 HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
