@@ -289,6 +289,8 @@ def _parse_value(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         return text
+    except RecursionError:
+        raise InvalidInput("VALUE is nested too deeply to compare") from None
 
 
 def _content_value(node: Node) -> Any:
