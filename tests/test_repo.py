@@ -601,7 +601,8 @@ def test_blame_whole_values_and_absent_ids(repo):
     assert blame.node.provenance.observation == "o1"
     # A claim is blamed field by field, like a JSON object.
     by_key = {line.key: line for line in blame.lines}
-    assert set(by_key) == {"subject", "predicate", "value", "valid_from", "valid_to", "confidence", "evidence"}
+    fields = {"subject", "predicate", "value", "valid_from", "valid_to", "confidence", "evidence"}
+    assert set(by_key) == fields
     assert by_key["value"].text == '"Oslo"' and by_key["value"].commit == c2.id
     assert repo.blame("list", at=c1.id).commit.id == c1.id
     with pytest.raises(NotFound):
