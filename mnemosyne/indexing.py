@@ -38,8 +38,7 @@ def index_commit(
     carried = {record for parent in parents for record in parent.open} | set(commit.contradictions)
     open_records = tuple(sorted(r for r in carried if still_open(view, commit.tree, r)))
     entry = view.graph.add(view.txn, oid, commit.parents, claim_root, open_records)
-    for node_id, _, new in changes:
-        view.changes.add(view.txn, node_id, entry.generation, oid, new)
+    view.changes.add_many(view.txn, entry.generation, oid, [(node_id, new) for node_id, _, new in changes])
     # Recall indexes catch up lazily, at the next search: a commit only queues.
     recall_index.enqueue(view.txn, view.stores.scope, [new for _, _, new in changes if new is not None])
     return entry

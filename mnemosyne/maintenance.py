@@ -121,6 +121,9 @@ class _Overlay:
     def delete(self, space: Space, key: bytes) -> bool:
         return self.scratch.delete(space, key)
 
+    def put_many(self, space: Space, items: list[tuple[bytes, bytes]], overwrite: bool = True) -> int:
+        return sum(self.put(space, key, value, overwrite) for key, value in items)
+
 
 def rebuild(view: View) -> tuple[dict[bytes, bytes], dict[bytes, bytes]]:
     """Rebuild the derived indexes of the reachable commits without touching the store.

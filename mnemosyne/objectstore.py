@@ -14,7 +14,7 @@ from mnemosyne import codec
 from mnemosyne.errors import CorruptObject, NotFound, Redacted
 from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
 from mnemosyne.objects import CommitObject, Node, ObjectId, Redaction, StoredObject, TreeChunk
-from mnemosyne.validation import check_node_size, rfc3339
+from mnemosyne.validation import MAX_NODE_BYTES, check_node_size, rfc3339
 
 CACHE_ENTRIES = 32768
 _redaction_decoder = msgspec.msgpack.Decoder(Redaction)
@@ -106,6 +106,25 @@ class ObjectStore:
         else:
             self._remember(oid, obj)
         return oid
+
+    def put_nodes(self, txn: WriteTxn, nodes: list[Node]) -> list[ObjectId]:
+        """Store many node versions at once; return their ids in order."""
+        oids: list[ObjectId] = []
+        items: list[tuple[bytes, bytes]] = []
+        scope = self.scope
+        encode = codec.encode
+        object_id = codec.object_id
+        for node in nodes:
+            data = encode(node)
+            if len(data) > MAX_NODE_BYTES:
+                check_node_size(len(data))
+            oid = ObjectId(object_id(data))
+            oids.append(oid)
+            items.append((scope + oid, data))
+        # Sorted keys fill LMDB's pages in order: fewer splits, fewer dirty pages.
+        items.sort()
+        txn.put_many(Space.OBJECTS, items, overwrite=False)
+        return oids
 
     def _remember(self, oid: bytes, obj: StoredObject) -> None:
         cache = self._cache

@@ -100,8 +100,7 @@ def apply_commit(
     replaced = claim_conflicts(view, claim_root, nodes, removals, on_claim_conflict)
     written: dict[bytes, Node] = {}
     edits: list[tuple[str, bytes | None]] = []
-    for node in nodes:
-        node_oid = view.objects.put(txn, node)
+    for node, node_oid in zip(nodes, view.objects.put_nodes(txn, nodes), strict=True):
         written[node_oid] = node
         edits.append((node.id, node_oid))
     edits.extend((node_id, None) for node_id in removals + replaced)

@@ -58,6 +58,10 @@ class WriteTxn(ReadTxn, Protocol):
         """Remove ``key``; False when it was absent."""
         ...
 
+    def put_many(self, space: Space, items: list[tuple[bytes, bytes]], overwrite: bool = True) -> int:
+        """Store many items at once (bulk writes); return how many were added."""
+        ...
+
 
 class KV(Protocol):
     """A storage backend."""

@@ -130,6 +130,11 @@ class _Txn:
         done: bool = self._txn.delete(key, db=self._dbs[space])
         return done
 
+    def put_many(self, space: Space, items: list[tuple[bytes, bytes]], overwrite: bool = True) -> int:
+        # One C loop instead of a Python call per key: bulk commits write 3 keys a node.
+        _, added = self._txn.cursor(db=self._dbs[space]).putmulti(items, overwrite=overwrite)
+        return int(added)
+
 
 class _Shared:
     """One LMDB environment per store directory per process (LMDB forbids two)."""

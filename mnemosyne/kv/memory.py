@@ -97,6 +97,9 @@ class _Txn:
         table.data[key] = bytes(value)
         return True
 
+    def put_many(self, space: Space, items: list[tuple[bytes, bytes]], overwrite: bool = True) -> int:
+        return sum(self.put(space, key, value, overwrite) for key, value in items)
+
     def delete(self, space: Space, key: bytes) -> bool:
         table = self._writable_table(space)
         if key not in table.data:
