@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from mnemosyne import Claim, Commit, Node, Provenance, Repo
+from mnemosyne import Claim, Commit, InvalidInput, Node, Provenance, Repo
 
 STORE = Path("demo.mnemo")
 MIRA = "users/mira"
@@ -208,6 +208,11 @@ def _fallback_queries() -> dict[str, Callable[[Repo], None]]:
         "diff-since": diff(f"main@{{{JUNE_2}}}", "main"),
         "diff-branch": diff("main", "what-if"),
         "branch": branches,
+        "search": lambda repo: [
+            print(f"{hit.score:.4f}  {hit.id}  {_value(hit.node.content)}")
+            for hit in repo.search("when must the passport be renewed", k=3)
+        ],
+        "context": lambda repo: print(repo.context("passport deadline", budget_tokens=60).render()),
     }
 
 
@@ -220,7 +225,25 @@ QUERIES = [
     ("diff-since", "What changed since June 2", ["diff", f"main@{{{JUNE_2}}}", "main"]),
     ("diff-branch", "What the speculative run would change", ["diff", "main", "what-if"]),
     ("branch", "Branches", ["branch"]),
+    ("search", "Recall by meaning and words", ["search", "when must the passport be renewed", "-k", "3"]),
+    (
+        "context",
+        "A cited context for a prompt, within 60 tokens",
+        ["context", "passport deadline", "--budget", "60"],
+    ),
 ]
+
+
+def choose_embedder() -> str:
+    """Use the built-in offline model when its extra is installed, else the tiny test embedder."""
+    with Repo.open(STORE) as repo:
+        for name in ("minilm", "hash"):
+            try:
+                repo.config("embedder", name)
+            except InvalidInput:
+                continue
+            return name
+    return "none"
 
 
 def cli_available() -> bool:
@@ -254,6 +277,7 @@ def show() -> None:
 def main() -> None:
     """Record the story, then show it."""
     remember(SimulatedClock())
+    print(f"(semantic recall with the {choose_embedder()} embedder)")
     show()
     print(f"\nThe store is in ./{STORE}; explore it with: .venv/bin/mnemo --repo {STORE} log")
 

@@ -190,7 +190,7 @@ def search(
 
 
 def assemble(view: View, hits: list[Hit], query: str, budget: int, filters: Filters) -> Context:
-    """Fit the best hits into ``budget`` tokens, claims in force first among equals."""
+    """Fit the best hits into ``budget`` tokens; claims no longer in force go last."""
 
     def in_force(node: Node) -> bool:
         if not isinstance(node.content, Claim):
@@ -200,7 +200,10 @@ def assemble(view: View, hits: list[Hit], query: str, budget: int, filters: Filt
         found = claims.in_force(view, filters.claim_root, c.subject, c.predicate, when, filters.now)
         return any(n.hash == node.hash for n in found)
 
-    ranked = sorted(hits, key=lambda hit: (not in_force(hit.node), -hit.score))
+    def stale(node: Node) -> bool:
+        return isinstance(node.content, Claim) and not in_force(node)
+
+    ranked = sorted(hits, key=lambda hit: (stale(hit.node), -hit.score))
     items: list[ContextItem] = []
     used = 0
     for hit in ranked:
