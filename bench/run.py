@@ -9,6 +9,7 @@ two medians measured interleaved in the same run). Usage:
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import platform
 import random
@@ -27,6 +28,7 @@ import lmdb
 from mnemosyne import Claim, Node, Provenance, Repo
 from mnemosyne.kv import lmdb_kv
 from mnemosyne.kv.base import Space, WriteTxn
+from mnemosyne.recall.embedders import HashEmbedder
 from mnemosyne.refs import RefStore
 
 
@@ -693,6 +695,135 @@ def bench_claims(root: Path, total: int, versions: int) -> None:
     shutil.rmtree(shared)
 
 
+def recall_vocabulary(size: int, rng: random.Random) -> list[str]:
+    """``size`` distinct made-up words, in a random rank order."""
+    syllables = ["ka", "lo", "mi", "ne", "ru", "ta", "vo", "shi", "el", "an", "or", "ix", "um", "pe", "da"]
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))))
+    ranked = sorted(words)
+    rng.shuffle(ranked)
+    return ranked
+
+
+def bench_recall(root: Path, n: int, rounds: int) -> None:
+    """Hybrid and lexical search with namespace filters, rebuilding, and the cost of commits.
+
+    ~200-byte texts of words drawn from a Zipf-like distribution over a few thousand
+    words; queries take two words of moderate rarity. Vectors come from the test
+    embedder, ``HashEmbedder(384)`` (words hashed into 384 buckets).
+    """
+    rng = random.Random(17)
+    vocab = recall_vocabulary(3000, rng)
+    weights = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(vocab))))
+
+    def text() -> str:
+        words: list[str] = []
+        size = 0
+        while size < 200:
+            words.append(rng.choices(vocab, cum_weights=weights)[0])
+            size += len(words[-1]) + 1
+        return " ".join(words)
+
+    def memory_id(i: int) -> str:
+        # 10 users, 10 agents each: a user's namespace holds 1/10, an agent's 1/100.
+        return f"users/u{i % 10}/agents/a{i // 10 % 10}/mem/{i:08d}"
+
+    nodes = [Node(id=memory_id(i), content=text()) for i in range(n)]
+    with_path, without_path = root / "recall", root / "recall-none"
+    with Repo.init(with_path, sync=False) as repo:
+        repo.commit(nodes, message="memories", author="bench")
+        repo.config("embedder", "hash-384")
+        t0 = time.perf_counter()
+        repo.search("warm up")  # the first search indexes and embeds everything
+        row("recall: first catch-up, index and embed (nodes/s)", n, f"{n / (time.perf_counter() - t0):,.0f}")
+        t0 = time.perf_counter()
+        indexed = repo.reindex_recall(vectors=True)
+        elapsed = time.perf_counter() - t0
+        assert indexed == n
+        rate = n / elapsed
+        row(
+            "recall: reindex_recall(vectors=True), incl. HashEmbedder(384) (nodes/s)",
+            n,
+            f"{rate:,.0f}",
+            ">= 20,000",
+            rate >= 20_000,
+        )
+        t0 = time.perf_counter()
+        HashEmbedder(384)([node.content for node in nodes])
+        row("recall: of which HashEmbedder(384) alone (nodes/s)", n, f"{n / (time.perf_counter() - t0):,.0f}")
+
+        queries = [" ".join(rng.sample(vocab[300:3000], 2)) for _ in range(101)]
+        cases = [
+            ("hybrid", "users/u3/", "1/10", 15),
+            ("hybrid", "users/u3/agents/a4/", "1/100", 15),
+            ("hybrid", None, "none", None),
+            ("lexical", "users/u3/", "1/10", 10),
+            ("lexical", "users/u3/agents/a4/", "1/100", 10),
+        ]
+        for mode, prefix, share, target in cases:
+            repo.search(queries[0], k=10, prefix=prefix, mode=mode)
+            samples = []
+            for query in queries:
+                t0 = time.perf_counter()
+                hits = repo.search(query, k=10, prefix=prefix, mode=mode)  # type: ignore[arg-type]
+                samples.append(time.perf_counter() - t0)
+                assert all(prefix is None or h.id.startswith(prefix) for h in hits)
+            ms = statistics.median(samples) * 1000
+            row(
+                f"recall: search top-10, {mode}, namespace filter {share}, median (ms)",
+                n,
+                f"{ms:.1f}",
+                f"<= {target}" if target else "",
+                ms <= target if target else None,
+            )
+
+    # Commits of 10 nodes with an embedder configured and without one, each followed
+    # by the same search (so the indexes are caught up), in alternating order; the
+    # commit alone is timed. The store without an embedder went through the same
+    # bulk load, catch-up and rebuild, so both files are laid out alike.
+    with Repo.init(without_path, sync=False) as plain:
+        plain.commit(nodes, message="memories", author="bench")
+        plain.search("warm up")
+        plain.reindex_recall(vectors=True)
+    with Repo.open(with_path, sync=False) as repo, Repo.open(without_path, sync=False) as plain:
+        repo.search("warm up")
+        plain.search("warm up")
+        with_t: list[float] = []
+        without_t: list[float] = []
+        catch_t: list[float] = []
+        for r in range(rounds):
+            batch = [Node(id=memory_id(rng.randrange(n)), content=text()) for _ in range(10)]
+            batch = list({node.id: node for node in batch}.values())
+            query = queries[r % len(queries)]
+            for store in (repo, plain) if r % 2 == 0 else (plain, repo):
+                t0 = time.perf_counter()
+                store.commit(batch, message=f"r{r}", author="bench")
+                elapsed = time.perf_counter() - t0
+                if store is plain:
+                    without_t.append(elapsed)
+                    store.search(query, k=10)  # lexical only: no embedder
+                    continue
+                with_t.append(elapsed)
+                t0 = time.perf_counter()
+                store.search(query, k=10)  # catches up first
+                first = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                store.search(query, k=10)  # nothing to catch up
+                catch_t.append((first - (time.perf_counter() - t0)) / len(batch))
+        ratio = statistics.median(with_t) / statistics.median(without_t)
+        row(
+            "recall: commit 10 nodes (sync off), embedder set / none, medians",
+            n,
+            f"{median_us(with_t):.0f} / {median_us(without_t):.0f} µs = {ratio:.2f}",
+            "<= 1.3",
+            ratio <= 1.3,
+        )
+        row("recall: catch-up per node at the next search, median (µs)", n, f"{median_us(catch_t):.0f}")
+    shutil.rmtree(with_path)
+    shutil.rmtree(without_path)
+
+
 def write_table(out: Path, started: float) -> None:
     lines = [
         "# Benchmark results",
@@ -744,6 +875,7 @@ def main() -> None:
         bench_merge(root, max(sizes), args.history)
         bench_integrity(root, max(sizes), args.history)
         bench_claims(root, args.claims, min(10_000, args.claims // 2))
+        bench_recall(root, max(sizes), args.rounds)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     write_table(args.out, started)

@@ -11,8 +11,8 @@ Keys (all behind the tenant scope), in the ``recall`` keyspace:
 ``t`` word 00 node hash → (tf, words) · ``c`` content hash · node hash → id ·
 ``n`` → (documents, words) · ``m`` model id → dimension.
 In the ``vectors`` keyspace: model 00 content hash → float32 vector, and
-model 01 sequence → change (``+``/``-`` content hash), which lets each handle
-refresh its in-memory matrix incrementally.
+model 01 sequence → change (``+``/``-`` content hash, ``*`` start over), which
+lets each handle refresh its in-memory matrix incrementally.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
@@ -119,9 +120,12 @@ def models(txn: ReadTxn, scope: bytes) -> list[str]:
 
 def _log(txn: WriteTxn, scope: bytes, model: str, change: bytes) -> None:
     prefix = scope + model.encode() + b"\x01"
-    last = next(iter(txn.scan(Space.VECTORS, prefix, reverse=True)), None)
-    seq = int.from_bytes(last[0][len(prefix) :], "big") + 1 if last else 1
-    txn.put(Space.VECTORS, prefix + seq.to_bytes(8, "big"), change)
+    txn.put(Space.VECTORS, prefix + (_last_seq(txn, prefix) + 1).to_bytes(8, "big"), change)
+
+
+def _last_seq(txn: ReadTxn, log: bytes) -> int:
+    last = next(iter(txn.scan(Space.VECTORS, log, reverse=True)), None)
+    return int.from_bytes(last[0][len(log) :], "big") if last else 0
 
 
 def catch_up(
@@ -170,6 +174,19 @@ def catch_up(
     return count
 
 
+def keep_vectors_of(txn: WriteTxn, scope: bytes, contents: set[bytes]) -> int:
+    """Drop every vector whose content is not in ``contents``; return how many went."""
+    dropped = 0
+    for model in models(txn, scope):
+        prefix = scope + model.encode() + b"\x00"
+        orphans = [key for key, _ in txn.scan(Space.VECTORS, prefix) if key[len(prefix) :] not in contents]
+        for key in orphans:
+            txn.delete(Space.VECTORS, key)
+            _log(txn, scope, model, b"-" + key[len(prefix) :])
+        dropped += len(orphans)
+    return dropped
+
+
 def _indexed(view: View) -> Iterator[tuple[bytes, Node]]:
     """Every indexed node version that can still be read."""
     prefix = view.stores.scope + _DOC
@@ -208,7 +225,13 @@ def embed(txn: WriteTxn, scope: bytes, embedder: Embedder, nodes: list[Node], ba
 
 
 def clear(txn: WriteTxn, scope: bytes, vectors: bool) -> None:
-    """Drop the derived recall entries of a tenant (and its vectors, when asked)."""
+    """Drop the derived recall entries of a tenant (and its vectors, when asked).
+
+    Each model's change log keeps counting up from where it was, after a ``*``
+    entry that tells every handle's cached matrix to start over (a log that
+    restarted at 1 would hide new vectors from handles that had read further).
+    """
+    restart = {model: _last_seq(txn, scope + model.encode() + b"\x01") for model in models(txn, scope)}
     spaces = [Space.RECALL, Space.VECTORS] if vectors else [Space.RECALL]
     for space in spaces:
         keys = [key for key, _ in txn.scan(space, scope)]
@@ -216,6 +239,10 @@ def clear(txn: WriteTxn, scope: bytes, vectors: bool) -> None:
             keys = [k for k in keys if not k.startswith(scope + _MODEL)]
         for key in keys:
             txn.delete(space, key)
+    if vectors:
+        for model, seq in restart.items():
+            log = scope + model.encode() + b"\x01"
+            txn.put(Space.VECTORS, log + (seq + 1).to_bytes(8, "big"), b"*")
 
 
 # -- reading ----------------------------------------------------------------------
@@ -229,7 +256,7 @@ def lexical(view: View, query: str, accept: Accept, limit: int) -> list[tuple[by
     """
     txn = view.txn
     scope = view.stores.scope
-    terms = set(words(query))
+    terms = sorted(set(words(query)))  # a fixed order: the same sums in every process
     if not terms:
         return []
     docs, total = _stats(txn, scope)
@@ -265,7 +292,11 @@ def lexical(view: View, query: str, accept: Accept, limit: int) -> list[tuple[by
 
 
 def _readable_queue(view: View) -> Iterator[bytes]:
-    for oid in queued(view.txn, view.stores.scope):
+    """Queued versions not indexed yet (commits queue without looking) and still stored."""
+    scope = view.stores.scope
+    for oid in queued(view.txn, scope):
+        if view.txn.get(Space.RECALL, scope + _DOC + oid) is not None:
+            continue  # indexed already: its postings count, not a second copy
         try:
             view.node(oid)
         except NotFound:
@@ -293,6 +324,7 @@ class _Matrix:
         self.rows = np.zeros((0, dim), dtype=np.float32)
         self.hashes: list[bytes] = []
         self.alive = np.zeros(0, dtype=bool)
+        self.keys = np.zeros(0, dtype=np.uint64)  # the content hash's first 8 bytes: tie-breaks
         self.where: dict[bytes, int] = {}
         self.seq = 0
 
@@ -309,11 +341,15 @@ class _Matrix:
             alive = np.zeros(len(grown), dtype=bool)
             alive[: len(self.alive)] = self.alive
             self.alive = alive
+            keys = np.zeros(len(grown), dtype=np.uint64)
+            keys[: len(self.keys)] = self.keys
+            self.keys = keys
         row = len(self.hashes)
         self.hashes.append(chash)
         self.where[chash] = row
         self.rows[row] = vector
         self.alive[row] = True
+        self.keys[row] = int.from_bytes(chash[:8], "big")
 
 
 class VectorCache:
@@ -334,7 +370,11 @@ class VectorCache:
             log = prefix + b"\x01"
             start = log + (found.seq + 1).to_bytes(8, "big")
             for key, change in txn.scan(Space.VECTORS, log, start=start):
-                found.seq = int.from_bytes(key[len(log) :], "big")
+                seq = int.from_bytes(key[len(log) :], "big")
+                if change == b"*":  # the vectors were rebuilt: start over
+                    found = _Matrix(dim)
+                    self._matrices[(scope, model)] = found
+                found.seq = seq
                 chash = change[1:]
                 if change[:1] == b"+":
                     data = txn.get(Space.VECTORS, prefix + b"\x00" + chash)
@@ -366,23 +406,45 @@ def semantic(
     if norm == 0.0:
         return []
     scores = matrix.rows[:count] @ (vector / norm)
-    scores[~matrix.alive[:count]] = -np.inf
     out: list[tuple[bytes, str, float]] = []
-    taken = 0
-    window = min(count, max(64, 8 * limit))
-    while taken < count and len(out) < limit:
-        # Rank a growing window of the best rows, so a selective filter stays exact.
-        top = np.argpartition(-scores, window - 1)[:window] if window < count else np.arange(count)
-        ordered = top[np.argsort(-scores[top], kind="stable")]
-        for row in ordered[taken:]:
-            if not np.isfinite(scores[row]):
-                break
-            for oid, node_id in versions_with_content(txn, scope, matrix.hashes[row]):
-                if accept(node_id, oid):
-                    out.append((oid, node_id, float(scores[row])))
-            if len(out) >= limit:
-                break
-        taken = window
-        window = min(count, window * 4)
-    out.sort(key=lambda hit: -hit[2])
+    for row in _best_first(scores, matrix.keys[:count], matrix.alive[:count], max(64, 8 * limit)):
+        for oid, node_id in versions_with_content(txn, scope, matrix.hashes[row]):
+            if accept(node_id, oid):
+                out.append((oid, node_id, float(scores[row])))
+        if len(out) >= limit:
+            break
     return out[:limit]
+
+
+def _best_first(
+    scores: npt.NDArray[np.float32], keys: npt.NDArray[np.uint64], alive: npt.NDArray[np.bool_], chunk: int
+) -> Iterator[int]:
+    """Live rows in the order (score descending, content hash), a growing chunk at a time.
+
+    Walking the whole order lazily keeps a selective filter exact (no row is
+    skipped) and cheap (only the rows walked are sorted). Equal scores break by
+    content hash, not by where a row sits, so the answer does not depend on the
+    order vectors were added in. (A float32 matrix product may give equal
+    vectors scores that differ in the last bit; those are not ties.)
+    """
+    remaining = alive.copy()
+    while True:
+        left = np.flatnonzero(remaining)
+        if len(left) == 0:
+            return
+        if len(left) > chunk:
+            values = scores[left]
+            boundary = values[np.argpartition(-values, chunk - 1)[chunk - 1]]
+            above = left[values > boundary]
+            tied = left[values == boundary]
+            room = chunk - len(above)  # at least 1: ``boundary`` is the chunk-th best
+            if len(tied) > room:
+                # A large group of equal scores: its smallest content hashes come first.
+                tied = tied[np.argpartition(keys[tied], room - 1)[:room]]
+            take = np.concatenate([above, tied])
+        else:
+            take = left
+        take = take[np.lexsort((keys[take], -scores[take]))]
+        remaining[take] = False
+        yield from take.tolist()
+        chunk *= 4

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mnemosyne import codec
+from mnemosyne.errors import CorruptObject
 from mnemosyne.kv.base import Space, WriteTxn
+from mnemosyne.objects import Node
 from mnemosyne.recall import index
 from mnemosyne.recall.embedders import Embedder
+from mnemosyne.recall.text import content_hash
 from mnemosyne.view import WriteView
 
 _NODE_TAG = b"\xa6node@1"
@@ -15,15 +19,25 @@ _NODE_TAG = b"\xa6node@1"
 def requeue_all(txn: WriteTxn, scope: bytes) -> int:
     """Forget the derived postings and queue every stored node version again.
 
-    Vectors stay (they are keyed by content and model, and cost model time);
-    returns how many versions were queued.
+    Vectors stay (they are keyed by content and model, and cost model time),
+    except those of contents no stored version has any more (collected by
+    ``gc``, which rebuilds through here). Returns how many versions were queued.
     """
     index.clear(txn, scope, vectors=False)
     count = 0
+    contents: set[bytes] = set()
     for key, data in txn.scan(Space.OBJECTS, scope):
         if data[1:8] == _NODE_TAG:
-            txn.put(Space.RECALL, scope + b"q" + key[len(scope) :], b"")
+            oid = key[len(scope) :]
+            txn.put(Space.RECALL, scope + b"q" + oid, b"")
             count += 1
+            try:
+                node = codec.decode(data, oid)
+            except CorruptObject:
+                continue  # fsck reports it; its vector may go and come back once repaired
+            if isinstance(node, Node):
+                contents.add(content_hash(node))
+    index.keep_vectors_of(txn, scope, contents)
     return count
 
 
