@@ -580,10 +580,10 @@ class Repo:
         """Index queued versions and embed new contents before a search (writable handles)."""
         if self.readonly:
             return
-        with self._view() as view:
-            if not recall_index.queued(view.txn, self._stores.scope):
-                return
         embedder = self.embedder()
+        with self._view() as view:
+            if not recall_index.needs_catch_up(view.txn, self._stores.scope, embedder):
+                return
         self._write(lambda view: recall_index.catch_up(view, view.txn, embedder))
 
     def search(

@@ -60,6 +60,15 @@ def enqueue(txn: WriteTxn, scope: bytes, node_hashes: Iterator[bytes] | list[byt
         txn.put(Space.RECALL, prefix + oid, b"")
 
 
+def needs_catch_up(txn: ReadTxn, scope: bytes, embedder: Embedder | None) -> bool:
+    """Whether versions are queued, or the embedder's model has not embedded this tenant yet."""
+    if next(iter(txn.scan(Space.RECALL, scope + _QUEUE)), None) is not None:
+        return True
+    if embedder is None or txn.get(Space.RECALL, scope + _MODEL + embedder.model_id.encode()) is not None:
+        return False
+    return next(iter(txn.scan(Space.RECALL, scope + _DOC)), None) is not None
+
+
 def queued(txn: ReadTxn, scope: bytes) -> list[bytes]:
     """Node versions waiting to be indexed."""
     prefix = scope + _QUEUE
