@@ -397,9 +397,19 @@ class VectorCache:
 
 
 def semantic(
-    view: View, cache: VectorCache, embedder: Embedder, query: str, accept: Accept, limit: int
+    view: View,
+    cache: VectorCache,
+    embedder: Embedder,
+    query: str,
+    accept: Accept,
+    limit: int,
+    namespace: Callable[[int], list[tuple[str, bytes]] | None] | None = None,
 ) -> list[tuple[bytes, str, float]]:
     """Exact cosine search over the model's vectors; the best ``limit`` accepted versions.
+
+    ``namespace(cap)`` may list the snapshot's ``(id, hash)`` entries under a
+    prefix filter, or None when there are more than ``cap``: a small namespace is
+    scored directly instead of walking the whole ranking for its few members.
 
     Returns:
         ``(node hash, node id, score)``, best first.
@@ -414,7 +424,11 @@ def semantic(
     norm = float(np.linalg.norm(vector))
     if norm == 0.0:
         return []
-    scores = matrix.rows[:count] @ (vector / norm)
+    unit = vector / norm
+    members = namespace(max(256, count // 50)) if namespace is not None else None
+    if members is not None:
+        return _score_members(txn, scope, matrix, unit, members, accept, limit)
+    scores = matrix.rows[:count] @ unit
     out: list[tuple[bytes, str, float]] = []
     for row in _best_first(scores, matrix.keys[:count], matrix.alive[:count], max(64, 8 * limit)):
         for oid, node_id in versions_with_content(txn, scope, matrix.hashes[row]):
@@ -423,6 +437,40 @@ def semantic(
         if len(out) >= limit:
             break
     return out[:limit]
+
+
+def _score_members(
+    txn: ReadTxn,
+    scope: bytes,
+    matrix: _Matrix,
+    unit: Vectors,
+    members: list[tuple[str, bytes]],
+    accept: Accept,
+    limit: int,
+) -> list[tuple[bytes, str, float]]:
+    """Score just the given versions (a small filtered namespace), best first."""
+    found: list[tuple[bytes, str, int]] = []
+    for node_id, oid in members:
+        data = txn.get(Space.RECALL, scope + _DOC + oid)
+        if data is None:
+            continue
+        row = matrix.where.get(_DOC_CODEC.decode(data)[2])
+        if row is not None and matrix.alive[row]:
+            found.append((oid, node_id, row))
+    if not found:
+        return []
+    scores = matrix.rows[[row for _, _, row in found]] @ unit
+    order = sorted(
+        range(len(found)), key=lambda i: (-float(scores[i]), matrix.hashes[found[i][2]], found[i][0])
+    )
+    out: list[tuple[bytes, str, float]] = []
+    for i in order:
+        oid, node_id, _ = found[i]
+        if accept(node_id, oid):
+            out.append((oid, node_id, float(scores[i])))
+            if len(out) >= limit:
+                break
+    return out
 
 
 def _best_first(

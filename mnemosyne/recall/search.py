@@ -161,8 +161,19 @@ def search(
     accept = acceptor(view, filters, loaded)
     depth = max(4 * k, 50)
     lexical = index.lexical(view, query, accept, depth) if mode in ("hybrid", "lexical") else []
+
+    def namespace(cap: int) -> list[tuple[str, bytes]] | None:
+        if not filters.prefix:
+            return None
+        members = []
+        for entry in view.tree.items(filters.root, prefix=filters.prefix):
+            members.append(entry)
+            if len(members) > cap:
+                return None
+        return members
+
     semantic = (
-        index.semantic(view, cache, embedder, query, accept, depth)
+        index.semantic(view, cache, embedder, query, accept, depth, namespace)
         if embedder is not None and mode in ("hybrid", "semantic")
         else []
     )
