@@ -104,6 +104,7 @@ class Repo:
         map_size: int = DEFAULT_MAP_SIZE,
         max_map_size: int = DEFAULT_MAX_MAP_SIZE,
         sync: bool = True,
+        embedder: Embedder | str | None = None,
     ) -> Repo:
         """Create a new store in the directory ``path`` and open its default tenant.
 
@@ -126,7 +127,7 @@ class Repo:
         except BaseException:
             kv.close()
             raise
-        return cls(kv, scope(0), DEFAULT_TENANT, clock, where)
+        return cls(kv, scope(0), DEFAULT_TENANT, clock, where)._with(embedder)
 
     @classmethod
     def open(
@@ -140,6 +141,7 @@ class Repo:
         map_size: int = DEFAULT_MAP_SIZE,
         max_map_size: int = DEFAULT_MAX_MAP_SIZE,
         sync: bool = True,
+        embedder: Embedder | str | None = None,
     ) -> Repo:
         """Open an existing store.
 
@@ -151,6 +153,9 @@ class Repo:
             clock: where record time comes from.
             map_size: initial LMDB map size in bytes.
             max_map_size: the map grows on demand up to this size.
+            embedder: the embedder for semantic search (an ``Embedder`` or a name:
+                ``hash``, ``hash-DIM``, ``minilm``, ``none``); default: the store's
+                ``embedder`` setting.
             sync: flush every commit to disk before returning (off: faster bulk
                 loads, and a crash may lose the latest commits, never the store).
 
@@ -172,14 +177,23 @@ class Repo:
         except BaseException:
             kv.close()
             raise
-        return cls(kv, scope, tenant, clock, where)
+        return cls(kv, scope, tenant, clock, where)._with(embedder)
 
     @classmethod
-    def in_memory(cls, *, clock: Clock = system_clock) -> Repo:
+    def in_memory(cls, *, clock: Clock = system_clock, embedder: Embedder | str | None = None) -> Repo:
         """A store held in memory only: for tests and throwaway experiments."""
         kv = MemoryKV()
         kv.transact(initialise)
-        return cls(kv, scope(0), DEFAULT_TENANT, clock, None)
+        return cls(kv, scope(0), DEFAULT_TENANT, clock, None)._with(embedder)
+
+    def _with(self, embedder: Embedder | str | None) -> Repo:
+        if embedder is not None:
+            try:
+                self.use_embedder(embedder)
+            except BaseException:
+                self.close()
+                raise
+        return self
 
     def close(self) -> None:
         """Release the store; the handle cannot be used afterwards."""
