@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 from mnemosyne.errors import Redacted
+from mnemosyne.kv.base import Space
 from mnemosyne.objects import Claim, Node
 from mnemosyne.prolly import EMPTY
 from mnemosyne.view import View, WriteView
@@ -82,8 +83,20 @@ def update(
     return b"" if view.chunk(result).keys == () else result
 
 
+_CLAIM_TAG = b"\xa7claim@1"
+"""How a claim's content begins in a node's stored bytes (msgpack fixstr tag)."""
+
+
 def _readable(view: View, oid: bytes) -> Node | None:
-    """The node, or None when it was erased: an erased claim is in no claim tree."""
+    """The node when it may be a claim; None when it is erased or certainly not a claim.
+
+    An erased claim is in no claim tree. Bytes without the claim tag cannot hold a
+    claim, which spares decoding every note (a rare note holding that exact string
+    is simply decoded).
+    """
+    data = view.txn.get(Space.OBJECTS, view.stores.scope + oid)
+    if data is not None and _CLAIM_TAG not in data:
+        return None
     try:
         return view.node(oid)
     except Redacted:

@@ -20,13 +20,8 @@ def check(view: View) -> list[str]:
     contents: set[bytes] = set()
 
     def readable(oid: bytes) -> bool:
-        try:
-            view.node(oid)
-        except NotFound:
-            return False
-        except CorruptObject:
-            return True  # fsck reports the object itself
-        return True
+        # Presence is enough here: the object check re-hashes every stored object.
+        return txn.get(Space.OBJECTS, scope + oid) is not None
 
     for key, _ in txn.scan(Space.RECALL, scope + b"d"):
         oid = key[len(scope) + 1 :]
