@@ -9,35 +9,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
-from mnemosyne import branching, erasure, queries, walk
+from mnemosyne import branching, queries, walk
 from mnemosyne.blame import Blame, blame
 from mnemosyne.branching import MergeResult, Resolution, Strategy
-from mnemosyne.collect import GcReport, collect
 from mnemosyne.errors import InvalidInput, NotFound
+from mnemosyne.forgetting import ForgettingMethods
 from mnemosyne.ids import new_id
-from mnemosyne.kv.base import KV, WriteTxn
+from mnemosyne.kv.base import WriteTxn
 from mnemosyne.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV
 from mnemosyne.kv.memory import MemoryKV
 from mnemosyne.maintenance import FsckReport, fsck, reindex
 from mnemosyne.merge import Contradiction
-from mnemosyne.objects import Commit, Node, Redaction
-from mnemosyne.recall import config as recall_config
-from mnemosyne.recall import index as recall_index
-from mnemosyne.recall import search as recall_search
-from mnemosyne.recall.embedders import Embedder, embedder_named
-from mnemosyne.recall.index import VectorCache
-from mnemosyne.recall.rebuild import rebuild as recall_rebuild
-from mnemosyne.recall.search import Context, Hit, ReadRecord
-from mnemosyne.recall.search import Mode as SearchMode
-from mnemosyne.refs import BRANCH_PREFIX, check_branch_name
+from mnemosyne.objects import Commit, Node
+from mnemosyne.recall.api import RecallMethods
+from mnemosyne.recall.embedders import Embedder
+from mnemosyne.refs import check_branch_name
+from mnemosyne.repo_core import Clock, aware
 from mnemosyne.results import Change, Diff, Fact, Version
 from mnemosyne.revisions import resolve
 from mnemosyne.tenancy import (
@@ -51,13 +44,11 @@ from mnemosyne.tenancy import (
     tenant_names,
 )
 from mnemosyne.validation import check_id, check_json
-from mnemosyne.view import Stores, View, WriteView
+from mnemosyne.view import WriteView
 from mnemosyne.writing import ClaimPolicy, apply_commit
 
 _DATA_FILE = "data.mdb"
 
-Clock = Callable[[], datetime]
-T = TypeVar("T")
 
 
 def system_clock() -> datetime:
@@ -73,7 +64,7 @@ def _open_kv(
     )
 
 
-class Repo:
+class Repo(RecallMethods, ForgettingMethods):
     """A store of agent memory, bound to one tenant.
 
     Open one with :meth:`init`, :meth:`open` or :meth:`in_memory`; use it as a
@@ -81,17 +72,6 @@ class Repo:
     (reads run concurrently, writes are serialised); open it again in a forked
     child rather than carrying it across ``fork()``.
     """
-
-    def __init__(self, kv: KV, scope: bytes, tenant: str, clock: Clock, path: Path | None) -> None:
-        """Use :meth:`init`, :meth:`open` or :meth:`in_memory` instead."""
-        self._kv = kv
-        self._scope = scope
-        self._stores = Stores(scope)
-        self._clock = clock
-        self.tenant = tenant
-        self.path = path
-        self._embedder: Embedder | str | None = "config"
-        self._vectors = VectorCache()
 
     # -- opening -------------------------------------------------------------
 
@@ -195,44 +175,6 @@ class Repo:
                 raise
         return self
 
-    def close(self) -> None:
-        """Release the store; the handle cannot be used afterwards."""
-        self._kv.close()
-
-    def __enter__(self) -> Repo:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        where = str(self.path) if self.path is not None else "memory"
-        return f"<Repo {where} tenant={self.tenant}>"
-
-    @property
-    def readonly(self) -> bool:
-        """Whether the handle refuses writes."""
-        return self._kv.readonly
-
-    @property
-    def kv(self) -> KV:
-        """The storage backend (for maintenance tools and benchmarks)."""
-        return self._kv
-
-    @contextmanager
-    def _view(self) -> Iterator[View]:
-        with self._kv.read() as txn:
-            check_bound(txn, self.tenant, self._scope)
-            yield View(self._stores, txn)
-
-    def _now(self) -> datetime:
-        now = self._clock()
-        if now.tzinfo is None:
-            raise InvalidInput("the store's clock returned a naive datetime")
-        return now.astimezone(UTC)
-
     # -- writing -------------------------------------------------------------
 
     def commit(
@@ -323,18 +265,10 @@ class Repo:
 
     # -- reading -------------------------------------------------------------
 
-    def _tip(self, view: View, at: str | None, as_of: datetime | None) -> bytes | None:
-        """The commit a read looks at; None for HEAD on a branch with no commits."""
-        if at is None:
-            if as_of is None:
-                return view.refs.read(view.txn, BRANCH_PREFIX + view.refs.head_branch(view.txn))
-            return resolve(view, "HEAD", as_of=_aware(as_of))
-        return resolve(view, at, as_of=_aware(as_of) if as_of is not None else None)
-
     def resolve(self, rev: str = "HEAD", as_of: datetime | None = None) -> Commit:
         """The commit a revision names (see ``INTERFACE.md`` for the syntax)."""
         with self._view() as view:
-            oid = resolve(view, rev, as_of=_aware(as_of) if as_of is not None else None)
+            oid = resolve(view, rev, as_of=aware(as_of) if as_of is not None else None)
             return Commit.from_object(oid, view.commit(oid))
 
     def get(
@@ -389,10 +323,6 @@ class Repo:
             return nodes
         now = self._judged_at(as_of)
         return (node for node in nodes if not queries.expired(node, now))
-
-    def _judged_at(self, as_of: datetime | None) -> datetime:
-        """The time expiry is judged at: ``as_of`` when given, else now."""
-        return _aware(as_of) if as_of is not None else self._now()
 
     def log(
         self,
@@ -461,7 +391,7 @@ class Repo:
             if tip is None:
                 return []
             now = self._judged_at(as_of)
-            when = _aware(valid_at) if valid_at is not None else now
+            when = aware(valid_at) if valid_at is not None else now
             return queries.facts(view, tip, subject, predicate, when, now)
 
     def contradictions(self, ref: str | None = None) -> list[Contradiction]:
@@ -507,7 +437,7 @@ class Repo:
         Walks only the parts of the two trees whose hashes differ. With ``as_of``,
         both revisions must name refs and are read as they were at that time.
         """
-        when = _aware(as_of) if as_of is not None else None
+        when = aware(as_of) if as_of is not None else None
         with self._view() as view:
             oid_a = resolve(view, a, as_of=when)
             oid_b = resolve(view, b, as_of=when)
@@ -561,319 +491,6 @@ class Repo:
         return self._kv.transact(lambda txn: drop_tenant(txn, name))
 
     # -- integrity -------------------------------------------------------------
-
-    # -- recall ------------------------------------------------------------------
-
-    def use_embedder(self, embedder: Embedder | str | None) -> None:
-        """Use ``embedder`` for this handle.
-
-        An ``Embedder``, a name (``hash``, ``hash-DIM``, ``minilm``, ``none``), or
-        None for no semantic search. Without a call, the store's ``embedder``
-        setting decides (default ``none``).
-        """
-        self._embedder = embedder_named(embedder) if isinstance(embedder, str) else embedder
-
-    def embedder(self) -> Embedder | None:
-        """The embedder this handle uses (loaded on first use from the store's setting)."""
-        if isinstance(self._embedder, str):
-            with self._kv.read() as txn:
-                name = recall_config.get(txn, "embedder")
-            self._embedder = embedder_named(name)
-        return self._embedder
-
-    def config(self, key: str, value: str | None = None) -> str:
-        """Read a store setting, or change it when ``value`` is given (e.g. ``embedder``)."""
-        if value is not None:
-            recall_config.set_value(self._kv, key, value)
-            if key == "embedder":
-                self._embedder = "config"
-        with self._kv.read() as txn:
-            return recall_config.get(txn, key)
-
-    def _catch_up(self) -> None:
-        """Index queued versions and embed new contents before a search (writable handles)."""
-        if self.readonly:
-            return
-        embedder = self.embedder()
-        with self._view() as view:
-            if not recall_index.needs_catch_up(view.txn, self._stores.scope, embedder):
-                return
-        self._write(lambda view: recall_index.catch_up(view, view.txn, embedder))
-
-    def search(
-        self,
-        query: str,
-        k: int = 10,
-        at: str | None = None,
-        as_of: datetime | None = None,
-        prefix: str | None = None,
-        valid_at: datetime | None = None,
-        kind: str | None = None,
-        meta: dict[str, Any] | None = None,
-        *,
-        mode: SearchMode = "hybrid",
-        run_id: str | None = None,
-    ) -> list[Hit]:
-        """Recall memories by words and meaning, from one snapshot only.
-
-        Hybrid by default: BM25 over text (and string values of JSON content) fused
-        by reciprocal rank with cosine similarity of embeddings (when an embedder is
-        set). Filters apply before ranking, so a hit is always the version current in
-        the snapshot read (default: HEAD; ``at``/``as_of`` as for ``get``): never a
-        deleted, superseded, expired or erased one.
-
-        Args:
-            query: what to look for.
-            k: how many hits at most.
-            at: a revision to search instead of HEAD.
-            as_of: search the branch as it was at this record time.
-            prefix: only ids under this namespace.
-            valid_at: claims must be in force at this valid time (notes pass).
-            kind: only ``note`` or only ``claim`` nodes.
-            meta: exact matches on meta keys.
-            mode: ``hybrid``, ``lexical`` or ``semantic``.
-            run_id: record the versions returned in the read log under this id.
-        """
-        if not isinstance(query, str):
-            raise InvalidInput("the query must be text")
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise InvalidInput("k must be a positive integer")
-        if mode not in ("hybrid", "lexical", "semantic"):
-            raise InvalidInput("mode must be hybrid, lexical or semantic")
-        self._catch_up()
-        embedder = self.embedder() if mode != "lexical" else None
-        with self._view() as view:
-            filters = self._filters(view, at, as_of, prefix, valid_at, kind, meta)
-            if filters is None:
-                return []
-            hits = recall_search.search(view, self._vectors, embedder, query, k, filters, mode)
-        if run_id is not None:
-            self._record_read(run_id, "search", query, hits)
-        return hits
-
-    def context(
-        self,
-        query: str,
-        budget_tokens: int = 1000,
-        *,
-        k: int = 50,
-        at: str | None = None,
-        as_of: datetime | None = None,
-        prefix: str | None = None,
-        valid_at: datetime | None = None,
-        run_id: str | None = None,
-    ) -> Context:
-        """The smallest cited context for ``query`` that fits ``budget_tokens``.
-
-        The best memories (as ranked by :meth:`search`) that fit, claims in force
-        first among them, each with its id and hash; tokens are estimated as one per
-        four characters. ``Context.render()`` gives the text to put in a prompt.
-        """
-        if not isinstance(budget_tokens, int) or budget_tokens < 1:
-            raise InvalidInput("budget_tokens must be a positive integer")
-        hits = self.search(query, k=k, at=at, as_of=as_of, prefix=prefix, valid_at=valid_at)
-        with self._view() as view:
-            filters = self._filters(view, at, as_of, prefix, valid_at, None, None)
-            if filters is None:
-                return Context(query=query, budget_tokens=budget_tokens, tokens=0, items=[])
-            built = recall_search.assemble(view, hits, query, budget_tokens, filters)
-        if run_id is not None:
-            chosen = {item.hash for item in built.items}
-            self._record_read(run_id, "context", query, [h for h in hits if h.hash in chosen])
-        return built
-
-    def reads(self, run_id: str) -> list[ReadRecord]:
-        """What searches and contexts recorded under ``run_id`` returned, oldest first."""
-        with self._view() as view:
-            return recall_search.reads(view.txn, self._stores.scope, run_id)
-
-    def _filters(
-        self,
-        view: View,
-        at: str | None,
-        as_of: datetime | None,
-        prefix: str | None,
-        valid_at: datetime | None,
-        kind: str | None,
-        meta: dict[str, Any] | None,
-    ) -> recall_search.Filters | None:
-        tip = self._tip(view, at, as_of)
-        if tip is None:
-            return None
-        now = self._judged_at(as_of)
-        return recall_search.Filters(
-            root=view.commit(tip).tree,
-            now=now,
-            prefix=prefix,
-            kind=kind,
-            meta=meta,
-            valid_at=_aware(valid_at) if valid_at is not None else None,
-            claim_root=view.graph.entry(view.txn, tip).claims,
-        )
-
-    def _record_read(self, run_id: str, kind: str, query: str, hits: list[Hit]) -> None:
-        if self.readonly:
-            return  # a read-only handle never writes, not even the read log
-        if not isinstance(run_id, str) or not run_id or "\x00" in run_id:
-            raise InvalidInput("run_id must be non-empty text")
-        record = ReadRecord(
-            run_id=run_id,
-            time=self._now(),
-            kind=kind,
-            query=query,
-            ids=[h.id for h in hits],
-            hashes=[h.hash for h in hits],
-        )
-        self._kv.transact(lambda txn: recall_search.record_read(txn, self._stores.scope, record))
-
-    def reindex_recall(
-        self, vectors: bool = False, progress: Callable[[int, int], None] | None = None
-    ) -> int:
-        """Rebuild the recall indexes from the stored node versions.
-
-        Args:
-            vectors: also drop and recompute every embedding of the current model.
-            progress: called with (done, total) as versions are indexed.
-
-        Returns:
-            How many node versions were indexed.
-        """
-        embedder = self.embedder()
-
-        def work(view: WriteView) -> int:
-            return recall_rebuild(view, embedder, vectors, progress)
-
-        return self._write(work)
-
-    # -- forgetting --------------------------------------------------------------
-
-    def forget(
-        self, id: str, reason: str, author: str = "unknown", version: str | None = None
-    ) -> list[Redaction]:
-        """Erase for real: delete the bytes of every version of ``id`` (or of one version).
-
-        Content, provenance and meta of each erased version leave the object store
-        and the derived indexes; an append-only redaction record (hash, time, author,
-        reason) takes its place. Trees and commits keep the hash, so history still
-        verifies; reading an erased version raises ``Redacted``. The current branch
-        drops the id in a normal commit when its version there was erased. Freed
-        pages keep old bytes until ``gc(compact=True)`` rewrites the file.
-
-        Args:
-            id: the node id (ids are keys and stay; personal data belongs in content).
-            reason: why, kept in the redaction record.
-            author: who, kept in the redaction record.
-            version: one version's hash (or a unique prefix of at least 4 hex
-                characters) to erase just that one.
-
-        Returns:
-            One redaction record per version erased now (versions erased before keep
-            their first record).
-
-        Raises:
-            NotFound: the id has no such version in this tenant.
-            InvalidInput: no reason, or an ambiguous version prefix.
-        """
-        check_id(id)
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidInput("give a reason for erasing: it is kept in the redaction record")
-
-        def work(view: WriteView) -> list[Redaction]:
-            versions = erasure.versions_of(view, id)
-            if version is not None:
-                versions = [v for v in versions if v.hex().startswith(version.lower())]
-                if len(version) < 4 or len(versions) > 1:
-                    raise InvalidInput(f"version {version!r} is ambiguous; give more hex characters")
-            if not versions:
-                raise NotFound(f"{id} has no {'such version' if version else 'versions'} in this store")
-            now = self._now()
-            records, had_claim = erasure.erase(view, id, versions, author=author, reason=reason, now=now)
-            self._drop_erased(view, {id: set(versions)}, author, f"forget {id}: {reason}", now)
-            if had_claim:
-                erasure.refresh_claim_index(view)
-            return records
-
-        return self._write(work)
-
-    def forget_expired(self, reason: str = "expired", author: str = "unknown") -> list[Redaction]:
-        """Erase every node version past its ``expires_at`` (judged by the store's clock)."""
-
-        def work(view: WriteView) -> list[Redaction]:
-            now = self._now()
-            found = erasure.expired_versions(view, now)
-            records: list[Redaction] = []
-            any_claim = False
-            for node_id, hashes in found.items():
-                erased, had_claim = erasure.erase(
-                    view, node_id, hashes, author=author, reason=reason, now=now
-                )
-                records.extend(erased)
-                any_claim = any_claim or had_claim
-            self._drop_erased(
-                view, {k: set(v) for k, v in found.items()}, author, f"forget expired: {reason}", now
-            )
-            if any_claim:
-                erasure.refresh_claim_index(view)
-            return records
-
-        return self._write(work)
-
-    def _drop_erased(
-        self, view: WriteView, erased: dict[str, set[bytes]], author: str, message: str, now: datetime
-    ) -> None:
-        branch = view.refs.head_branch(view.txn)
-        tip = view.refs.read(view.txn, BRANCH_PREFIX + branch)
-        if tip is None:
-            return
-        root = view.commit(tip).tree
-        gone = sorted(i for i, hashes in erased.items() if view.tree.get(root, i) in hashes)
-        if gone:
-            apply_commit(
-                view,
-                branch=branch,
-                parent=None,
-                nodes=[],
-                removals=gone,
-                author=author,
-                message=message,
-                meta=None,
-                allow_empty=False,
-                on_claim_conflict="refuse",
-                now=now,
-            )
-
-    def gc(
-        self,
-        grace: timedelta = timedelta(days=14),
-        compact: bool = False,
-        expire_reflog: timedelta | None = None,
-    ) -> GcReport:
-        """Remove objects unreachable from every ref and retained reflog entry.
-
-        An object goes only after it has been unreachable for ``grace`` (the first
-        collection that finds it starts its clock; ``timedelta(0)`` removes at once).
-        Reflogs are kept forever unless ``expire_reflog`` prunes entries older than
-        that (as-of reads before the horizon then give ``NotFound``).
-
-        Args:
-            grace: how long an object must stay unreachable before it is removed.
-            compact: afterwards rewrite the store file without free pages, so erased
-                bytes leave the disk; needs the store to itself (no other handle in
-                this process, no other process).
-            expire_reflog: prune reflog entries older than this.
-
-        Raises:
-            InvalidInput: ``compact`` while another handle or process has the store open.
-        """
-        report = self._write(
-            lambda view: collect(view, grace=grace, now=self._now(), expire_reflog=expire_reflog)
-        )
-        if compact and isinstance(self._kv, LmdbKV):
-            before, after = self._kv.compact()
-            report = msgspec.structs.replace(
-                report, compacted=True, file_bytes_before=before, file_bytes_after=after
-            )
-        return report
 
     def fsck(self) -> FsckReport:
         """Re-hash every object; check refs, reflogs, commits, trees and derived indexes.
@@ -1010,13 +627,6 @@ class Repo:
         """
         return walk.bisect(self._view, predicate, good, bad)
 
-    def _write(self, fn: Callable[[WriteView], T]) -> T:
-        def work(txn: WriteTxn) -> T:
-            check_bound(txn, self.tenant, self._scope)
-            return fn(WriteView(self._stores, txn))
-
-        return self._kv.transact(work)
-
     def revert(self, commit: str, *, author: str = "unknown", message: str | None = None) -> Commit:
         """Undo one commit with a new commit on the current branch.
 
@@ -1048,12 +658,4 @@ def _iterable(*values: object) -> bool:
 
 
 def _with_id(node: Node, node_id: str) -> Node:
-    import msgspec
-
     return msgspec.structs.replace(node, id=node_id)
-
-
-def _aware(when: datetime) -> datetime:
-    if not isinstance(when, datetime) or when.tzinfo is None:
-        raise InvalidInput("as_of must be a timezone-aware datetime")
-    return when.astimezone(UTC)
