@@ -78,7 +78,7 @@ def test_plain_commits_from_many_processes_are_never_lost(tmp_path):
 
 
 def test_read_modify_write_with_retry_across_processes(tmp_path):
-    per_process = 25
+    per_process = 50
     path = tmp_path / "store"
     with Repo.init(path) as repo:
         repo.commit([Node(id="counter", content=0)], message="start")
