@@ -34,6 +34,8 @@ def check(view: View) -> list[str]:
             contents.add(chash)
         else:
             problems.append(f"the content map names version {oid.hex()[:12]}, which is erased or missing")
+    if next(iter(txn.scan(Space.VECTORS, scope)), None) is None:
+        return problems  # no vectors: nothing below could be wrong
     for key, _ in txn.scan(Space.RECALL, scope + b"q"):
         oid = key[len(scope) + 1 :]
         try:
