@@ -50,7 +50,6 @@ from mnemosyne.writing import ClaimPolicy, apply_commit
 _DATA_FILE = "data.mdb"
 
 
-
 def system_clock() -> datetime:
     """The default clock: the system's time in UTC."""
     return datetime.now(UTC)
