@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
+from typing import Self, TypeVar
 
 from mnemosyne.errors import InvalidInput
 from mnemosyne.kv.base import KV, WriteTxn
@@ -52,7 +52,7 @@ class RepoCore:
         """Release the store; the handle cannot be used afterwards."""
         self._kv.close()
 
-    def __enter__(self) -> RepoCore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
