@@ -408,9 +408,8 @@ def semantic(
     """Exact cosine search over the model's vectors; the best ``limit`` accepted versions.
 
     ``namespace(cap)`` may list the snapshot's ``(id, hash)`` entries under a
-    prefix filter, or None when there are more than ``cap``. The ranking is walked
-    first; when a long walk has not filled ``limit`` (a selective filter), a small
-    namespace is scored directly instead of walking on for its few members.
+    prefix filter, or None when there are more than ``cap``: a small namespace is
+    scored directly instead of walking the whole ranking for its few members.
 
     Returns:
         ``(node hash, node id, score)``, best first.
@@ -426,16 +425,12 @@ def semantic(
     if norm == 0.0:
         return []
     unit = vector / norm
+    members = namespace(max(256, count // 50)) if namespace is not None else None
+    if members is not None:
+        return _score_members(txn, scope, matrix, unit, members, accept, limit)
     scores = matrix.rows[:count] @ unit
     out: list[tuple[bytes, str, float]] = []
-    budget = max(256, 16 * limit)
-    for walked, row in enumerate(
-        _best_first(scores, matrix.keys[:count], matrix.alive[:count], max(64, 8 * limit))
-    ):
-        if walked == budget and namespace is not None:
-            members = namespace(max(256, count // 50))
-            if members is not None:
-                return _score_members(txn, scope, matrix, unit, members, accept, limit)
+    for row in _best_first(scores, matrix.keys[:count], matrix.alive[:count], max(64, 8 * limit)):
         for oid, node_id in versions_with_content(txn, scope, matrix.hashes[row]):
             if accept(node_id, oid):
                 out.append((oid, node_id, float(scores[row])))
