@@ -16,7 +16,7 @@ from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
 from mnemosyne.objects import CommitObject, Node, ObjectId, Redaction, StoredObject, TreeChunk
 from mnemosyne.validation import MAX_NODE_BYTES, check_node_size, rfc3339
 
-CACHE_ENTRIES = 32768
+CACHE_ENTRIES = 65536
 _redaction_decoder = msgspec.msgpack.Decoder(Redaction)
 
 

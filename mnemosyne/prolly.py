@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
+from itertools import repeat
 
 from mnemosyne.objects import TreeChunk
 
@@ -365,9 +366,15 @@ class Tree:
     def _expand(self, stack: list[tuple[int, str, bytes]]) -> None:
         _, _, oid = stack.pop()
         chunk = self._load(oid)
-        level = chunk.level - 1
-        for key, value in zip(reversed(chunk.keys), reversed(chunk.values), strict=True):
-            stack.append((level, key, value))
+        # Children go on the stack last-first, so the smallest key is popped next.
+        stack.extend(
+            zip(
+                repeat(chunk.level - 1, len(chunk.keys)),
+                reversed(chunk.keys),
+                reversed(chunk.values),
+                strict=True,
+            )
+        )
 
     def _drain(self, stack: list[tuple[int, str, bytes]]) -> Iterator[tuple[int, str, bytes]]:
         while stack:
