@@ -9,15 +9,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
+from cli_harness import CliStore, assert_error, invoke
 from mnemo_cli.app import app, exit_code, main
-from typer.testing import CliRunner, Result
 
 import mnemosyne
-
-runner = CliRunner()
 
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
 PROVENANCE_KEYS = ["agent_step", "observation", "tool_call", "source"]
@@ -25,54 +22,7 @@ HEX64 = re.compile(r"[0-9a-f]{64}")
 RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 
 
-def invoke(*args: str, input: str | None = None) -> Result:
-    return runner.invoke(app, list(args), input=input)
-
-
-class Store:
-    """A store in a temporary directory, driven through the CLI."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        result = invoke("init", str(path))
-        assert result.exit_code == 0, result.output
-
-    def run(self, *args: str, input: str | None = None, as_json: bool = False) -> Result:
-        return invoke("--repo", str(self.path), *(["--json"] if as_json else []), *args, input=input)
-
-    def ok(self, *args: str, input: str | None = None) -> str:
-        """Stdout of a command that must succeed."""
-        result = self.run(*args, input=input)
-        assert result.exit_code == 0, (args, result.output)
-        return result.stdout
-
-    def doc(self, *args: str, input: str | None = None) -> Any:
-        """The one JSON document a command prints under --json."""
-        result = self.run(*args, input=input, as_json=True)
-        assert result.exit_code == 0, (args, result.output)
-        return json.loads(result.stdout)
-
-    def lines(self, *args: str) -> list[Any]:
-        """The JSON Lines a listing prints under --json."""
-        result = self.run(*args, as_json=True)
-        assert result.exit_code == 0, (args, result.output)
-        return [json.loads(line) for line in result.stdout.splitlines()]
-
-    def put(self, *nodes: dict[str, Any], message: str = "m", author: str = "tester") -> str:
-        """Commit nodes as JSON Lines; the new commit id."""
-        text = "\n".join(json.dumps(node) for node in nodes)
-        return str(self.doc("commit", "-m", message, "--author", author, input=text)["commit"])
-
-
-def assert_error(result: Result, code: int, fragment: str) -> None:
-    """Failed with ``code`` and one ``error:`` line on stderr mentioning ``fragment``; no stdout."""
-    assert result.exit_code == code, (result.exit_code, result.output)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: "), lines
-    assert fragment in lines[0], lines
-    assert "Traceback" not in result.output
-    assert result.stdout == ""
+Store = CliStore
 
 
 @pytest.fixture(autouse=True)

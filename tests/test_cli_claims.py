@@ -12,10 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mnemo_cli.app import app
-from typer.testing import CliRunner, Result
-
-runner = CliRunner()
+from cli_harness import CliStore, assert_error, invoke
 
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
 TIMELINE_KEYS = [
@@ -32,55 +29,6 @@ HEX64 = re.compile(r"[0-9a-f]{64}")
 PASSPORT = "acme/mira/passport_deadline"
 
 
-def invoke(*args: str, input: str | None = None) -> Result:
-    return runner.invoke(app, list(args), input=input)
-
-
-def assert_error(result: Result, code: int, fragment: str) -> None:
-    """Failed with ``code`` and one ``error:`` line on stderr mentioning ``fragment``; no stdout."""
-    assert result.exit_code == code, (result.exit_code, result.output)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: "), lines
-    assert fragment in lines[0], lines
-    assert "Traceback" not in result.output
-    assert result.stdout == ""
-
-
-class Store:
-    """A store in a temporary directory, driven through the CLI (optionally in one tenant)."""
-
-    def __init__(self, path: Path, tenant: str | None = None) -> None:
-        self.path = path
-        self.tenant = tenant
-        if not path.exists():
-            result = invoke("init", str(path))
-            assert result.exit_code == 0, result.output
-
-    def run(self, *args: str, input: str | None = None, as_json: bool = False) -> Result:
-        prefix = ["--repo", str(self.path), *(["--tenant", self.tenant] if self.tenant else [])]
-        return invoke(*prefix, *(["--json"] if as_json else []), *args, input=input)
-
-    def ok(self, *args: str, input: str | None = None) -> str:
-        result = self.run(*args, input=input)
-        assert result.exit_code == 0, (args, result.output)
-        return result.stdout
-
-    def doc(self, *args: str, input: str | None = None) -> Any:
-        result = self.run(*args, input=input, as_json=True)
-        assert result.exit_code == 0, (args, result.output)
-        return json.loads(result.stdout)
-
-    def lines(self, *args: str) -> list[Any]:
-        result = self.run(*args, as_json=True)
-        assert result.exit_code == 0, (args, result.output)
-        return [json.loads(line) for line in result.stdout.splitlines()]
-
-    def put(self, *nodes: dict[str, Any], message: str = "m", extra: tuple[str, ...] = ()) -> str:
-        text = "\n".join(json.dumps(node) for node in nodes)
-        return str(self.doc("commit", "-m", message, "--author", "tester", *extra, input=text)["commit"])
-
-
 def claim(node_id: str, valid_from: str, value: Any, observation: str | None = None) -> dict[str, Any]:
     content = {"subject": "mira", "predicate": "passport_deadline", "value": value, "valid_from": valid_from}
     return {
@@ -89,6 +37,9 @@ def claim(node_id: str, valid_from: str, value: Any, observation: str | None = N
         "content": content,
         "provenance": {"observation": observation, "source": "chat"},
     }
+
+
+Store = CliStore
 
 
 @pytest.fixture(autouse=True)

@@ -17,14 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mnemo_cli.app import app
+from cli_harness import CliStore, assert_error
 from mnemo_cli.cmd_forget import parse_duration
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
 from mnemosyne import Repo
 from mnemosyne.kv.base import Space
-
-runner = CliRunner()
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
 RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
@@ -42,50 +40,13 @@ GC_KEYS = [
 SCOPE = b"\x00\x00\x00\x00"
 
 
-def invoke(*args: str, input: str | None = None) -> Result:
-    return runner.invoke(app, list(args), input=input)
+class Store(CliStore):
+    """The CLI store; ``ok`` gives the whole result (stdout and stderr are both checked)."""
 
+    author = "agent"
 
-def assert_error(result: Result, code: int, fragment: str) -> None:
-    """Failed with ``code`` and one ``error:`` line on stderr mentioning ``fragment``; no stdout."""
-    assert result.exit_code == code, (result.exit_code, result.output)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: "), lines
-    assert fragment in lines[0], lines
-    assert "Traceback" not in result.output
-    assert result.stdout == ""
-
-
-class Store:
-    """A store in a temporary directory, driven through the CLI."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        result = invoke("init", str(path))
-        assert result.exit_code == 0, result.output
-
-    def run(self, *args: str, input: str | None = None, as_json: bool = False) -> Result:
-        return invoke("--repo", str(self.path), *(["--json"] if as_json else []), *args, input=input)
-
-    def ok(self, *args: str, input: str | None = None) -> Result:
-        result = self.run(*args, input=input)
-        assert result.exit_code == 0, (args, result.output)
-        return result
-
-    def doc(self, *args: str, input: str | None = None) -> Any:
-        result = self.run(*args, input=input, as_json=True)
-        assert result.exit_code == 0, (args, result.output)
-        return json.loads(result.stdout)
-
-    def lines(self, *args: str) -> list[Any]:
-        result = self.run(*args, as_json=True)
-        assert result.exit_code == 0, (args, result.output)
-        return [json.loads(line) for line in result.stdout.splitlines()]
-
-    def put(self, *nodes: dict[str, Any], message: str = "m") -> str:
-        text = "\n".join(json.dumps(node) for node in nodes)
-        return str(self.doc("commit", "-m", message, "--author", "agent", input=text)["commit"])
+    def ok(self, *args: str, input: str | None = None, **env: str) -> Result:  # type: ignore[override]
+        return self.result(*args, input=input, **env)
 
     def hashes(self, node_id: str, ref: str = "HEAD") -> list[str]:
         """Hashes of the versions of ``node_id``, newest first."""

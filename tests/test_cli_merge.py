@@ -8,72 +8,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mnemo_cli.app import app
-from typer.testing import CliRunner, Result
+from cli_harness import CliStore, assert_error, invoke
 
 from mnemosyne import Repo
 from mnemosyne.kv.base import Space
-
-runner = CliRunner()
 
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
 MERGE_KEYS = ["commit", "conflicts", "contradictions", "fast_forward", "up_to_date"]
 HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
-def invoke(*args: str, input: str | None = None) -> Result:
-    return runner.invoke(app, list(args), input=input)
-
-
-def assert_error(result: Result, code: int, fragment: str) -> None:
-    """Failed with ``code`` and one ``error:`` line on stderr mentioning ``fragment``; no stdout."""
-    assert result.exit_code == code, (result.exit_code, result.output)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: "), lines
-    assert fragment in lines[0], lines
-    assert "Traceback" not in result.output
-    assert result.stdout == ""
-
-
-class Store:
-    """A store in a temporary directory, driven through the CLI."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        result = invoke("init", str(path))
-        assert result.exit_code == 0, result.output
-
-    def run(self, *args: str, input: str | None = None, as_json: bool = False) -> Result:
-        return invoke("--repo", str(self.path), *(["--json"] if as_json else []), *args, input=input)
-
-    def ok(self, *args: str, input: str | None = None) -> str:
-        result = self.run(*args, input=input)
-        assert result.exit_code == 0, (args, result.output)
-        return result.stdout
-
-    def doc(self, *args: str, input: str | None = None) -> Any:
-        result = self.run(*args, input=input, as_json=True)
-        assert result.exit_code == 0, (args, result.output)
-        return json.loads(result.stdout)
-
-    def lines(self, *args: str) -> list[Any]:
-        result = self.run(*args, as_json=True)
-        assert result.exit_code == 0, (args, result.output)
-        return [json.loads(line) for line in result.stdout.splitlines()]
-
-    def put(self, *nodes: dict[str, Any], message: str = "m", branch: str | None = None) -> str:
-        text = "\n".join(json.dumps(node) for node in nodes)
-        where = ("--branch", branch) if branch else ()
-        return str(self.doc("commit", "-m", message, "--author", "tester", *where, input=text)["commit"])
-
-    def content(self, node_id: str) -> Any:
-        return self.doc("show", node_id)["content"]
-
-
 def claim(node_id: str, value: Any, valid_from: str = "2026-06-01") -> dict[str, Any]:
     content = {"subject": "mira", "predicate": "lang", "value": value, "valid_from": valid_from}
     return {"id": node_id, "kind": "claim", "content": content}
+
+
+class Store(CliStore):
+    """The CLI store, plus reading one node's content."""
+
+    def content(self, node_id: str) -> Any:
+        return self.doc("show", node_id)["content"]
 
 
 @pytest.fixture(autouse=True)

@@ -7,20 +7,16 @@ tiny deterministic ``hash`` embedder stands in (by ``config set`` or by
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
-from mnemo_cli.app import app
+from cli_harness import CliStore, assert_error, invoke
 from mnemo_cli.cmd_recall import parse_meta
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
 from mnemosyne import InvalidInput
 from mnemosyne.recall.config import KEYS
-
-runner = CliRunner()
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
 RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
@@ -31,51 +27,13 @@ ITEM_KEYS = ["id", "hash", "text", "tokens", "score", "claim_in_force"]
 READ_KEYS = ["run_id", "time", "kind", "query", "ids", "hashes"]
 
 
-def invoke(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
-    return runner.invoke(app, list(args), input=input, env=env)
+class Store(CliStore):
+    """The CLI store; ``ok`` gives the whole result (stdout and stderr are both checked)."""
 
+    author = "agent"
 
-def assert_error(result: Result, code: int, fragment: str) -> None:
-    """Failed with ``code`` and one ``error:`` line on stderr mentioning ``fragment``; no stdout."""
-    assert result.exit_code == code, (result.exit_code, result.output)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: "), lines
-    assert fragment in lines[0], lines
-    assert "Traceback" not in result.output
-    assert result.stdout == ""
-
-
-class Store:
-    """A store in a temporary directory, driven through the CLI."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        result = invoke("init", str(path))
-        assert result.exit_code == 0, result.output
-
-    def run(self, *args: str, input: str | None = None, as_json: bool = False, **env: str) -> Result:
-        flags = ["--json"] if as_json else []
-        return invoke("--repo", str(self.path), *flags, *args, input=input, env=env or None)
-
-    def ok(self, *args: str, input: str | None = None, **env: str) -> Result:
-        result = self.run(*args, input=input, **env)
-        assert result.exit_code == 0, (args, result.output)
-        return result
-
-    def doc(self, *args: str, input: str | None = None, **env: str) -> Any:
-        result = self.run(*args, input=input, as_json=True, **env)
-        assert result.exit_code == 0, (args, result.output)
-        return json.loads(result.stdout)
-
-    def lines(self, *args: str, **env: str) -> list[Any]:
-        result = self.run(*args, as_json=True, **env)
-        assert result.exit_code == 0, (args, result.output)
-        return [json.loads(line) for line in result.stdout.splitlines()]
-
-    def put(self, *nodes: dict[str, Any], message: str = "m") -> str:
-        text = "\n".join(json.dumps(node) for node in nodes)
-        return str(self.doc("commit", "-m", message, "--author", "agent", input=text)["commit"])
+    def ok(self, *args: str, input: str | None = None, **env: str) -> Result:  # type: ignore[override]
+        return self.result(*args, input=input, **env)
 
     def ids(self, *args: str, **env: str) -> list[str]:
         """The ids ``search`` returns, best first."""
