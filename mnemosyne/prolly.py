@@ -85,6 +85,15 @@ def _merge(
     keys = chunk.keys
     values = chunk.values
     n = len(keys)
+    if n == 0:
+        # An empty tree (a first commit, an import): every edit that puts is new.
+        added = [(key, value) for key, value in edits if value is not None]
+        out_keys.extend([key for key, _ in added])
+        out_values.extend([value for _, value in added])
+        out_known.extend([None] * len(added))
+        if changes is not None:
+            changes.extend([(key, None, value) for key, value in added])
+        return
     last_flag: bool | None = None if final else True
     i = 0
     for key, value in edits:
@@ -115,6 +124,19 @@ def _merge(
 
 def _edit_key(edit: Edit) -> str:
     return edit[0]
+
+
+class _Plan:
+    """Chunks to rewrite in place: an inner ``chunk`` with edited ``children``, or a new ``leaf``."""
+
+    __slots__ = ("children", "chunk", "leaf")
+
+    def __init__(
+        self, chunk: TreeChunk | None, leaf: TreeChunk | None, children: list[tuple[int, _Plan]]
+    ) -> None:
+        self.chunk = chunk
+        self.leaf = leaf
+        self.children = children
 
 
 class Tree:
@@ -200,6 +222,12 @@ class Tree:
         changes: list[Change] = []
         if not edits:
             return root, changes
+        plan = self._plan(self._load(root), edits, True, changes)
+        if plan is not None:
+            # No chunk boundary moves: rewrite the edited paths in place.
+            patched = self._patch(plan)
+            return (root if patched is None else patched), changes
+        changes.clear()
         top = self._load(root).level
         level = 0
         level_edits: Sequence[Edit] = edits
@@ -217,6 +245,92 @@ class Tree:
                 return root, changes
             level_edits = sorted(next_edits.items())
             level += 1
+
+    def _plan(
+        self, chunk: TreeChunk, edits: Sequence[Edit], final: bool, changes: list[Change]
+    ) -> _Plan | None:
+        """Plan edits that leave every chunk boundary where it is, or return None.
+
+        That holds when each edit changes a value, deletes a key that does not end
+        its chunk, or inserts a key inside a chunk (before its last key) that is not
+        a boundary: the last key of every chunk, and so every level above, stays.
+        Most commits are like that (new versions of known ids, or new ids in the
+        middle of a chunk), and a plan spares re-cutting and re-hashing keys.
+        """
+        keys = chunk.keys
+        if not keys:
+            return None
+        if chunk.level:
+            children: list[tuple[int, _Plan]] = []
+            last = len(keys) - 1
+            start = 0
+            n = len(edits)
+            while start < n:
+                i = bisect.bisect_left(keys, edits[start][0])
+                if i > last:
+                    return None  # past the tree's last key: the final chunk grows
+                end = bisect.bisect_right(edits, keys[i], start, n, key=_edit_key)
+                sub = self._plan(self._load(chunk.values[i]), edits[start:end], final and i == last, changes)
+                if sub is None:
+                    return None
+                if sub.leaf is not None or sub.children:
+                    children.append((i, sub))
+                start = end
+            return _Plan(chunk, None, children)
+        last_key = keys[-1]
+        new_keys: list[str] | None = None
+        new_values = list(chunk.values)
+        touched = False
+        for key, value in edits:
+            current: Sequence[str] = new_keys if new_keys is not None else keys
+            i = bisect.bisect_left(current, key)
+            present = i < len(current) and current[i] == key
+            if present:
+                old = new_values[i]
+                if value is None:
+                    if key == last_key:
+                        return None  # the chunk would end elsewhere
+                    if new_keys is None:
+                        new_keys = list(keys)
+                    del new_keys[i]
+                    del new_values[i]
+                elif value != old:
+                    new_values[i] = value
+                else:
+                    continue
+                changes.append((key, old, value))
+                touched = True
+            elif value is not None:
+                if key > last_key or is_boundary(key, 0):
+                    return None  # a new boundary, or past the end of the final chunk
+                if new_keys is None:
+                    new_keys = list(keys)
+                new_keys.insert(i, key)
+                new_values.insert(i, value)
+                changes.append((key, None, value))
+                touched = True
+        if not touched:
+            return _Plan(None, None, [])
+        return _Plan(
+            None, TreeChunk(0, tuple(new_keys) if new_keys is not None else keys, tuple(new_values)), []
+        )
+
+    def _patch(self, plan: _Plan) -> bytes | None:
+        """Store the chunks a plan rewrites, bottom up; return the new id (None: unchanged)."""
+        if plan.leaf is not None:
+            return self._put(plan.leaf)
+        if plan.chunk is None or not plan.children:
+            return None
+        values = list(plan.chunk.values)
+        changed = False
+        for i, sub in plan.children:
+            oid = self._patch(sub)
+            if oid is not None:
+                values[i] = oid
+                changed = True
+        if not changed:
+            return None
+        return self._put(TreeChunk(plan.chunk.level, plan.chunk.keys, tuple(values)))
 
     def build(self, keys: Sequence[str], values: Sequence[bytes]) -> bytes:
         """Build a tree from sorted, unique entries."""

@@ -287,6 +287,34 @@ def test_noop_update_keeps_the_root_and_writes_nothing(model):
     assert store.new_writes == writes
 
 
+@LARGE
+@given(st.integers(0, 2**32), st.sampled_from(["values", "inside", "mixed"]))
+def test_edits_in_place_give_the_canonical_tree(seed, flavour):
+    """New values, and inserts or deletes inside chunks, are applied without re-cutting
+    (the common commit); the result must still be the tree built from scratch."""
+    rng = random.Random(seed)
+    store = ChunkStore()
+    tree = store.tree()
+    model = {
+        f"agents/a{rng.randrange(50):02d}/m{rng.randrange(10**7):07d}": value_of(str(i)) for i in range(3000)
+    }
+    root = build(tree, model)
+    for round_ in range(8):
+        known = sorted(model)
+        batch = [(k, value_of(k, round_ + 1)) for k in rng.sample(known, 10)]
+        if flavour != "values":
+            batch += [
+                (f"agents/a{rng.randrange(50):02d}/n{rng.randrange(10**7):07d}", value_of("new"))
+                for _ in range(5)
+            ]
+            batch += [(k, None) for k in rng.sample(known, 5)]
+        if flavour == "mixed":
+            batch += [("zz/after/everything", value_of("last")), (known[0], None), (known[-1], None)]
+        root = apply(tree, root, model, batch)
+        assert root == build(tree, model)
+    check_shape(store, root, model)
+
+
 def test_small_edit_rewrites_few_chunks_and_diff_reads_few():
     rng = random.Random(7)
     store = ChunkStore()
