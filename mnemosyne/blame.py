@@ -8,6 +8,7 @@ annotate does); a JSON object field by field; anything else as a whole.
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 from datetime import datetime
 from typing import Any
@@ -85,11 +86,10 @@ def blame(view: View, node_id: str, tip: bytes) -> Blame:
     current = view.tree.get(tip_obj.tree, node_id)
     if current is None:
         raise NotFound(f"{node_id} is not in revision {tip.hex()[:7]}")
-    versions = []  # (commit id, value) newest first, one per change
-    for commit, new in changes_of(view, node_id, tip):
-        versions.append((commit, new))
-        if len(versions) > MAX_VERSIONS:
-            break
+    # (commit id, value) newest first, one per change; older ones are read only
+    # while some line still needs an owner, so a long history costs nothing extra.
+    history = itertools.islice(changes_of(view, node_id, tip), MAX_VERSIONS + 1)
+    versions = list(itertools.islice(history, 1))
     if not versions or versions[0][1] != current:
         raise NotFound(f"the change index has no entry for {node_id}; run 'mnemo reindex'")
     writer = versions[0][0]
@@ -117,8 +117,9 @@ def blame(view: View, node_id: str, tip: bytes) -> Blame:
     # position[i]: where line i sits in the version being compared (None: gone).
     position: list[int | None] = list(range(len(texts)))
     newer_keys, newer_texts = keys, texts
-    for index in range(1, len(versions)):
-        value = versions[index][1]
+    for index, version in enumerate(history, 1):
+        versions.append(version)
+        value = version[1]
         if value is None or all(p is None for p in position):
             break
         try:
