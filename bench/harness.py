@@ -62,6 +62,7 @@ class ByteCounter:
         self.bytes = 0
         self.objects = 0
         self.puts: list[tuple[int, int]] = []
+        self.spaces: list[Space] = []
         self._orig = lmdb_kv._Txn.put
 
     def __enter__(self) -> ByteCounter:
@@ -72,6 +73,7 @@ class ByteCounter:
             done = orig(txn, space, key, value, overwrite)
             if done:
                 counter.puts.append((len(key), len(value)))
+                counter.spaces.append(space)
             if space is Space.OBJECTS and done:
                 counter.bytes += len(value)
                 counter.objects += 1
