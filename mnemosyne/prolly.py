@@ -37,10 +37,15 @@ Change = tuple[str, bytes | None, bytes | None]
 """``(key, old value, new value)``; None for absent."""
 
 
+_HASHERS = [hashlib.blake2b(digest_size=8, salt=salt) for salt in _SALTS]
+"""Seeded hashers per level; copying one is cheaper than setting up a new one."""
+
+
 def is_boundary(key: str, level: int) -> bool:
     """Whether ``key`` ends a chunk at ``level``."""
-    digest = hashlib.blake2b(key.encode(), digest_size=8, salt=_SALTS[level]).digest()
-    return int.from_bytes(digest, "little") < _THRESHOLD
+    hasher = _HASHERS[level].copy()
+    hasher.update(key.encode())
+    return int.from_bytes(hasher.digest(), "little") < _THRESHOLD
 
 
 def chunk_entries(

@@ -39,6 +39,7 @@ def record_commit(
     now: datetime,
     contradictions: tuple[bytes, ...] = (),
     reason: str = "commit",
+    claims_possible: bool = True,
 ) -> Commit:
     """Store a commit of ``root``, index it, and move ``branch`` from ``tip`` to it.
 
@@ -58,7 +59,7 @@ def record_commit(
     when = view.refs.next_time(txn, ref, when)
     obj = CommitObject(root, parents, when, author, message, meta or None, contradictions)
     oid = view.objects.put(txn, obj)
-    index_commit(view, oid, obj, changes, written)
+    index_commit(view, oid, obj, changes, written, claims_possible)
     summary = message.splitlines()[0] if message else ""
     view.refs.update(txn, ref, tip, oid, when=when, author=author, reason=f"{reason}: {summary}")
     return Commit.from_object(oid, obj)
@@ -127,6 +128,8 @@ def apply_commit(
         message=message,
         meta=meta,
         now=now,
+        # No claim in the parent and none written: the claim index cannot change.
+        claims_possible=bool(claim_root) or any(isinstance(node.content, Claim) for node in nodes),
     )
 
 
