@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer import core as typer_core
 from typer.core import TyperGroup
 
 from mnemosyne import (
@@ -71,13 +72,42 @@ def one_line(error: BaseException) -> str:
     return "; ".join(parts) or type(error).__name__
 
 
+# Newer Typer releases carry their own copy of Click; take the exceptions its parser raises.
+_CLICK: Any = getattr(typer_core, "_click", None) or getattr(typer_core, "click")  # noqa: B009
+_USAGE_ERROR: type[Exception] = _CLICK.exceptions.UsageError
+_NO_SUCH_OPTION: type[Exception] = _CLICK.exceptions.NoSuchOption
+
+
+def _usage_line(error: Exception) -> int:
+    """Report a usage error on one line; return its exit code."""
+    usage: Any = error
+    where = usage.ctx.command_path if usage.ctx is not None else "mnemo"
+    message = "; ".join(line.strip() for line in usage.format_message().splitlines() if line.strip())
+    if isinstance(error, _NO_SUCH_OPTION):
+        message += " (to pass a value that starts with '-', such as an id, put '--' before it)"
+    note(f"error: {message.rstrip('.')}; see '{where} -h'")
+    return int(usage.exit_code)
+
+
 class MnemoGroup(TyperGroup):
     """The root command group: turns library errors into one line and an exit code."""
 
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        """Parse the global options; a usage error there is one line too (bare ``mnemo`` still shows help)."""
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except _USAGE_ERROR as error:
+            if type(error).__name__ == "NoArgsIsHelpError":
+                raise
+            raise typer.Exit(_usage_line(error)) from None
+
     def invoke(self, ctx: Any) -> Any:
-        """Run the command; report a :class:`MnemoError` or an ``OSError`` as ``error: …``."""
+        """Run the command; report a usage error, a :class:`MnemoError` or an ``OSError`` as ``error: …``."""
         try:
             return super().invoke(ctx)
+        except _USAGE_ERROR as error:
+            # A command's arguments did not parse: one line, like every other error.
+            raise typer.Exit(_usage_line(error)) from None
         except MnemoError as error:
             note(f"error: {one_line(error)}")
             raise typer.Exit(exit_code(error)) from None

@@ -714,3 +714,14 @@ def test_claim_conflict_policy(store: Store) -> None:
     bad = store.run("commit", "-m", "x", "--on-claim-conflict", "ignore", input=claim("c/4", "d"))
     assert bad.exit_code == 2
     assert "Traceback" not in bad.output
+
+
+def test_usage_errors_are_one_line_with_exit_2(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    assert invoke("--repo", store, "init").exit_code == 0
+    # An id that starts with '-' reads as an option: say how to pass it.
+    assert_error(invoke("--repo", store, "show", "-//x"), 2, "put '--' before it")
+    assert_error(invoke("--repo", store, "show"), 2, "Missing argument")
+    assert_error(invoke("--repo", store, "--no-such-flag", "ls"), 2, "No such option")
+    # After '--' the id reaches validation, which names the problem.
+    assert_error(invoke("--repo", store, "show", "--", "-//x"), 2, "segment")
