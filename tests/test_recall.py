@@ -5,9 +5,12 @@ new versions, deletes, expiry, erasure, branches, resets and rebuilds, against a
 plain model of snapshots; after every step it searches in every mode, with and
 without a namespace, at HEAD, at older commits and as of earlier record times,
 and checks each hit against the model. It also checks that the side indexes
-hold nothing of erased versions and exactly one vector per surviving content.
-The other tests pin exactness, tenants, the read log, read-only handles,
-context budgets, rebuilds, embedder changes and the cost of a commit.
+hold nothing of erased versions (no key, value, posting or vector row) and
+exactly one vector per surviving content; postings segments are made tiny there
+so that versions spread over many. The other tests pin exactness, tenants, the
+read log, read-only handles, context budgets, rebuilds (an incremental index
+ranks as a rebuilt one), embedder changes, older index layouts, the handle's
+memory of names, and the cost of a commit.
 """
 
 from __future__ import annotations
@@ -15,18 +18,22 @@ from __future__ import annotations
 import random
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from mnemosyne import Claim, InvalidInput, Node, NotFound, Repo
 from mnemosyne.kv.base import Space
+from mnemosyne.recall import names, postings, vectors
 from mnemosyne.recall.embedders import HashEmbedder
+from mnemosyne.recall.search import count_under
 from mnemosyne.recall.text import content_hash, text_of, words
 
 SCOPE = b"\x00\x00\x00\x00"  # the default tenant's key scope
@@ -76,6 +83,47 @@ def summary(hits: list) -> list[tuple[str, str, int | None, int | None]]:
     return [(h.id, h.hash, h.lexical_rank, h.semantic_rank) for h in hits]
 
 
+@contextmanager
+def segments_of(size: int) -> Iterator[None]:
+    """Postings segments of ``size`` documents (the default is far more than a test writes)."""
+    before = postings.SEGMENT
+    postings.SEGMENT = size
+    try:
+        yield
+    finally:
+        postings.SEGMENT = before
+
+
+def side_items(repo: Repo, space: Space, scope: bytes = SCOPE) -> list[tuple[bytes, bytes]]:
+    with repo.kv.read() as txn:
+        return list(txn.scan(space, scope))
+
+
+def posted_numbers(repo: Repo, scope: bytes = SCOPE) -> set[int]:
+    """Every document number a postings segment names."""
+    found: set[int] = set()
+    for key, value in side_items(repo, Space.RECALL, scope):
+        if key.startswith(scope + b"t"):
+            found.update(np.frombuffer(value, dtype="<u4")[::3].tolist())
+    return found
+
+
+def numbered_versions(repo: Repo, scope: bytes = SCOPE) -> dict[int, bytes]:
+    """Document number → node hash, from the number records."""
+    prefix = scope + b"r"
+    return {
+        int.from_bytes(key[len(prefix) :], "big"): value[:32]
+        for key, value in side_items(repo, Space.RECALL, scope)
+        if key.startswith(prefix)
+    }
+
+
+def block_hashes(repo: Repo, model: str, scope: bytes = SCOPE) -> list[bytes]:
+    """The content hashes of every live row of the model's vector blocks."""
+    with repo.kv.read() as txn:
+        return list(vectors.block_hashes(txn, scope, model))
+
+
 # -- the property: every hit is the version current in the snapshot read --------------
 
 
@@ -85,6 +133,8 @@ class RecallMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.clock = Clock()
+        self.segments = segments_of(3)  # versions spread over many segments
+        self.segments.__enter__()
         self.repo = self.make_repo(self.clock)
         self.repo.use_embedder("hash")
         self.embedder = HashEmbedder(64)
@@ -102,6 +152,7 @@ class RecallMachine(RuleBasedStateMachine):
         return Repo.in_memory(clock=clock)
 
     def teardown(self) -> None:
+        self.segments.__exit__(None, None, None)
         self.repo.close()
 
     # -- model ---------------------------------------------------------------------
@@ -381,9 +432,15 @@ class RecallMachine(RuleBasedStateMachine):
     def check_side_indexes(self) -> None:
         """Nothing of an erased version in postings or reads; one vector per surviving content."""
         keys = recall_keys(self.repo)
+        items = side_items(self.repo, Space.RECALL) + side_items(self.repo, Space.VECTORS)
         for oid in self.erased:
             raw = bytes.fromhex(oid)
             assert not any(raw in key for key in keys), f"a recall key still names erased {oid[:12]}"
+            assert not any(raw in value for _, value in items), f"a value still names erased {oid[:12]}"
+        # Every posting names a numbered document, and every number a surviving version.
+        numbered = numbered_versions(self.repo)
+        assert posted_numbers(self.repo) <= set(numbered)
+        assert {oid.hex() for oid in numbered.values()} <= set(self.nodes) - self.erased
         for run in ("run-0", "run-1", "run-2"):
             for record in self.repo.reads(run):
                 assert not self.erased & set(record.hashes)
@@ -392,7 +449,10 @@ class RecallMachine(RuleBasedStateMachine):
         # version, one vector per surviving content, nothing else.
         documents = {key[len(SCOPE) + 1 :].hex() for key in keys if key.startswith(SCOPE + b"d")}
         assert documents == set(surviving)
-        assert vector_hashes(self.repo, "hash-64") == {content_hash(n) for n in surviving.values()}
+        contents = {content_hash(n) for n in surviving.values()}
+        assert vector_hashes(self.repo, "hash-64") == contents
+        rows = block_hashes(self.repo, "hash-64")
+        assert sorted(rows) == sorted(contents), "a vector row of an erased content is left"
 
 
 RecallMachine.TestCase.settings = settings(
@@ -905,3 +965,213 @@ def test_commits_only_queue_until_a_search_catches_up(clock: Clock) -> None:
     assert vector_hashes(repo, "hash-64") == vectors
     assert [h.id for h in repo.search("stone", mode="lexical")] == ["n/2"]
     assert not any(k.startswith(queue) for k in recall_keys(repo))
+
+
+# -- (h) the layout: segments, rebuilds, older layouts, the handle's memory ---------------
+
+
+ID_POOL = [f"{['p/', 'q/', 'p/r/'][i % 3]}{i:02d}" for i in range(12)]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    batches=st.lists(
+        st.lists(
+            st.tuples(st.sampled_from(ID_POOL), st.lists(st.sampled_from(VOCAB), max_size=6)),
+            min_size=1,
+            max_size=5,
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    forget=st.none() | st.sampled_from(ID_POOL),
+    segment=st.sampled_from([1, 2, 5, 2048]),
+)
+def test_incremental_catch_ups_rank_as_a_full_rebuild(
+    batches: list[list[tuple[str, list[str]]]], forget: str | None, segment: int
+) -> None:
+    """Caught up batch by batch (segments resumed, versions erased), the index ranks as one rebuilt whole."""
+    with segments_of(segment):
+        repo = Repo.in_memory(clock=Clock())
+        repo.use_embedder("hash")
+        for batch in batches:
+            nodes = {node_id: Node(id=node_id, content=" ".join(found)) for node_id, found in batch}
+            try:
+                repo.commit(list(nodes.values()))
+            except InvalidInput:
+                continue  # nothing changed
+            repo.search("apple")  # catch up now: the next batch resumes the segment
+        if forget is not None and repo.history(forget):
+            repo.forget(forget, reason="asked")
+
+        def ranked() -> list:
+            out = []
+            for query in QUERIES:
+                for prefix in (None, "p/"):
+                    for mode in ("lexical", "hybrid"):
+                        hits = repo.search(query, k=20, prefix=prefix, mode=mode)
+                        out.append((summary(hits), [h.score for h in hits]))
+            return out
+
+        before = ranked()
+        assert posted_numbers(repo) <= set(numbered_versions(repo))
+        repo.reindex_recall()
+        assert ranked() == before
+        repo.reindex_recall(vectors=True)
+        assert ranked() == before
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    scores=st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]) | st.floats(-1, 1, width=32), max_size=400),
+    data=st.data(),
+    window=st.integers(1, 8),
+)
+def test_the_walk_yields_every_live_row_in_exact_order(
+    scores: list[float], data: st.DataObject, window: int
+) -> None:
+    """Best first by score, then content hash, whatever the windows and the guesses."""
+    count = len(scores)
+    keys = np.array(
+        data.draw(st.lists(st.integers(0, 2**64 - 1), min_size=count, max_size=count)), dtype=np.uint64
+    )
+    alive = np.array(data.draw(st.lists(st.booleans(), min_size=count, max_size=count)), dtype=bool)
+    values = np.array(scores, dtype=np.float32)
+    walked = list(vectors._best_first(values, keys, alive, window))
+    expected = sorted(np.flatnonzero(alive).tolist(), key=lambda row: (-values[row], int(keys[row]), row))
+    assert [(values[r], keys[r]) for r in walked] == [(values[r], keys[r]) for r in expected]
+    assert sorted(walked) == sorted(expected)
+
+
+def test_the_walk_guesses_a_window_from_a_sample_and_stays_exact() -> None:
+    """Many rows, small windows: the sampled guess is taken (and ties at it are handled)."""
+    rng = np.random.default_rng(3)
+    for sparse in (False, True):
+        values = rng.standard_normal(20_000).astype(np.float32)
+        if sparse:
+            values[rng.random(20_000) < 0.9] = 0.0  # most rows tie at zero, as sparse vectors do
+        keys = rng.integers(0, 2**63, 20_000, dtype=np.uint64)
+        alive = rng.random(20_000) < 0.95
+        expected = np.flatnonzero(alive)[np.lexsort((keys[alive], -values[alive]))].tolist()
+        for window in (1, 16, 300):
+            assert list(vectors._best_first(values, keys, alive, window)) == expected
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ids=st.sets(st.text(alphabet="ab/", min_size=1, max_size=6), max_size=300),
+    prefix=st.text(alphabet="ab/", min_size=1, max_size=3),
+    cap=st.integers(0, 200),
+)
+def test_a_namespace_is_counted_exactly_up_to_the_cap(ids: set[str], prefix: str, cap: int) -> None:
+    repo = Repo.in_memory(clock=Clock())
+    valid = sorted(i for i in ids if not i.startswith("/") and not i.endswith("/") and "//" not in i)
+    if not valid:
+        return
+    repo.commit([Node(id=i, content="x") for i in valid])
+    with repo._view() as view:
+        root = view.commit(bytes.fromhex(repo.resolve("HEAD").id)).tree
+        counted = count_under(view, root, prefix, cap)
+    true = sum(1 for i in valid if i.startswith(prefix))
+    assert counted == true if true <= cap else counted > cap
+
+
+def write_older_layout(repo: Repo) -> None:
+    """Turn a caught-up index into one as the previous version wrote it."""
+
+    def older(txn) -> None:  # type: ignore[no-untyped-def]
+        for space in (Space.RECALL, Space.VECTORS):
+            for key, _ in list(txn.scan(space, SCOPE)):
+                if not key.startswith(SCOPE + b"q"):
+                    txn.delete(space, key)
+        for node in repo.nodes():
+            oid = bytes.fromhex(node.hash)
+            found = words(text_of(node))
+            for word in set(found):
+                txn.put(Space.RECALL, SCOPE + b"t" + word.encode() + b"\x00" + oid, bytes(8))
+            txn.put(Space.RECALL, SCOPE + b"d" + oid, b"\x93\xa1a\x01\xc4\x00")
+            txn.put(Space.VECTORS, SCOPE + b"hash-64\x00" + content_hash(node), bytes(256))
+        txn.put(Space.RECALL, SCOPE + b"n", bytes(16))
+        txn.put(Space.RECALL, SCOPE + b"mhash-64", b"64")
+
+    repo.kv.transact(older)
+
+
+def test_an_index_in_the_older_layout_is_rebuilt_by_a_writer_and_refused_to_a_reader(
+    tmp_path: Path, clock: Clock
+) -> None:
+    path = tmp_path / "store"
+    with Repo.init(path, clock=clock) as repo:
+        repo.config("embedder", "hash")
+        repo.commit([Node(id=f"n/{i}", content=f"apple river {i}") for i in range(12)])
+        expected = [summary(repo.search("apple 3", k=5, mode=mode)) for mode in ("lexical", "semantic")]
+        write_older_layout(repo)
+    with Repo.open(path, readonly=True, clock=clock) as reader:
+        with pytest.raises(InvalidInput, match="older version"):
+            reader.search("apple")
+        assert any("older version" in p.message for p in reader.fsck().problems)
+    with Repo.open(path, clock=clock) as repo:
+        assert [
+            summary(repo.search("apple 3", k=5, mode=mode)) for mode in ("lexical", "semantic")
+        ] == expected
+        assert repo.fsck().ok
+        for _, value in side_items(repo, Space.VECTORS):
+            assert len(value) != 256, "an older vector is left"
+        old = [key for key in recall_keys(repo) if key.startswith(SCOPE + b"t") and len(key) > 40]
+        assert not old, "an older posting is left"
+
+
+def test_erasing_from_an_index_in_the_older_layout_leaves_nothing_of_it(clock: Clock) -> None:
+    repo = Repo.in_memory(clock=clock)
+    repo.use_embedder("hash")
+    repo.commit([Node(id="a", content="apple secret"), Node(id="b", content="river stone")])
+    repo.search("apple")
+    write_older_layout(repo)
+    gone = bytes.fromhex(repo.get("a").hash)
+    repo.forget("a", reason="asked")
+    for key, value in side_items(repo, Space.RECALL) + side_items(repo, Space.VECTORS):
+        assert gone not in key and gone not in value
+    assert [h.id for h in repo.search("stone")] == ["b"]
+    assert repo.search("secret", mode="lexical") == []
+
+
+@pytest.mark.parametrize("per_page", [names.PER_PAGE, 10**9])
+def test_a_long_lived_handle_follows_what_another_handle_writes_and_erases(
+    tmp_path: Path, clock: Clock, per_page: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The handle's memory of names is kept in step by the change log (read piecemeal, or whole)."""
+    monkeypatch.setattr(names, "PER_PAGE", per_page)
+    path = tmp_path / "store"
+    Repo.init(path, clock=clock).close()
+    with Repo.open(path, clock=clock) as reader, Repo.open(path, clock=clock) as writer:
+        for repo in (reader, writer):
+            repo.use_embedder("hash")
+        writer.commit([Node(id=f"n/{i:02d}", content=f"apple {w}") for i, w in enumerate(WORDS[:30])])
+        assert len(reader.search("apple", k=50, mode="lexical")) == 30
+        assert len(reader.search("apple w001", k=50, mode="semantic")) == 30
+        # A second version with an existing content: the content map entry changes.
+        shared = writer.get("n/01")
+        writer.commit([Node(id="m/shared", content=shared.content)])
+        writer.search("apple")  # the writer catches up
+        found = {h.id for h in reader.search(shared.content, k=50, mode="semantic")}
+        assert {"n/01", "m/shared"} <= found
+        writer.forget("n/01", reason="asked")
+        writer.forget("n/02", reason="asked")
+        for mode in ("lexical", "semantic", "hybrid"):
+            hits = {h.id for h in reader.search("apple w001 w002", k=50, mode=mode)}
+            assert not hits & {"n/01", "n/02"}, mode
+        assert "m/shared" in {h.id for h in reader.search(shared.content, k=50, mode="semantic")}
+        writer.reindex_recall(vectors=True)
+        assert [summary(reader.search("apple w003", k=5, mode=m)) for m in ("lexical", "hybrid")] == [
+            summary(writer.search("apple w003", k=5, mode=m)) for m in ("lexical", "hybrid")
+        ]
+
+
+def test_fsck_finds_a_posting_that_names_no_document(clock: Clock) -> None:
+    repo = Repo.in_memory(clock=clock)
+    repo.commit([Node(id="a", content="apple river")])
+    repo.search("apple")
+    assert repo.fsck().ok
+    stray = np.array([[999, 1, 2]], dtype="<u4").tobytes()
+    repo.kv.transact(lambda txn: txn.put(Space.RECALL, SCOPE + b"tzebra\x00" + bytes(4), stray))
+    assert any("postings name documents" in p.message for p in repo.fsck().problems)

@@ -2,48 +2,91 @@
 
 Commits only enqueue the node versions they write (one small key each), so
 writing stays cheap; a search on a writable handle first catches up: it indexes
-the queued versions (postings, a document record, the content → versions map)
-and embeds contents that have no vector yet. Vectors are keyed by (model id,
-content hash): equal texts embed once, another model never disturbs them.
+the queued versions (see :mod:`mnemosyne.recall.postings`) and embeds contents
+that have no vector yet (see :mod:`mnemosyne.recall.vectors`), a batch at a time.
+A rebuild (:mod:`mnemosyne.recall.rebuild`) reads the stored versions directly.
 
-Keys (all behind the tenant scope), in the ``recall`` keyspace:
-``q`` node hash (queued) · ``d`` node hash → [id, words, content hash] ·
-``t`` word 00 node hash → (tf, words) · ``c`` content hash · node hash → id ·
-``n`` → (documents, words) · ``m`` model id → dimension.
-In the ``vectors`` keyspace: model 00 content hash → float32 vector, and
-model 01 sequence → change (``+``/``-`` content hash, ``*`` start over), which
-lets each handle refresh its in-memory matrix incrementally.
+Keys of this module (behind the tenant scope), in the ``recall`` keyspace:
+``q`` node hash (queued) · ``f`` → the layout's format number. An index written
+in an older layout (no ``f`` key, yet totals or models present) is dropped and
+every stored version queued again at the next catch-up or erasure; until then
+read-only handles refuse to search it rather than misread it.
 """
 
 from __future__ import annotations
 
-import math
-import struct
-import threading
-from collections import Counter
 from collections.abc import Callable, Iterator
 
-import msgspec
 import numpy as np
-import numpy.typing as npt
 
-from mnemosyne.errors import InvalidInput, NotFound
+from mnemosyne import codec
+from mnemosyne.errors import CorruptObject, InvalidInput, NotFound
 from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
 from mnemosyne.objects import Node
-from mnemosyne.recall.embedders import Embedder, Vectors
-from mnemosyne.recall.text import content_hash, text_of, words
+from mnemosyne.recall import postings
+from mnemosyne.recall import vectors as vector_store
+from mnemosyne.recall.embedders import Embedder
+from mnemosyne.recall.postings import QUEUE, Accept, bulk, lexical, versions_with_content
+from mnemosyne.recall.text import content_hash, text_of
+from mnemosyne.recall.vectors import MODEL, VectorCache, models, semantic
 from mnemosyne.view import View
 
-_QUEUE, _DOC, _TERM, _CONTENT, _STATS, _MODEL = b"q", b"d", b"t", b"c", b"n", b"m"
-_POSTING = struct.Struct(">II")
-_STATS_FORMAT = struct.Struct(">QQ")
-_DOC_CODEC = msgspec.msgpack.Decoder(tuple[str, int, bytes])
-_ENCODER = msgspec.msgpack.Encoder()
-K1, B = 1.2, 0.75
-"""BM25 parameters (the usual ones)."""
+__all__ = [
+    "Accept",
+    "VectorCache",
+    "catch_up",
+    "check_format",
+    "clear",
+    "embed",
+    "enqueue",
+    "format_current",
+    "index_nodes",
+    "keep_vectors_of",
+    "lexical",
+    "models",
+    "needs_catch_up",
+    "queued",
+    "requeue",
+    "semantic",
+    "unindex_node",
+    "versions_with_content",
+]
 
-Accept = Callable[[str, bytes], bool]
-"""Whether a (node id, node hash) candidate may be returned: the snapshot check."""
+_FORMAT = b"f"
+FORMAT = b"2"
+"""The layout written by this version: numbered documents, postings segments, vector blocks."""
+_NODE_TAG = b"\xa6node@1"
+BATCH = 256
+"""Versions read and texts embedded per step."""
+
+
+def format_current(txn: ReadTxn, scope: bytes) -> bool:
+    """Whether the tenant's recall index is in this version's layout (or empty)."""
+    found = txn.get(Space.RECALL, scope + _FORMAT)
+    if found is not None:
+        return found == FORMAT
+    # Older layouts wrote totals as soon as they indexed, and a model key as they embedded.
+    if txn.get(Space.RECALL, scope + postings.STATS) is not None:
+        return False
+    return next(iter(txn.scan(Space.RECALL, scope + MODEL)), None) is None
+
+
+def check_format(txn: ReadTxn, scope: bytes) -> None:
+    """Refuse to read an index in an older layout.
+
+    Raises:
+        InvalidInput: the index predates this version (a writable handle rebuilds it).
+    """
+    if not format_current(txn, scope):
+        raise InvalidInput(
+            "the recall index was written by an older version: search once from a writable "
+            "handle, or run 'mnemo reindex', to rebuild it"
+        )
+
+
+def stamp(txn: WriteTxn, scope: bytes) -> None:
+    """Mark the tenant's recall index as written in this version's layout."""
+    txn.put(Space.RECALL, scope + _FORMAT, FORMAT)
 
 
 # -- writing ----------------------------------------------------------------------
@@ -55,47 +98,61 @@ def enqueue(txn: WriteTxn, scope: bytes, node_hashes: Iterator[bytes] | list[byt
     One small put per version and no read: a version indexed already is skipped
     when the queue is drained.
     """
-    prefix = scope + _QUEUE
+    prefix = scope + QUEUE
     for oid in node_hashes:
         txn.put(Space.RECALL, prefix + oid, b"")
 
 
 def needs_catch_up(txn: ReadTxn, scope: bytes, embedder: Embedder | None) -> bool:
-    """Whether versions are queued, or the embedder's model has not embedded this tenant yet."""
-    if next(iter(txn.scan(Space.RECALL, scope + _QUEUE)), None) is not None:
+    """Whether versions are queued, the index's layout is old, or the model is new here."""
+    if next(iter(txn.scan(Space.RECALL, scope + QUEUE)), None) is not None:
         return True
-    if embedder is None or txn.get(Space.RECALL, scope + _MODEL + embedder.model_id.encode()) is not None:
+    if not format_current(txn, scope):
+        return True
+    if embedder is None or txn.get(Space.RECALL, scope + MODEL + embedder.model_id.encode()) is not None:
         return False
-    return next(iter(txn.scan(Space.RECALL, scope + _DOC)), None) is not None
+    return next(iter(txn.scan(Space.RECALL, scope + postings.DOC)), None) is not None
 
 
 def queued(txn: ReadTxn, scope: bytes) -> list[bytes]:
     """Node versions waiting to be indexed."""
-    prefix = scope + _QUEUE
+    prefix = scope + QUEUE
     return [key[len(prefix) :] for key, _ in txn.scan(Space.RECALL, prefix)]
 
 
-def _stats(txn: ReadTxn, scope: bytes) -> tuple[int, int]:
-    data = txn.get(Space.RECALL, scope + _STATS)
-    if data is None:
-        return 0, 0
-    docs, total = _STATS_FORMAT.unpack(data)
-    return int(docs), int(total)
+def stored_nodes(txn: ReadTxn, scope: bytes) -> Iterator[tuple[bytes, Node | None]]:
+    """Every stored node version; None for one whose bytes do not verify or decode."""
+    for key, data in txn.scan(Space.OBJECTS, scope):
+        if data[1:8] != _NODE_TAG:
+            continue
+        oid = key[len(scope) :]
+        node: Node | None = None
+        if codec.object_id(data) == oid:
+            try:
+                decoded = codec.decode(data, oid)
+            except CorruptObject:
+                decoded = None  # fsck reports it; its vector may go and come back once repaired
+            node = decoded if isinstance(decoded, Node) else None
+        yield oid, node
 
 
-def index_node(txn: WriteTxn, scope: bytes, oid: bytes, node: Node) -> None:
-    """Add one node version's postings, document record and content entry."""
-    if txn.get(Space.RECALL, scope + _DOC + oid) is not None:
-        return
-    found = words(text_of(node))
-    chash = content_hash(node)
-    for word, tf in Counter(found).items():
-        key = scope + _TERM + word.encode() + b"\x00" + oid
-        txn.put(Space.RECALL, key, _POSTING.pack(tf, len(found)))
-    txn.put(Space.RECALL, scope + _DOC + oid, _ENCODER.encode((node.id, len(found), chash)))
-    txn.put(Space.RECALL, scope + _CONTENT + chash + oid, node.id.encode())
-    docs, total = _stats(txn, scope)
-    txn.put(Space.RECALL, scope + _STATS, _STATS_FORMAT.pack(docs + 1, total + len(found)))
+def requeue(txn: WriteTxn, scope: bytes) -> int:
+    """Forget the derived postings and queue every stored node version again.
+
+    Vectors stay (they are keyed by content and model, and cost model time),
+    except those of contents no stored version has any more. Returns how many
+    versions were queued.
+    """
+    clear(txn, scope, vectors=False)
+    items: list[tuple[bytes, bytes]] = []
+    contents: set[bytes] = set()
+    for oid, node in stored_nodes(txn, scope):
+        items.append((scope + QUEUE + oid, b""))
+        if node is not None:
+            contents.add(content_hash(node))
+    txn.put_many(Space.RECALL, items)
+    keep_vectors_of(txn, scope, contents)
+    return len(items)
 
 
 def unindex_node(txn: WriteTxn, scope: bytes, oid: bytes, node: Node) -> None:
@@ -103,45 +160,61 @@ def unindex_node(txn: WriteTxn, scope: bytes, oid: bytes, node: Node) -> None:
 
     Its vector goes too when no other version has the same content.
     """
-    txn.delete(Space.RECALL, scope + _QUEUE + oid)
-    if txn.get(Space.RECALL, scope + _DOC + oid) is not None:
-        found = words(text_of(node))
-        for word in set(found):
-            txn.delete(Space.RECALL, scope + _TERM + word.encode() + b"\x00" + oid)
-        txn.delete(Space.RECALL, scope + _DOC + oid)
-        docs, total = _stats(txn, scope)
-        txn.put(
-            Space.RECALL, scope + _STATS, _STATS_FORMAT.pack(max(docs - 1, 0), max(total - len(found), 0))
-        )
+    if not format_current(txn, scope):
+        requeue(txn, scope)  # drops the old layout whole, vectors included
+    txn.delete(Space.RECALL, scope + QUEUE + oid)
+    postings.remove(txn, scope, oid, node)
     chash = content_hash(node)
-    txn.delete(Space.RECALL, scope + _CONTENT + chash + oid)
-    if next(iter(txn.scan(Space.RECALL, scope + _CONTENT + chash)), None) is None:
+    if not versions_with_content(txn, scope, chash):
         for model in models(txn, scope):
-            if txn.delete(Space.VECTORS, scope + model.encode() + b"\x00" + chash):
-                _log(txn, scope, model, b"-" + chash)
+            vector_store.drop(txn, scope, model, [chash])
 
 
-def models(txn: ReadTxn, scope: bytes) -> list[str]:
-    """The model ids that have vectors in this tenant."""
-    prefix = scope + _MODEL
-    return [key[len(prefix) :].decode() for key, _ in txn.scan(Space.RECALL, prefix)]
+def index_nodes(
+    txn: WriteTxn,
+    scope: bytes,
+    writer: postings.Writer,
+    embedder: Embedder | None,
+    nodes: list[tuple[bytes, Node]],
+    batch: int,
+    fresh: FreshVectors | None = None,
+) -> list[bytes]:
+    """Index ``nodes`` and embed their new contents; return their content hashes."""
+    hashes = writer.add(nodes)
+    if embedder is not None and nodes:
+        _embed_contents(txn, scope, embedder, hashes, [node for _, node in nodes], batch, fresh)
+    return hashes
 
 
-def _log(txn: WriteTxn, scope: bytes, model: str, change: bytes) -> None:
-    prefix = scope + model.encode() + b"\x01"
-    txn.put(Space.VECTORS, prefix + (_last_seq(txn, prefix) + 1).to_bytes(8, "big"), change)
+class FreshVectors:
+    """Vectors cleared in this transaction: what was embedded since, and the model's writer.
+
+    So no content is looked up, and the map (keyed by random content hashes) is
+    written once, by :meth:`close`, in key order.
+    """
+
+    def __init__(self) -> None:
+        self.embedded: set[bytes] = set()
+        self._writer: vector_store.Writer | None = None
+
+    def writer(self, txn: WriteTxn, scope: bytes, model: str) -> vector_store.Writer:
+        """The model's vector writer (one model per rebuild)."""
+        if self._writer is None:
+            self._writer = vector_store.Writer(txn, scope, model, defer_map=True)
+        return self._writer
+
+    def close(self) -> None:
+        """Write the map entries."""
+        if self._writer is not None:
+            self._writer.close()
 
 
-def _last_seq(txn: ReadTxn, log: bytes) -> int:
-    last = next(iter(txn.scan(Space.VECTORS, log, reverse=True)), None)
-    return int.from_bytes(last[0][len(log) :], "big") if last else 0
-
-
+@bulk()
 def catch_up(
     view: View,
     txn: WriteTxn,
     embedder: Embedder | None,
-    batch: int = 256,
+    batch: int = BATCH,
     progress: Callable[[int, int], None] | None = None,
     total: int | None = None,
 ) -> int:
@@ -151,7 +224,7 @@ def catch_up(
         view: reads node versions.
         txn: where the indexes are written.
         embedder: embeds new contents (None: postings only).
-        batch: texts per embedder call.
+        batch: versions per step (and texts per embedder call).
         progress: called with (done, total) after each batch.
         total: the expected count, for ``progress``.
 
@@ -159,46 +232,42 @@ def catch_up(
         How many node versions were indexed.
     """
     scope = view.stores.scope
-    if embedder is not None and txn.get(Space.RECALL, scope + _MODEL + embedder.model_id.encode()) is None:
+    if not format_current(txn, scope):
+        requeue(txn, scope)
+    stamp(txn, scope)
+    if embedder is not None and txn.get(Space.RECALL, scope + MODEL + embedder.model_id.encode()) is None:
         # A model new to this tenant: embed what was indexed before it came.
         embed(txn, scope, embedder, [node for _, node in _indexed(view)], batch)
     pending = queued(txn, scope)
     expected = total if total is not None else len(pending)
+    writer = postings.Writer(txn, scope)
     count = 0
     for start in range(0, len(pending), batch):
-        fresh: list[Node] = []
+        fresh: list[tuple[bytes, Node]] = []
         for oid in pending[start : start + batch]:
-            txn.delete(Space.RECALL, scope + _QUEUE + oid)
+            txn.delete(Space.RECALL, scope + QUEUE + oid)
+            if postings.document(txn, scope, oid) is not None:
+                continue  # indexed already (written again by a later commit)
             try:
-                node = view.node(oid)
+                fresh.append((oid, view.node(oid)))
             except NotFound:
                 continue  # erased or collected since it was queued
-            index_node(txn, scope, oid, node)
-            fresh.append(node)
-            count += 1
-        if embedder is not None and fresh:
-            embed(txn, scope, embedder, fresh, batch)
+        index_nodes(txn, scope, writer, embedder, fresh, batch)
+        count += len(fresh)
         if progress is not None:
             progress(min(start + batch, len(pending)), expected)
+    writer.close()
     return count
 
 
 def keep_vectors_of(txn: WriteTxn, scope: bytes, contents: set[bytes]) -> int:
     """Drop every vector whose content is not in ``contents``; return how many went."""
-    dropped = 0
-    for model in models(txn, scope):
-        prefix = scope + model.encode() + b"\x00"
-        orphans = [key for key, _ in txn.scan(Space.VECTORS, prefix) if key[len(prefix) :] not in contents]
-        for key in orphans:
-            txn.delete(Space.VECTORS, key)
-            _log(txn, scope, model, b"-" + key[len(prefix) :])
-        dropped += len(orphans)
-    return dropped
+    return vector_store.keep_only(txn, scope, contents)
 
 
 def _indexed(view: View) -> Iterator[tuple[bytes, Node]]:
     """Every indexed node version that can still be read."""
-    prefix = view.stores.scope + _DOC
+    prefix = view.stores.scope + postings.DOC
     for key, _ in view.txn.scan(Space.RECALL, prefix):
         oid = key[len(prefix) :]
         try:
@@ -207,301 +276,77 @@ def _indexed(view: View) -> Iterator[tuple[bytes, Node]]:
             continue
 
 
-def embed(txn: WriteTxn, scope: bytes, embedder: Embedder, nodes: list[Node], batch: int = 256) -> int:
+def embed(txn: WriteTxn, scope: bytes, embedder: Embedder, nodes: list[Node], batch: int = BATCH) -> int:
     """Store vectors for the contents of ``nodes`` that have none under this model."""
+    return _embed_contents(txn, scope, embedder, [content_hash(node) for node in nodes], nodes, batch)
+
+
+def _embed_contents(
+    txn: WriteTxn,
+    scope: bytes,
+    embedder: Embedder,
+    hashes: list[bytes],
+    nodes: list[Node],
+    batch: int,
+    fresh: FreshVectors | None = None,
+) -> int:
     model = embedder.model_id
-    txn.put(Space.RECALL, scope + _MODEL + model.encode(), str(embedder.dim).encode())
-    missing: dict[bytes, str] = {}
-    for node in nodes:
-        chash = content_hash(node)
-        if chash not in missing and txn.get(Space.VECTORS, scope + model.encode() + b"\x00" + chash) is None:
-            missing[chash] = text_of(node)
+    txn.put(Space.RECALL, scope + MODEL + model.encode(), str(embedder.dim).encode())
+    missing: dict[bytes, Node] = {}
+    for chash, node in zip(hashes, nodes, strict=True):
+        if chash in missing:
+            continue
+        if fresh is None:
+            if not vector_store.has_vector(txn, scope, model, chash):
+                missing[chash] = node
+        elif chash not in fresh.embedded:
+            fresh.embedded.add(chash)
+            missing[chash] = node
     items = list(missing.items())
+    if not items:
+        return 0
+    writer = fresh.writer(txn, scope, model) if fresh is not None else vector_store.Writer(txn, scope, model)
     for start in range(0, len(items), batch):
         chunk = items[start : start + batch]
-        vectors = np.asarray(embedder([text for _, text in chunk]), dtype=np.float32)
-        if vectors.shape != (len(chunk), embedder.dim):
+        found = np.asarray(embedder([text_of(node) for _, node in chunk]), dtype=np.float32)
+        if found.shape != (len(chunk), embedder.dim):
             raise InvalidInput(
-                f"embedder {model} returned shape {vectors.shape}, not ({len(chunk)}, {embedder.dim})"
+                f"embedder {model} returned shape {found.shape}, not ({len(chunk)}, {embedder.dim})"
             )
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms = np.linalg.norm(found, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
-        vectors = (vectors / norms).astype(np.float32)
-        for (chash, _), row in zip(chunk, vectors, strict=True):
-            txn.put(Space.VECTORS, scope + model.encode() + b"\x00" + chash, row.tobytes())
-            _log(txn, scope, model, b"+" + chash)
+        writer.store([chash for chash, _ in chunk], (found / norms).astype(np.float32))
     return len(items)
 
 
-def clear(txn: WriteTxn, scope: bytes, vectors: bool) -> None:
+def clear(txn: WriteTxn, scope: bytes, vectors: bool, rebuilding: bool = False) -> int:
     """Drop the derived recall entries of a tenant (and its vectors, when asked).
 
-    Each model's change log keeps counting up from where it was, after a ``*``
-    entry that tells every handle's cached matrix to start over (a log that
-    restarted at 1 would hide new vectors from handles that had read further).
+    Vectors in an older layout go whatever is asked: they could not be read.
+    ``rebuilding`` leaves the document-number records for a rebuild to
+    overwrite from 0 up (cheaper than deleting them first), which then drops
+    those it did not reach with :func:`postings.drop_numbers`.
+
+    Returns:
+        The next document number the index had (0 unless ``rebuilding``).
     """
-    restart = {model: _last_seq(txn, scope + model.encode() + b"\x01") for model in models(txn, scope)}
-    spaces = [Space.RECALL, Space.VECTORS] if vectors else [Space.RECALL]
-    for space in spaces:
-        keys = [key for key, _ in txn.scan(space, scope)]
-        if space is Space.RECALL and not vectors:
-            keys = [k for k in keys if not k.startswith(scope + _MODEL)]
-        for key in keys:
-            txn.delete(space, key)
+    current = format_current(txn, scope)
+    vectors = vectors or not current
+    rebuilding = rebuilding and current
+    end = postings.stats(txn, scope).next if rebuilding else 0
     if vectors:
-        for model, seq in restart.items():
-            log = scope + model.encode() + b"\x01"
-            txn.put(Space.VECTORS, log + (seq + 1).to_bytes(8, "big"), b"*")
-
-
-# -- reading ----------------------------------------------------------------------
-
-
-def lexical(view: View, query: str, accept: Accept, limit: int) -> list[tuple[bytes, str, float]]:
-    """BM25 over indexed and queued versions; the best ``limit`` accepted ones.
-
-    Returns:
-        ``(node hash, node id, score)``, best first.
-    """
-    txn = view.txn
-    scope = view.stores.scope
-    terms = sorted(set(words(query)))  # a fixed order: the same sums in every process
-    if not terms:
-        return []
-    docs, total = _stats(txn, scope)
-    pending = [(oid, view.node(oid)) for oid in _readable_queue(view)]
-    pending_words = {oid: words(text_of(node)) for oid, node in pending}
-    docs += len(pending)
-    total += sum(len(w) for w in pending_words.values())
-    average = total / docs if docs else 1.0
-    scores: dict[bytes, float] = {}
-    for term in terms:
-        postings = [
-            (key[-32:], *_POSTING.unpack(value))
-            for key, value in txn.scan(Space.RECALL, scope + _TERM + term.encode() + b"\x00")
-        ]
-        postings += [
-            (oid, found.count(term), len(found)) for oid, found in pending_words.items() if term in found
-        ]
-        if not postings:
-            continue
-        idf = math.log(1 + (docs - len(postings) + 0.5) / (len(postings) + 0.5))
-        for oid, tf, length in postings:
-            weight = tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average))
-            scores[oid] = scores.get(oid, 0.0) + idf * weight
-    pending_ids = {oid: node.id for oid, node in pending}
-    out: list[tuple[bytes, str, float]] = []
-    for oid, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
-        node_id = pending_ids.get(oid) or _doc_id(txn, scope, oid)
-        if node_id is not None and accept(node_id, oid):
-            out.append((oid, node_id, score))
-            if len(out) >= limit:
-                break
-    return out
-
-
-def _readable_queue(view: View) -> Iterator[bytes]:
-    """Queued versions not indexed yet (commits queue without looking) and still stored."""
-    scope = view.stores.scope
-    for oid in queued(view.txn, scope):
-        if view.txn.get(Space.RECALL, scope + _DOC + oid) is not None:
-            continue  # indexed already: its postings count, not a second copy
-        try:
-            view.node(oid)
-        except NotFound:
-            continue
-        yield oid
-
-
-def _doc_id(txn: ReadTxn, scope: bytes, oid: bytes) -> str | None:
-    data = txn.get(Space.RECALL, scope + _DOC + oid)
-    return _DOC_CODEC.decode(data)[0] if data is not None else None
-
-
-def versions_with_content(txn: ReadTxn, scope: bytes, chash: bytes) -> Iterator[tuple[bytes, str]]:
-    """``(node hash, id)`` of every indexed version whose content hashes to ``chash``."""
-    prefix = scope + _CONTENT + chash
-    for key, value in txn.scan(Space.RECALL, prefix):
-        yield key[len(prefix) :], value.decode()
-
-
-class _Matrix:
-    """One model's vectors in memory: rows, their content hashes, and liveness."""
-
-    def __init__(self, dim: int) -> None:
-        self.dim = dim
-        self.rows = np.zeros((0, dim), dtype=np.float32)
-        self.hashes: list[bytes] = []
-        self.alive = np.zeros(0, dtype=bool)
-        self.keys = np.zeros(0, dtype=np.uint64)  # the content hash's first 8 bytes: tie-breaks
-        self.where: dict[bytes, int] = {}
-        self.seq = 0
-
-    def add(self, chash: bytes, vector: Vectors) -> None:
-        row = self.where.get(chash)
-        if row is not None:
-            self.rows[row] = vector
-            self.alive[row] = True
-            return
-        if len(self.hashes) == len(self.rows):
-            grown = np.zeros((max(16, 2 * len(self.rows)), self.dim), dtype=np.float32)
-            grown[: len(self.rows)] = self.rows
-            self.rows = grown
-            alive = np.zeros(len(grown), dtype=bool)
-            alive[: len(self.alive)] = self.alive
-            self.alive = alive
-            keys = np.zeros(len(grown), dtype=np.uint64)
-            keys[: len(self.keys)] = self.keys
-            self.keys = keys
-        row = len(self.hashes)
-        self.hashes.append(chash)
-        self.where[chash] = row
-        self.rows[row] = vector
-        self.alive[row] = True
-        self.keys[row] = int.from_bytes(chash[:8], "big")
-
-
-class VectorCache:
-    """Per-handle in-memory matrices, refreshed from the vectors keyspace's change log."""
-
-    def __init__(self) -> None:
-        self._matrices: dict[tuple[bytes, str], _Matrix] = {}
-        self._lock = threading.Lock()
-
-    def matrix(self, txn: ReadTxn, scope: bytes, model: str, dim: int) -> _Matrix:
-        """The up-to-date matrix of ``model`` as this transaction sees it."""
-        with self._lock:
-            found = self._matrices.get((scope, model))
-            if found is None or found.dim != dim:
-                found = _Matrix(dim)
-                self._matrices[(scope, model)] = found
-            prefix = scope + model.encode()
-            log = prefix + b"\x01"
-            start = log + (found.seq + 1).to_bytes(8, "big")
-            for key, change in txn.scan(Space.VECTORS, log, start=start):
-                seq = int.from_bytes(key[len(log) :], "big")
-                if change == b"*":  # the vectors were rebuilt: start over
-                    found = _Matrix(dim)
-                    self._matrices[(scope, model)] = found
-                found.seq = seq
-                chash = change[1:]
-                if change[:1] == b"+":
-                    data = txn.get(Space.VECTORS, prefix + b"\x00" + chash)
-                    if data is not None:
-                        found.add(chash, np.frombuffer(data, dtype=np.float32))
-                else:
-                    row = found.where.get(chash)
-                    if row is not None:
-                        found.alive[row] = False
-            return found
-
-
-def semantic(
-    view: View,
-    cache: VectorCache,
-    embedder: Embedder,
-    query: str,
-    accept: Accept,
-    limit: int,
-    namespace: Callable[[int], list[tuple[str, bytes]] | None] | None = None,
-) -> list[tuple[bytes, str, float]]:
-    """Exact cosine search over the model's vectors; the best ``limit`` accepted versions.
-
-    ``namespace(cap)`` may list the snapshot's ``(id, hash)`` entries under a
-    prefix filter, or None when there are more than ``cap``: a small namespace is
-    scored directly instead of walking the whole ranking for its few members.
-
-    Returns:
-        ``(node hash, node id, score)``, best first.
-    """
-    txn = view.txn
-    scope = view.stores.scope
-    matrix = cache.matrix(txn, scope, embedder.model_id, embedder.dim)
-    count = len(matrix.hashes)
-    if count == 0:
-        return []
-    vector = np.asarray(embedder([query]), dtype=np.float32)[0]
-    norm = float(np.linalg.norm(vector))
-    if norm == 0.0:
-        return []
-    unit = vector / norm
-    members = namespace(max(256, count // 50)) if namespace is not None else None
-    if members is not None:
-        return _score_members(txn, scope, matrix, unit, members, accept, limit)
-    scores = matrix.rows[:count] @ unit
-    out: list[tuple[bytes, str, float]] = []
-    for row in _best_first(scores, matrix.keys[:count], matrix.alive[:count], max(64, 8 * limit)):
-        for oid, node_id in versions_with_content(txn, scope, matrix.hashes[row]):
-            if accept(node_id, oid):
-                out.append((oid, node_id, float(scores[row])))
-        if len(out) >= limit:
-            break
-    return out[:limit]
-
-
-def _score_members(
-    txn: ReadTxn,
-    scope: bytes,
-    matrix: _Matrix,
-    unit: Vectors,
-    members: list[tuple[str, bytes]],
-    accept: Accept,
-    limit: int,
-) -> list[tuple[bytes, str, float]]:
-    """Score just the given versions (a small filtered namespace), best first."""
-    found: list[tuple[bytes, str, int]] = []
-    for node_id, oid in members:
-        data = txn.get(Space.RECALL, scope + _DOC + oid)
-        if data is None:
-            continue
-        row = matrix.where.get(_DOC_CODEC.decode(data)[2])
-        if row is not None and matrix.alive[row]:
-            found.append((oid, node_id, row))
-    if not found:
-        return []
-    scores = matrix.rows[[row for _, _, row in found]] @ unit
-    order = sorted(
-        range(len(found)), key=lambda i: (-float(scores[i]), matrix.hashes[found[i][2]], found[i][0])
-    )
-    out: list[tuple[bytes, str, float]] = []
-    for i in order:
-        oid, node_id, _ = found[i]
-        if accept(node_id, oid):
-            out.append((oid, node_id, float(scores[i])))
-            if len(out) >= limit:
-                break
-    return out
-
-
-def _best_first(
-    scores: npt.NDArray[np.float32], keys: npt.NDArray[np.uint64], alive: npt.NDArray[np.bool_], chunk: int
-) -> Iterator[int]:
-    """Live rows in the order (score descending, content hash), a growing chunk at a time.
-
-    Walking the whole order lazily keeps a selective filter exact (no row is
-    skipped) and cheap (only the rows walked are sorted). Equal scores break by
-    content hash, not by where a row sits, so the answer does not depend on the
-    order vectors were added in. (A float32 matrix product may give equal
-    vectors scores that differ in the last bit; those are not ties.)
-    """
-    remaining = alive.copy()
-    while True:
-        left = np.flatnonzero(remaining)
-        if len(left) == 0:
-            return
-        if len(left) > chunk:
-            values = scores[left]
-            boundary = values[np.argpartition(-values, chunk - 1)[chunk - 1]]
-            above = left[values > boundary]
-            tied = left[values == boundary]
-            room = chunk - len(above)  # at least 1: ``boundary`` is the chunk-th best
-            if len(tied) > room:
-                # A large group of equal scores: its smallest content hashes come first.
-                tied = tied[np.argpartition(keys[tied], room - 1)[:room]]
-            take = np.concatenate([above, tied])
-        else:
-            take = left
-        take = take[np.lexsort((keys[take], -scores[take]))]
-        remaining[take] = False
-        yield from take.tolist()
-        chunk *= 4
+        vector_store.clear(txn, scope)  # first: it reads the model keys
+    seq = postings.last_change(txn, scope)
+    if current:
+        # Family by family: the number records may stay, and are not read for nothing.
+        families = [QUEUE, postings.DOC, postings.TERM, postings.CONTENT, postings.STATS, postings.CHANGES]
+        families += [_FORMAT, *([] if rebuilding else [postings.NUMBER]), *([MODEL] if vectors else [])]
+    else:
+        families = [b""]  # an older layout: everything goes
+    for family in families:
+        for key in [key for key, _ in txn.scan(Space.RECALL, scope + family)]:
+            txn.delete(Space.RECALL, key)
+    # The change log goes on counting from where it was, so every handle sees the ``*``.
+    txn.put(Space.RECALL, scope + postings.CHANGES + (seq + 1).to_bytes(8, "big"), b"*")
+    stamp(txn, scope)
+    return end

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mnemosyne import codec
-from mnemosyne.errors import CorruptObject
-from mnemosyne.kv.base import Space, WriteTxn
+from mnemosyne.kv.base import WriteTxn
 from mnemosyne.objects import Node
-from mnemosyne.recall import index
+from mnemosyne.recall import index, postings
 from mnemosyne.recall.embedders import Embedder
-from mnemosyne.recall.text import content_hash
+from mnemosyne.recall.postings import bulk
 from mnemosyne.view import WriteView
-
-_NODE_TAG = b"\xa6node@1"
 
 
 def requeue_all(txn: WriteTxn, scope: bytes) -> int:
@@ -23,33 +19,51 @@ def requeue_all(txn: WriteTxn, scope: bytes) -> int:
     except those of contents no stored version has any more (collected by
     ``gc``, which rebuilds through here). Returns how many versions were queued.
     """
-    index.clear(txn, scope, vectors=False)
-    count = 0
-    contents: set[bytes] = set()
-    for key, data in txn.scan(Space.OBJECTS, scope):
-        if data[1:8] == _NODE_TAG:
-            oid = key[len(scope) :]
-            txn.put(Space.RECALL, scope + b"q" + oid, b"")
-            count += 1
-            try:
-                node = codec.decode(data, oid)
-            except CorruptObject:
-                continue  # fsck reports it; its vector may go and come back once repaired
-            if isinstance(node, Node):
-                contents.add(content_hash(node))
-    index.keep_vectors_of(txn, scope, contents)
-    return count
+    return index.requeue(txn, scope)
 
 
+@bulk()
 def rebuild(
     view: WriteView,
     embedder: Embedder | None,
     vectors: bool,
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
-    """Rebuild postings (and, with ``vectors``, every embedding) in one transaction."""
-    scope = view.stores.scope
-    if vectors:
-        index.clear(view.txn, scope, vectors=True)
-    total = requeue_all(view.txn, scope)
-    return index.catch_up(view, view.txn, embedder, progress=progress, total=total)
+    """Rebuild postings (and, with ``vectors``, every embedding) in one transaction.
+
+    The stored versions are read straight from the object store, a batch at a
+    time, rather than queued and read back.
+
+    Returns:
+        How many node versions were indexed.
+    """
+    txn, scope = view.txn, view.stores.scope
+    vectors = vectors or not index.format_current(txn, scope)
+    end = index.clear(txn, scope, vectors=vectors, rebuilding=True)
+    total = sum(1 for _ in index.stored_nodes(txn, scope)) if progress is not None else 0
+    writer = postings.Writer(txn, scope, fresh=True)
+    fresh = index.FreshVectors() if vectors else None
+    documents: set[bytes] = set()
+    contents: set[bytes] = set()
+    nodes: list[tuple[bytes, Node]] = []
+
+    def step() -> None:
+        contents.update(index.index_nodes(txn, scope, writer, embedder, nodes, index.BATCH, fresh))
+        documents.update(oid for oid, _ in nodes)
+        nodes.clear()
+        if progress is not None:
+            progress(len(documents), total)
+
+    for oid, node in index.stored_nodes(txn, scope):
+        if node is not None:
+            nodes.append((oid, node))
+            if len(nodes) == index.BATCH:
+                step()
+    step()
+    writer.close()
+    postings.drop_numbers(txn, scope, end)
+    if fresh is None:
+        index.keep_vectors_of(txn, scope, contents)
+    else:
+        fresh.close()
+    return len(documents)

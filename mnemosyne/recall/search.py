@@ -8,8 +8,9 @@ set. Lexical and semantic rankings are fused by reciprocal rank.
 
 from __future__ import annotations
 
+import bisect
 import math
-from collections.abc import Callable
+import sys
 from datetime import datetime
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
 from mnemosyne.objects import Claim, Node, Provenance
 from mnemosyne.recall import index
 from mnemosyne.recall.embedders import Embedder
+from mnemosyne.recall.postings import expiry
 from mnemosyne.recall.text import text_of
 from mnemosyne.view import View
 
@@ -116,20 +118,36 @@ class Filters(msgspec.Struct, frozen=True, kw_only=True):
     claim_root: bytes = b""
 
 
-def acceptor(view: View, filters: Filters, loaded: dict[bytes, Node]) -> Callable[[str, bytes], bool]:
-    """The snapshot check every candidate passes before it can be returned."""
+def acceptor(view: View, filters: Filters, loaded: dict[bytes, Node], strict: bool = False) -> index.Accept:
+    """The snapshot check every candidate passes before it can be returned.
 
-    def accept(node_id: str, oid: bytes) -> bool:
+    The index gives each candidate's expiry, so a version is read (into
+    ``loaded``) only for the filters that look inside it (kind, meta, claims in
+    force) or when ``strict``; the hits are read once ranked.
+    """
+    now = expiry(filters.now)
+    read = strict or filters.kind is not None or bool(filters.meta) or filters.valid_at is not None
+    judged: dict[bytes, bool] = {}  # both rankings often propose the same version
+
+    def accept(node_id: str, oid: bytes, expires: int) -> bool:
         if filters.prefix and not node_id.startswith(filters.prefix):
+            return False
+        known = judged.get(oid)
+        if known is None:
+            known = judged[oid] = check(node_id, oid, expires)
+        return known
+
+    def check(node_id: str, oid: bytes, expires: int) -> bool:
+        if expires <= now:
             return False
         if view.tree.get(filters.root, node_id) != oid:
             return False  # deleted, superseded, or never in this snapshot
+        if not read:
+            return True
         try:
             node = view.node(oid)
         except NotFound:
             return False  # erased
-        if node.expires_at is not None and node.expires_at <= filters.now:
-            return False
         if filters.kind is not None and node.kind != filters.kind:
             return False
         if filters.meta and any((node.meta or {}).get(k) != v for k, v in filters.meta.items()):
@@ -147,6 +165,33 @@ def acceptor(view: View, filters: Filters, loaded: dict[bytes, Node]) -> Callabl
     return accept
 
 
+def count_under(view: View, root: bytes, prefix: str, cap: int) -> int:
+    """How many ids of the tree at ``root`` start with ``prefix``; past ``cap``, some count above it.
+
+    Counts chunk by chunk (a leaf's share is a difference of two bisections), so
+    a namespace too large to score directly is found out without listing it.
+    """
+    last = prefix[-1]
+    end = prefix[:-1] + chr(ord(last) + 1) if ord(last) < sys.maxunicode else None
+    return _count(view, root, prefix, end, cap)
+
+
+def _count(view: View, oid: bytes, low: str, high: str | None, cap: int) -> int:
+    chunk = view.chunk(oid)
+    keys = chunk.keys
+    if chunk.level == 0:
+        return (bisect.bisect_left(keys, high) if high is not None else len(keys)) - bisect.bisect_left(
+            keys, low
+        )
+    total = 0
+    # A child holds the keys after its left neighbour's last key, up to its own.
+    for i in range(bisect.bisect_left(keys, low), len(keys)):
+        total += _count(view, chunk.values[i], low, high, cap - total)
+        if total > cap or (high is not None and keys[i] >= high):
+            break
+    return total
+
+
 def search(
     view: View,
     cache: index.VectorCache,
@@ -155,25 +200,27 @@ def search(
     k: int,
     filters: Filters,
     mode: Mode = "hybrid",
+    strict: bool = False,
 ) -> list[Hit]:
-    """Rank the snapshot's memories for ``query``; see the module docstring."""
+    """Rank the snapshot's memories for ``query``; see the module docstring.
+
+    ``strict`` reads every candidate while ranking (see :func:`acceptor`); a
+    search falls back to it should the index name a version that is gone.
+    """
+    index.check_format(view.txn, view.stores.scope)
     loaded: dict[bytes, Node] = {}
-    accept = acceptor(view, filters, loaded)
+    accept = acceptor(view, filters, loaded, strict)
     depth = max(4 * k, 50)
-    lexical = index.lexical(view, query, accept, depth) if mode in ("hybrid", "lexical") else []
+    names = cache.names(view.txn, view.stores.scope)
+    lexical = index.lexical(view, query, accept, depth, names.number) if mode in ("hybrid", "lexical") else []
 
     def namespace(cap: int) -> list[tuple[str, bytes]] | None:
-        if not filters.prefix:
+        if not filters.prefix or count_under(view, filters.root, filters.prefix, cap) > cap:
             return None
-        members = []
-        for entry in view.tree.items(filters.root, prefix=filters.prefix):
-            members.append(entry)
-            if len(members) > cap:
-                return None
-        return members
+        return list(view.tree.items(filters.root, prefix=filters.prefix))
 
     semantic = (
-        index.semantic(view, cache, embedder, query, accept, depth, namespace)
+        index.semantic(view, cache, embedder, query, accept, depth, namespace, names.versions)
         if embedder is not None and mode in ("hybrid", "semantic")
         else []
     )
@@ -187,17 +234,25 @@ def search(
         fused[oid][1] += 1.0 / (RRF_K + rank)
         fused[oid][3] = rank
     best = sorted(fused.items(), key=lambda item: (-item[1][1], item[1][0]))[:k]
-    return [
-        Hit(
-            id=node_id,
-            hash=oid.hex(),
-            node=loaded[oid],
-            score=score,
-            lexical_rank=lex_rank,
-            semantic_rank=sem_rank,
+    hits: list[Hit] = []
+    for oid, (node_id, score, lex_rank, sem_rank) in best:
+        node = loaded.get(oid)
+        if node is None:
+            try:
+                node = view.node(oid)
+            except NotFound:
+                return search(view, cache, embedder, query, k, filters, mode, strict=True)
+        hits.append(
+            Hit(
+                id=node_id,
+                hash=oid.hex(),
+                node=node,
+                score=score,
+                lexical_rank=lex_rank,
+                semantic_rank=sem_rank,
+            )
         )
-        for oid, (node_id, score, lex_rank, sem_rank) in best
-    ]
+    return hits
 
 
 def assemble(view: View, hits: list[Hit], query: str, budget: int, filters: Filters) -> Context:

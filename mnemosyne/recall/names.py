@@ -1,0 +1,143 @@
+"""What a handle remembers of the index's names: content → versions, number → version.
+
+Every candidate of a search needs its node hash and id before a filter can look
+at it, and most are turned away by the first check (a namespace prefix). So a
+handle keeps what it has read of the content map and of the document numbers,
+in step with the index through its change log (see
+:mod:`mnemosyne.recall.postings`): an entry naming a content drops what is
+remembered of it, ``*`` drops everything. Document numbers are given once and
+not reused before a ``*``, so a remembered number stays right until then.
+
+A handle first reads names one by one, each read a page of the store; once it
+has read about as many as the map has pages, it reads the map whole (a scan
+reads every page once), after which a search reads no names from the store.
+A handle that searches once never pays for the whole map.
+
+A transaction older than what is remembered cannot tell what changed since, so
+it reads the index directly; a lookup is only remembered when the transaction
+that made it is in step.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from mnemosyne.kv.base import ReadTxn, Space
+from mnemosyne.recall.postings import (
+    CHANGES,
+    Version,
+    bulk,
+    every_content,
+    every_number,
+    last_change,
+    numbered,
+    stats,
+    versions_with_content,
+)
+
+LIMIT = 1 << 20
+"""Names remembered per map at most (a bound on memory): a larger map is read piecemeal."""
+PER_PAGE = 32
+"""About how many names one page of the store holds."""
+
+
+class _Memory:
+    """One tenant's remembered names and the log position they reflect."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.versions: dict[bytes, tuple[Version, ...]] = {}
+        self.numbers: dict[int, Version] = {}
+        self.misses = [0, 0]  # lookups that read the store, per map, since it was read whole
+        self.whole = [False, False]
+
+    def forget(self) -> None:
+        self.versions.clear()
+        self.numbers.clear()
+        self.misses = [0, 0]
+        self.whole = [False, False]
+
+
+class Names:
+    """Lookups of one transaction, served from and kept in a handle's memory."""
+
+    def __init__(
+        self, txn: ReadTxn, scope: bytes, memory: _Memory | None, seq: int, lock: threading.Lock
+    ) -> None:
+        self._txn = txn
+        self._scope = scope
+        self._memory = memory
+        self._seq = seq
+        self._lock = lock
+        self._pages = -1  # pages of a map, estimated when first needed
+
+    def versions(self, chash: bytes) -> tuple[Version, ...]:
+        """Every indexed version with this content."""
+        memory = self._memory
+        if memory is not None:
+            found = memory.versions.get(chash)
+            if found is not None:
+                return found
+        found = versions_with_content(self._txn, self._scope, chash)
+        if memory is not None and found:  # never remember absence: new contents are not logged
+            with self._lock:
+                if memory.seq == self._seq and len(memory.versions) < LIMIT:
+                    memory.versions[chash] = found
+                    if self._missed(memory, 0):
+                        with bulk():
+                            memory.versions.update(every_content(self._txn, self._scope))
+        return found
+
+    def number(self, doc: int) -> Version | None:
+        """The indexed version with this document number, or None."""
+        memory = self._memory
+        if memory is not None:
+            known = memory.numbers.get(doc)
+            if known is not None:
+                return known
+        found = numbered(self._txn, self._scope, doc)
+        if memory is not None and found is not None:
+            with self._lock:
+                if memory.seq == self._seq and len(memory.numbers) < LIMIT:
+                    memory.numbers[doc] = found
+                    if self._missed(memory, 1):
+                        with bulk():
+                            memory.numbers.update(every_number(self._txn, self._scope))
+        return found
+
+    def _missed(self, memory: _Memory, which: int) -> bool:
+        """Count a lookup that read the store; True when the map should now be read whole."""
+        memory.misses[which] += 1
+        if memory.whole[which]:
+            return False
+        if self._pages < 0:
+            self._pages = stats(self._txn, self._scope).docs // PER_PAGE
+        if memory.misses[which] <= self._pages or self._pages * PER_PAGE > LIMIT:
+            return False
+        memory.whole[which] = True
+        return True
+
+
+class NameMemory:
+    """Per-handle memory of names, per tenant."""
+
+    def __init__(self) -> None:
+        self._tenants: dict[bytes, _Memory] = {}
+        self._lock = threading.Lock()
+
+    def names(self, txn: ReadTxn, scope: bytes) -> Names:
+        """Lookups for ``txn``, brought in step with what it sees first."""
+        with self._lock:
+            memory = self._tenants.setdefault(scope, _Memory())
+            end = last_change(txn, scope)
+            if end < memory.seq:
+                return Names(txn, scope, None, end, self._lock)  # an older snapshot: read directly
+            prefix = scope + CHANGES
+            start = prefix + (memory.seq + 1).to_bytes(8, "big")
+            for _, change in txn.scan(Space.RECALL, prefix, start=start):
+                if change == b"*":
+                    memory.forget()
+                else:
+                    memory.versions.pop(change, None)
+            memory.seq = end
+            return Names(txn, scope, memory, end, self._lock)

@@ -1,0 +1,492 @@
+"""The lexical index: numbered documents, postings in segments, and BM25 over them.
+
+Each indexed node version is a document with a dense number, given in indexing
+order and never reused until the index is rebuilt. Postings are grouped by
+document number into segments of :data:`SEGMENT` documents: one key per (word,
+segment) whose value is a packed array of ``(document, tf, length)`` rows
+(little-endian u32, sorted by document). Catching up a batch of versions writes
+each touched word's segment once; scoring reads a word's few segments with
+``np.frombuffer`` and computes BM25 for all of them at once.
+
+Each version's expiry is kept with it, so a search turns expired versions away
+without reading them.
+
+Keys (behind the tenant scope) in the ``recall`` keyspace:
+``d`` node hash → document number (u32), expiry (i64 µs), content hash ·
+``r`` document number (u32) → node hash, expiry, node id ·
+``t`` word 00 segment (u32) → postings ·
+``c`` content hash → ``(node hash, id, expiry)`` of every indexed version with it ·
+``n`` → documents, words, next document number ·
+``l`` sequence → a content hash whose versions changed, or ``*`` (everything
+changed: the index was cleared), so handles can keep what they read of these
+maps (see :mod:`mnemosyne.recall.names`).
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import struct
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from mnemosyne.errors import NotFound
+from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
+from mnemosyne.objects import Node
+from mnemosyne.recall.text import content_hash, text_of, words
+from mnemosyne.view import View
+
+QUEUE, DOC, NUMBER, TERM, CONTENT, STATS, CHANGES = b"q", b"d", b"r", b"t", b"c", b"n", b"l"
+SEGMENT = 2048
+"""Documents per postings segment: bounds what one catch-up or erasure rewrites per word."""
+K1, B = 1.2, 0.75
+"""BM25 parameters (the usual ones)."""
+
+NEVER = (1 << 63) - 1
+"""The expiry of a version that never expires."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_STATS = struct.Struct(">QQQ")
+_DOC = struct.Struct(">Iq")  # document number, expiry; then the content hash
+_EXPIRY = struct.Struct(">q")
+_ROW = 3  # u32 fields per posting: document, tf, length
+_ROW_BYTES = 4 * _ROW
+# Tuples, not lists: a handle may keep many, and tuples of plain values leave the
+# garbage collector's books once it has looked at them.
+_VERSIONS = msgspec.msgpack.Decoder(tuple[tuple[bytes, str, int], ...])
+_ENCODER = msgspec.msgpack.Encoder()
+
+Version = tuple[bytes, str, int]
+"""An indexed version as a search meets it: node hash, node id, expiry (see :func:`expiry`)."""
+Accept = Callable[[str, bytes, int], bool]
+"""Whether a (node id, node hash, expiry) candidate may be returned: the snapshot check."""
+
+
+@contextmanager
+def bulk() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a bulk of index entries is made.
+
+    Indexing (or reading a map whole) makes hundreds of thousands of small
+    objects and no reference cycles; the collections they trigger walk the whole
+    heap for nothing (a tenth of a rebuild's time). Collection resumes as it was.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def expiry(when: datetime | None) -> int:
+    """An expiry time as microseconds since 1970 (exact), :data:`NEVER` for None.
+
+    The index keeps each version's expiry, so a search can turn expired versions
+    away without reading them.
+    """
+    return NEVER if when is None else (when - _EPOCH) // _MICROSECOND
+
+
+class Stats(msgspec.Struct, frozen=True):
+    """The running totals BM25 needs, and the next document number to give."""
+
+    docs: int = 0
+    words: int = 0
+    next: int = 0
+
+
+def stats(txn: ReadTxn, scope: bytes) -> Stats:
+    """The tenant's totals (zeros before anything is indexed)."""
+    data = txn.get(Space.RECALL, scope + STATS)
+    return Stats(*_STATS.unpack(data)) if data is not None else Stats()
+
+
+def _put_stats(txn: WriteTxn, scope: bytes, found: Stats) -> None:
+    txn.put(Space.RECALL, scope + STATS, _STATS.pack(found.docs, found.words, found.next))
+
+
+def _term_key(scope: bytes, word: str, segment: int) -> bytes:
+    return scope + TERM + word.encode() + b"\x00" + segment.to_bytes(4, "big")
+
+
+def _number_key(scope: bytes, number: int) -> bytes:
+    return scope + NUMBER + number.to_bytes(4, "big")
+
+
+def document(txn: ReadTxn, scope: bytes, oid: bytes) -> tuple[int, bytes, int] | None:
+    """``(document number, content hash, expiry)`` of an indexed version, or None."""
+    data = txn.get(Space.RECALL, scope + DOC + oid)
+    if data is None:
+        return None
+    number, expires = _DOC.unpack_from(data)
+    return number, data[_DOC.size :], expires
+
+
+def numbered(txn: ReadTxn, scope: bytes, number: int) -> Version | None:
+    """The indexed version with this document number, or None."""
+    data = txn.get(Space.RECALL, _number_key(scope, number))
+    return _version(data) if data is not None else None
+
+
+def every_number(txn: ReadTxn, scope: bytes) -> Iterator[tuple[int, Version]]:
+    """Every document number and its version, in number order."""
+    prefix = scope + NUMBER
+    for key, data in txn.scan(Space.RECALL, prefix):
+        yield int.from_bytes(key[len(prefix) :], "big"), _version(data)
+
+
+def _version(data: bytes) -> Version:
+    return data[:32], data[40:].decode(), _EXPIRY.unpack_from(data, 32)[0]
+
+
+def last_change(txn: ReadTxn, scope: bytes) -> int:
+    """The sequence number of the change log's last entry (0 when empty)."""
+    prefix = scope + CHANGES
+    last = next(iter(txn.scan(Space.RECALL, prefix, reverse=True)), None)
+    return int.from_bytes(last[0][len(prefix) :], "big") if last else 0
+
+
+class ChangeLog:
+    """Appends to the change log, reading where it ends once (on the first append)."""
+
+    def __init__(self, txn: WriteTxn, scope: bytes) -> None:
+        self._txn = txn
+        self._scope = scope
+        self._seq: int | None = None
+
+    def append(self, change: bytes) -> None:
+        """Log that the versions of a content changed (``*``: that everything did)."""
+        if self._seq is None:
+            self._seq = last_change(self._txn, self._scope)
+        self._seq += 1
+        self._txn.put(Space.RECALL, self._scope + CHANGES + self._seq.to_bytes(8, "big"), change)
+
+
+def versions_with_content(txn: ReadTxn, scope: bytes, chash: bytes) -> tuple[Version, ...]:
+    """Every indexed version whose content hashes to ``chash``, by node hash."""
+    data = txn.get(Space.RECALL, scope + CONTENT + chash)
+    return _VERSIONS.decode(data) if data is not None else ()
+
+
+def every_content(txn: ReadTxn, scope: bytes) -> Iterator[tuple[bytes, tuple[Version, ...]]]:
+    """Every content hash with its versions."""
+    prefix = scope + CONTENT
+    for key, data in txn.scan(Space.RECALL, prefix):
+        yield key[len(prefix) :], _VERSIONS.decode(data)
+
+
+# -- writing ----------------------------------------------------------------------
+
+
+class Writer:
+    """Adds documents to one tenant's lexical index, a segment of postings at a time.
+
+    Document records are written as documents are added; postings wait in
+    memory until their segment is full or :meth:`close` is called, so each
+    (word, segment) key is written once per catch-up. The totals are written by
+    :meth:`close`.
+
+    A writer told its index is ``fresh`` (cleared in this transaction) keeps
+    the postings and the content map until :meth:`close` and writes them in key
+    order: written batch by batch, each new key would land on a page of its
+    own (a word's segments sit together, content hashes are random), and every
+    such page be copied again and again. It reads nothing back.
+    """
+
+    def __init__(self, txn: WriteTxn, scope: bytes, fresh: bool = False) -> None:
+        self._txn = txn
+        self._scope = scope
+        self._fresh = fresh
+        self._totals = Stats() if fresh else stats(txn, scope)
+        self._first = self._totals.next  # the number of the first buffered document
+        self._words: list[str] = []  # the buffered documents' words, one after another
+        self._lengths: list[int] = []
+        self._segments: dict[str, list[tuple[int, bytes]]] = {}  # fresh: word → its segments
+        self._contents: dict[bytes, list[Version]] = {}  # fresh: the content map
+
+    def add(self, nodes: list[tuple[bytes, Node]]) -> list[bytes]:
+        """Index node versions that are not indexed yet; return their content hashes."""
+        scope = self._scope
+        records: list[tuple[bytes, bytes]] = []
+        contents: dict[bytes, list[Version]] = self._contents if self._fresh else {}
+        hashes: list[bytes] = []
+        docs, total, number = self._totals.docs, self._totals.words, self._totals.next
+        for oid, node in nodes:
+            found = words(text_of(node))
+            chash = content_hash(node)
+            expires = expiry(node.expires_at)
+            hashes.append(chash)
+            records.append((scope + DOC + oid, _DOC.pack(number, expires) + chash))
+            records.append((_number_key(scope, number), oid + _EXPIRY.pack(expires) + node.id.encode()))
+            contents.setdefault(chash, []).append((oid, node.id, expires))
+            self._words.extend(found)
+            self._lengths.append(len(found))
+            docs += 1
+            total += len(found)
+            number += 1
+            if number % SEGMENT == 0:
+                self._flush()
+        self._totals = Stats(docs, total, number)
+        if not self._fresh:
+            records.extend(self._merged(contents))
+        records.sort()
+        self._txn.put_many(Space.RECALL, records)
+        return hashes
+
+    def _merged(self, contents: dict[bytes, list[Version]]) -> Iterator[tuple[bytes, bytes]]:
+        """Content-map entries with the versions already there added."""
+        log = ChangeLog(self._txn, self._scope)
+        for chash, versions in contents.items():
+            key = self._scope + CONTENT + chash
+            known = self._txn.get(Space.RECALL, key)
+            if known is not None:
+                versions = [*_VERSIONS.decode(known), *versions]
+                log.append(chash)  # new contents need no entry: no handle can hold them
+            yield key, _ENCODER.encode(sorted(versions))
+
+    def close(self) -> None:
+        """Write the postings still buffered (a fresh index's all) and the new totals."""
+        self._flush()
+        txn = self._txn
+        if self._segments:
+            head = self._scope + TERM
+            items = [
+                (head + word.encode() + b"\x00" + segment.to_bytes(4, "big"), value)
+                for word in sorted(self._segments)  # code point order is UTF-8 byte order
+                for segment, value in self._segments[word]
+            ]
+            txn.put_many(Space.RECALL, items)
+            self._segments = {}
+        if self._contents:
+            head = self._scope + CONTENT
+            txn.put_many(
+                Space.RECALL,
+                [
+                    (head + chash, _ENCODER.encode(sorted(self._contents[chash])))
+                    for chash in sorted(self._contents)
+                ],
+            )
+            self._contents = {}
+        _put_stats(txn, self._scope, self._totals)
+
+    def _flush(self) -> None:
+        """Write the buffered documents' postings: one key per word (one segment)."""
+        first, count, flat = self._first, len(self._lengths), self._words
+        self._first = first + count
+        lengths = np.array(self._lengths, dtype=np.int64)
+        self._words, self._lengths = [], []
+        if not flat:
+            return
+        vocabulary = list(dict.fromkeys(flat))
+        ids = {word: i for i, word in enumerate(vocabulary)}
+        terms = np.fromiter(map(ids.__getitem__, flat), dtype=np.int64, count=len(flat))
+        # One sort gives every (word, document) pair in word then document order, with its tf.
+        pairs, tf = np.unique(terms * count + np.repeat(np.arange(count), lengths), return_counts=True)
+        term, local = np.divmod(pairs, count)
+        rows = np.empty((len(pairs), _ROW), dtype="<u4")
+        rows[:, 0] = first + local
+        rows[:, 1] = tf
+        rows[:, 2] = lengths[local]
+        starts = [0, *(np.flatnonzero(np.diff(term)) + 1).tolist()]
+        ends = [*starts[1:], len(pairs)]
+        segment = first // SEGMENT
+        data = rows.tobytes()
+        bounds = zip(starts, ends, term[starts].tolist(), strict=True)
+        if self._fresh:
+            for start, end, word in bounds:
+                self._segments.setdefault(vocabulary[word], []).append(
+                    (segment, data[start * _ROW_BYTES : end * _ROW_BYTES])
+                )
+            return
+        resumed = first % SEGMENT != 0  # the segment holds earlier documents: append to them
+        head, tail = self._scope + TERM, b"\x00" + segment.to_bytes(4, "big")
+        items: list[tuple[bytes, bytes]] = []
+        for start, end, word in bounds:
+            key = head + vocabulary[word].encode() + tail
+            value = data[start * _ROW_BYTES : end * _ROW_BYTES]
+            if resumed:
+                before = self._txn.get(Space.RECALL, key)
+                if before is not None:
+                    value = before + value
+            items.append((key, value))
+        items.sort()
+        self._txn.put_many(Space.RECALL, items)
+
+
+def drop_numbers(txn: WriteTxn, scope: bytes, end: int) -> None:
+    """Drop the document-number records from the next number to give up to ``end``.
+
+    A rebuild overwrites the records of the old index from 0 up instead of
+    deleting them first; this drops those it did not reach.
+    """
+    for number in range(stats(txn, scope).next, end):
+        txn.delete(Space.RECALL, _number_key(scope, number))
+
+
+def remove(txn: WriteTxn, scope: bytes, oid: bytes, node: Node) -> None:
+    """Remove one version's document record, postings and content-map entry.
+
+    Each segment holding one of its words is rewritten without it (or deleted
+    when it held nothing else): no key or value of the index names it after.
+    """
+    found = document(txn, scope, oid)
+    if found is None:
+        chash = content_hash(node)
+    else:
+        number, chash, _ = found
+        segment = number // SEGMENT
+        found_words = words(text_of(node))
+        for word in set(found_words):
+            key = _term_key(scope, word, segment)
+            value = txn.get(Space.RECALL, key)
+            if value is None:
+                continue
+            numbers = np.frombuffer(value, dtype="<u4")[::_ROW]
+            at = int(np.searchsorted(numbers, number))
+            if at == len(numbers) or int(numbers[at]) != number:
+                continue
+            rest = value[: at * _ROW_BYTES] + value[(at + 1) * _ROW_BYTES :]
+            if rest:
+                txn.put(Space.RECALL, key, rest)
+            else:
+                txn.delete(Space.RECALL, key)
+        txn.delete(Space.RECALL, scope + DOC + oid)
+        txn.delete(Space.RECALL, _number_key(scope, number))
+        totals = stats(txn, scope)
+        _put_stats(
+            txn,
+            scope,
+            Stats(max(totals.docs - 1, 0), max(totals.words - len(found_words), 0), totals.next),
+        )
+    key = scope + CONTENT + chash
+    data = txn.get(Space.RECALL, key)
+    if data is not None:
+        ChangeLog(txn, scope).append(chash)
+        versions = [entry for entry in _VERSIONS.decode(data) if entry[0] != oid]
+        if versions:
+            txn.put(Space.RECALL, key, _ENCODER.encode(versions))
+        else:
+            txn.delete(Space.RECALL, key)
+
+
+# -- reading ----------------------------------------------------------------------
+
+
+def lexical(
+    view: View,
+    query: str,
+    accept: Accept,
+    limit: int,
+    number: Callable[[int], Version | None] | None = None,
+) -> list[tuple[bytes, str, float]]:
+    """BM25 over indexed and queued versions; the best ``limit`` accepted ones.
+
+    ``number`` looks up a document by number (default: read from ``view``; a
+    handle's :class:`~mnemosyne.recall.names.Names` remembers them).
+
+    Equal scores break by node hash. Scores are summed in the same order (words
+    sorted) whatever the layout, so they are equal bit for bit in every process.
+
+    Returns:
+        ``(node hash, node id, score)``, best first.
+    """
+    txn = view.txn
+    scope = view.stores.scope
+    terms = sorted(set(words(query)))
+    if not terms:
+        return []
+    totals = stats(txn, scope)
+    pending = [(oid, view.node(oid)) for oid in _readable_queue(view)]
+    pending_words = [words(text_of(node)) for _, node in pending]
+    docs = totals.docs + len(pending)
+    average = (totals.words + sum(map(len, pending_words))) / docs if docs else 1.0
+    numbers: list[npt.NDArray[np.int64]] = []
+    weights: list[npt.NDArray[np.float64]] = []
+    for term in terms:
+        parts = [
+            np.frombuffer(value, dtype="<u4").reshape(-1, _ROW)
+            for _, value in txn.scan(Space.RECALL, scope + TERM + term.encode() + b"\x00")
+        ]
+        # Queued versions get numbers past every indexed document's.
+        extra = [
+            (totals.next + i, found.count(term), len(found))
+            for i, found in enumerate(pending_words)
+            if term in found
+        ]
+        if extra:
+            parts.append(np.array(extra, dtype=np.int64).reshape(-1, _ROW))
+        if not parts:
+            continue
+        rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        having = len(rows)
+        idf = math.log(1 + (docs - having + 0.5) / (having + 0.5))
+        tf = rows[:, 1].astype(np.float64)
+        length = rows[:, 2].astype(np.float64)
+        weight = tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average))
+        numbers.append(rows[:, 0].astype(np.int64))
+        weights.append(idf * weight)
+    if not numbers:
+        return []
+    # bincount adds each document's terms in the order given: the words' sorted order.
+    found, where = np.unique(np.concatenate(numbers), return_inverse=True)
+    scores = np.bincount(where, weights=np.concatenate(weights)).astype(np.float64, copy=False)
+    named = {
+        totals.next + i: (oid, node.id, expiry(node.expires_at)) for i, (oid, node) in enumerate(pending)
+    }
+    lookup = number if number is not None else lambda n: numbered(txn, scope, n)
+    out: list[tuple[bytes, str, float]] = []
+    for group in _equal_scores_best_first(scores, max(64, 8 * limit)):
+        candidates: list[Version] = []
+        for i in group.tolist():
+            doc = int(found[i])
+            entry = named.get(doc) or lookup(doc)
+            if entry is not None:
+                candidates.append(entry)
+        score = float(scores[group[0]])
+        for oid, node_id, expires in sorted(candidates):
+            if accept(node_id, oid, expires):
+                out.append((oid, node_id, score))
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+def _equal_scores_best_first(scores: npt.NDArray[np.float64], chunk: int) -> Iterator[npt.NDArray[np.intp]]:
+    """Indices grouped by equal score, best score first, a growing chunk at a time.
+
+    Only the part of the ranking that is walked gets sorted; a chunk always ends
+    between two different scores, so no group of equal scores is split.
+    """
+    left = np.arange(len(scores))
+    while len(left):
+        values = scores[left]
+        if len(left) > chunk:
+            boundary = np.partition(values, len(values) - chunk)[len(values) - chunk]
+            take, left = left[values >= boundary], left[values < boundary]
+        else:
+            take, left = left, left[:0]
+        take = take[np.argsort(-scores[take], kind="stable")]
+        ordered = scores[take]
+        yield from np.split(take, np.flatnonzero(ordered[1:] != ordered[:-1]) + 1)
+        chunk *= 4
+
+
+def _readable_queue(view: View) -> Iterator[bytes]:
+    """Queued versions not indexed yet (commits queue without looking) and still stored."""
+    scope = view.stores.scope
+    prefix = scope + QUEUE
+    for key, _ in view.txn.scan(Space.RECALL, prefix):
+        oid = key[len(prefix) :]
+        if view.txn.get(Space.RECALL, scope + DOC + oid) is not None:
+            continue  # indexed already: its postings count, not a second copy
+        try:
+            view.node(oid)
+        except NotFound:
+            continue
+        yield oid

@@ -1,0 +1,462 @@
+"""Embedding vectors: stored in blocks, cached per handle, searched exactly.
+
+Vectors are keyed by (model id, content hash): equal texts embed once, another
+model never disturbs them. They are stored :data:`BLOCK_ROWS` to a block, so a
+block fills whole pages (a lone 384-dim float32 vector would leave most of an
+LMDB page empty) and catching up writes one key per block. Erasing a content
+rewrites its block with that row zeroed.
+
+Keys (behind the tenant scope) in the ``vectors`` keyspace, per model:
+model 00 content hash → block (u32) and row (u16) ·
+model 01 sequence → change (``+`` block: its rows were added; ``-`` content
+hash: its vector went; ``*``: start over), which lets each handle refresh its
+in-memory matrix incrementally ·
+model 02 block → row count (u16), the rows' content hashes, then their float32
+vectors (a dropped row has a zero hash and a zero vector).
+In the ``recall`` keyspace: ``m`` model id → dimension.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
+from mnemosyne.recall.embedders import Embedder, Vectors
+from mnemosyne.recall.names import NameMemory, Names
+from mnemosyne.recall.postings import Accept, Version, document, versions_with_content
+from mnemosyne.view import View
+
+MODEL = b"m"
+BLOCK_ROWS = 32
+"""Vectors per block: small enough that erasing one rewrites little."""
+
+_MAP, _LOG, _BLOCK = b"\x00", b"\x01", b"\x02"
+_WHERE = struct.Struct(">IH")
+_ROWS = [row.to_bytes(2, "big") for row in range(BLOCK_ROWS)]  # a map entry is block + row
+_COUNT = struct.Struct(">H")
+_DEAD = bytes(32)
+G = TypeVar("G", bound=np.generic)
+
+
+def models(txn: ReadTxn, scope: bytes) -> list[str]:
+    """The model ids that have vectors in this tenant."""
+    prefix = scope + MODEL
+    return [key[len(prefix) :].decode() for key, _ in txn.scan(Space.RECALL, prefix)]
+
+
+def has_vector(txn: ReadTxn, scope: bytes, model: str, chash: bytes) -> bool:
+    """Whether ``model`` has a vector for this content."""
+    return txn.get(Space.VECTORS, scope + model.encode() + _MAP + chash) is not None
+
+
+def vector_hashes(txn: ReadTxn, scope: bytes, model: str) -> Iterator[bytes]:
+    """The content hashes ``model`` has vectors for."""
+    prefix = scope + model.encode() + _MAP
+    for key, _ in txn.scan(Space.VECTORS, prefix):
+        yield key[len(prefix) :]
+
+
+def block_hashes(txn: ReadTxn, scope: bytes, model: str) -> Iterator[bytes]:
+    """The content hashes of every live row of ``model``'s blocks."""
+    for _, data in txn.scan(Space.VECTORS, scope + model.encode() + _BLOCK):
+        yield from (chash for chash in parse_block(data)[0] if chash != _DEAD)
+
+
+def _last(txn: ReadTxn, prefix: bytes) -> int:
+    """The largest number keyed under ``prefix`` (0 when none)."""
+    last = next(iter(txn.scan(Space.VECTORS, prefix, reverse=True)), None)
+    return int.from_bytes(last[0][len(prefix) :], "big") if last else 0
+
+
+class _Log:
+    """Appends to one model's change log, reading where it ends once."""
+
+    def __init__(self, txn: WriteTxn, scope: bytes, model: str) -> None:
+        self._txn = txn
+        self._prefix = scope + model.encode() + _LOG
+        self.seq = _last(txn, self._prefix)
+
+    def append(self, change: bytes) -> None:
+        self.seq += 1
+        self._txn.put(Space.VECTORS, self._prefix + self.seq.to_bytes(8, "big"), change)
+
+
+def parse_block(data: bytes) -> tuple[list[bytes], Vectors]:
+    """A block's content hashes and vectors (a dropped row's hash is all zeros)."""
+    (count,) = _COUNT.unpack_from(data)
+    end = _COUNT.size + 32 * count
+    hashes = [data[i : i + 32] for i in range(_COUNT.size, end, 32)]
+    rows = np.frombuffer(data, dtype="<f4", offset=end).reshape(count, -1) if count else np.zeros((0, 0))
+    return hashes, rows.astype(np.float32, copy=False)
+
+
+class Writer:
+    """Stores new vectors of one model in new blocks, reading where the blocks end once.
+
+    With ``defer_map`` the map entries wait for :meth:`close`, which writes them
+    in key order (content hashes are random: written batch by batch, each would
+    land on a page of its own).
+    """
+
+    def __init__(self, txn: WriteTxn, scope: bytes, model: str, defer_map: bool = False) -> None:
+        self._txn = txn
+        self._prefix = scope + model.encode()
+        self._log = _Log(txn, scope, model)
+        self._block = _last(txn, self._prefix + _BLOCK)
+        self._deferred: list[tuple[bytes, bytes]] | None = [] if defer_map else None
+
+    def store(self, hashes: list[bytes], vectors: Vectors) -> None:
+        """Store unit vectors of contents that have none under this model yet."""
+        prefix = self._prefix
+        rows = np.ascontiguousarray(vectors, dtype="<f4")
+        blocks: list[tuple[bytes, bytes]] = []
+        where: list[tuple[bytes, bytes]] = []
+        for start in range(0, len(hashes), BLOCK_ROWS):
+            self._block += 1
+            number = self._block.to_bytes(4, "big")
+            chunk = hashes[start : start + BLOCK_ROWS]
+            data = rows[start : start + len(chunk)].tobytes()
+            blocks.append((prefix + _BLOCK + number, _COUNT.pack(len(chunk)) + b"".join(chunk) + data))
+            where.extend(
+                (prefix + _MAP + chash, number + row) for chash, row in zip(chunk, _ROWS, strict=False)
+            )
+            self._log.append(b"+" + number)
+        self._txn.put_many(Space.VECTORS, blocks)
+        if self._deferred is not None:
+            self._deferred.extend(where)
+        else:
+            where.sort()
+            self._txn.put_many(Space.VECTORS, where)
+
+    def close(self) -> None:
+        """Write the deferred map entries."""
+        if self._deferred:
+            self._deferred.sort()
+            self._txn.put_many(Space.VECTORS, self._deferred)
+            self._deferred = []
+
+
+def drop(txn: WriteTxn, scope: bytes, model: str, chashes: Iterable[bytes]) -> int:
+    """Erase the vectors of these contents under ``model``; return how many there were.
+
+    Each block is rewritten once, with the dropped rows zeroed (or deleted when
+    no row is left), so the vector bytes leave the index, not only its map.
+    """
+    prefix = scope + model.encode()
+    rows: dict[int, list[int]] = {}
+    gone: list[bytes] = []
+    for chash in chashes:
+        key = prefix + _MAP + chash
+        data = txn.get(Space.VECTORS, key)
+        if data is None:
+            continue
+        block, row = _WHERE.unpack(data)
+        rows.setdefault(block, []).append(row)
+        txn.delete(Space.VECTORS, key)
+        gone.append(chash)
+    for block, dropped in rows.items():
+        key = prefix + _BLOCK + block.to_bytes(4, "big")
+        data = txn.get(Space.VECTORS, key)
+        if data is None:
+            continue
+        hashes, vectors = parse_block(data)
+        for row in dropped:
+            hashes[row] = _DEAD
+        if all(chash == _DEAD for chash in hashes):
+            txn.delete(Space.VECTORS, key)
+            continue
+        kept = vectors.copy()
+        kept[dropped] = 0.0
+        txn.put(Space.VECTORS, key, _COUNT.pack(len(hashes)) + b"".join(hashes) + kept.tobytes())
+    log = _Log(txn, scope, model)
+    for chash in gone:
+        log.append(b"-" + chash)
+    return len(gone)
+
+
+def keep_only(txn: WriteTxn, scope: bytes, contents: set[bytes]) -> int:
+    """Drop every vector whose content is not in ``contents``; return how many went."""
+    return sum(
+        drop(txn, scope, model, [c for c in vector_hashes(txn, scope, model) if c not in contents])
+        for model in models(txn, scope)
+    )
+
+
+def clear(txn: WriteTxn, scope: bytes) -> None:
+    """Drop every vector of the tenant.
+
+    Each model's change log keeps counting up from where it was, after a ``*``
+    entry that tells every handle's cached matrix to start over (a log that
+    restarted at 1 would hide new vectors from handles that had read further).
+    """
+    restart = {model: _last(txn, scope + model.encode() + _LOG) for model in models(txn, scope)}
+    for model in restart:
+        prefix = scope + model.encode()
+        for key in [key for key, _ in txn.scan(Space.VECTORS, prefix + _MAP)]:
+            txn.delete(Space.VECTORS, key)
+        # Blocks and log entries are numbered: deleted by number, their values unread.
+        for part in (_BLOCK, _LOG):
+            first = next(iter(txn.scan(Space.VECTORS, prefix + part)), None)
+            if first is not None:
+                start = int.from_bytes(first[0][len(prefix) + 1 :], "big")
+                width = 4 if part == _BLOCK else 8
+                for number in range(start, _last(txn, prefix + part) + 1):
+                    txn.delete(Space.VECTORS, prefix + part + number.to_bytes(width, "big"))
+    for key in [key for key, _ in txn.scan(Space.VECTORS, scope)]:
+        txn.delete(Space.VECTORS, key)  # anything else: none is expected
+    for model, seq in restart.items():
+        txn.put(Space.VECTORS, scope + model.encode() + _LOG + (seq + 1).to_bytes(8, "big"), b"*")
+
+
+# -- reading ----------------------------------------------------------------------
+
+
+class _Matrix:
+    """One model's vectors in memory: rows, their content hashes, and liveness."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.rows: npt.NDArray[np.float32] = np.zeros((0, dim), dtype=np.float32)
+        self.hashes: list[bytes] = []
+        self.alive: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        # The content hash's first 8 bytes: equal scores break by them.
+        self.keys: npt.NDArray[np.uint64] = np.zeros(0, dtype=np.uint64)
+        self.where: dict[bytes, int] = {}
+        self.seq = 0
+
+    def add(self, hashes: list[bytes], vectors: Vectors) -> None:
+        """Add (or revive) the rows of one block; zero hashes are dropped rows."""
+        fresh: list[int] = []
+        for i, chash in enumerate(hashes):
+            if chash == _DEAD:
+                continue
+            row = self.where.get(chash)
+            if row is None:
+                fresh.append(i)
+            else:
+                self.rows[row] = vectors[i]
+                self.alive[row] = True
+        if not fresh:
+            return
+        start = len(self.hashes)
+        end = start + len(fresh)
+        if end > len(self.rows):
+            size = max(16, 2 * len(self.rows), end)
+            self.rows = _grown(self.rows, size)
+            self.alive = _grown(self.alive, size)
+            self.keys = _grown(self.keys, size)
+        self.rows[start:end] = vectors[fresh]
+        self.alive[start:end] = True
+        added = [hashes[i] for i in fresh]
+        self.keys[start:end] = np.frombuffer(b"".join(chash[:8] for chash in added), dtype=">u8")
+        for row, chash in enumerate(added, start):
+            self.hashes.append(chash)
+            self.where[chash] = row
+
+
+def _grown(array: npt.NDArray[G], size: int) -> npt.NDArray[G]:
+    grown = np.zeros((size, *array.shape[1:]), dtype=array.dtype)
+    grown[: len(array)] = array
+    return grown
+
+
+class VectorCache:
+    """Per-handle in-memory matrices, refreshed from the vectors keyspace's change log.
+
+    It also keeps the handle's memory of names (see :mod:`mnemosyne.recall.names`).
+    """
+
+    def __init__(self) -> None:
+        self._matrices: dict[tuple[bytes, str], _Matrix] = {}
+        self._lock = threading.Lock()
+        self._names = NameMemory()
+
+    def names(self, txn: ReadTxn, scope: bytes) -> Names:
+        """Name lookups for ``txn``, served from this handle's memory where it is in step."""
+        return self._names.names(txn, scope)
+
+    def matrix(self, txn: ReadTxn, scope: bytes, model: str, dim: int) -> _Matrix:
+        """The up-to-date matrix of ``model`` as this transaction sees it."""
+        with self._lock:
+            found = self._matrices.get((scope, model))
+            if found is None or found.dim != dim:
+                found = _Matrix(dim)
+                self._matrices[(scope, model)] = found
+            prefix = scope + model.encode()
+            log = prefix + _LOG
+            start = log + (found.seq + 1).to_bytes(8, "big")
+            for key, change in txn.scan(Space.VECTORS, log, start=start):
+                seq = int.from_bytes(key[len(log) :], "big")
+                if change == b"*":  # the vectors were rebuilt: start over
+                    found = _Matrix(dim)
+                    self._matrices[(scope, model)] = found
+                found.seq = seq
+                kind, rest = change[:1], change[1:]
+                if kind == b"+" and len(rest) == 4:
+                    data = txn.get(Space.VECTORS, prefix + _BLOCK + rest)
+                    if data is not None:
+                        hashes, vectors = parse_block(data)
+                        if vectors.shape[1:] == (dim,):
+                            found.add(hashes, vectors)
+                elif kind == b"-":
+                    row = found.where.get(rest)
+                    if row is not None:
+                        found.alive[row] = False
+            return found
+
+
+def semantic(
+    view: View,
+    cache: VectorCache,
+    embedder: Embedder,
+    query: str,
+    accept: Accept,
+    limit: int,
+    namespace: Callable[[int], list[tuple[str, bytes]] | None] | None = None,
+    versions: Callable[[bytes], tuple[Version, ...]] | None = None,
+) -> list[tuple[bytes, str, float]]:
+    """Exact cosine search over the model's vectors; the best ``limit`` accepted versions.
+
+    ``namespace(cap)`` may list the snapshot's ``(id, hash)`` entries under a
+    prefix filter, or None when there are more than ``cap``: a small namespace is
+    scored directly instead of walking the whole ranking for its few members.
+    ``versions`` looks up a content's versions (default: read from ``view``).
+
+    Returns:
+        ``(node hash, node id, score)``, best first.
+    """
+    txn = view.txn
+    scope = view.stores.scope
+    matrix = cache.matrix(txn, scope, embedder.model_id, embedder.dim)
+    count = len(matrix.hashes)
+    if count == 0:
+        return []
+    vector = np.asarray(embedder([query]), dtype=np.float32)[0]
+    norm = float(np.linalg.norm(vector))
+    if norm == 0.0:
+        return []
+    unit = vector / norm
+    cap = max(256, count // 50)
+    members = namespace(cap) if namespace is not None else None
+    if members is not None:
+        return _score_members(txn, scope, matrix, unit, members, accept, limit)
+    scores = matrix.rows[:count] @ unit
+    # The first window covers a filter that passes 1 row in 16; a more selective one costs
+    # another pass or two over the scores.
+    window = 16 * max(4, limit)
+    lookup = versions if versions is not None else lambda chash: versions_with_content(txn, scope, chash)
+    out: list[tuple[bytes, str, float]] = []
+    for row in _best_first(scores, matrix.keys[:count], matrix.alive[:count], window):
+        for oid, node_id, expires in lookup(matrix.hashes[row]):
+            if accept(node_id, oid, expires):
+                out.append((oid, node_id, float(scores[row])))
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def _score_members(
+    txn: ReadTxn,
+    scope: bytes,
+    matrix: _Matrix,
+    unit: Vectors,
+    members: list[tuple[str, bytes]],
+    accept: Accept,
+    limit: int,
+) -> list[tuple[bytes, str, float]]:
+    """Score just the given versions (a small filtered namespace), best first."""
+    found: list[tuple[bytes, str, int, int]] = []
+    for node_id, oid in members:
+        indexed = document(txn, scope, oid)
+        if indexed is None:
+            continue
+        row = matrix.where.get(indexed[1])
+        if row is not None and matrix.alive[row]:
+            found.append((oid, node_id, indexed[2], row))
+    if not found:
+        return []
+    rows = np.array([entry[3] for entry in found], dtype=np.intp)
+    scores = matrix.rows[rows] @ unit
+    # Equal scores break by content hash, then node hash (their first 8 bytes).
+    versions = np.frombuffer(b"".join(entry[0][:8] for entry in found), dtype=">u8")
+    order = np.lexsort((versions, matrix.keys[rows], -scores)).tolist()
+    out: list[tuple[bytes, str, float]] = []
+    for i in order:
+        oid, node_id, expires, _ = found[i]
+        if accept(node_id, oid, expires):
+            out.append((oid, node_id, float(scores[i])))
+            if len(out) >= limit:
+                break
+    return out
+
+
+def _best(
+    rows: npt.NDArray[np.intp], scores: npt.NDArray[np.float32], keys: npt.NDArray[np.uint64], size: int
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Split ``rows`` into its ``size`` best by (score descending, key) and the rest."""
+    if len(rows) <= size:
+        return rows, rows[:0]
+    values = scores[rows]
+    boundary = np.partition(values, len(values) - size)[len(values) - size]
+    above = values > boundary
+    tied = np.flatnonzero(values == boundary)
+    room = size - int(np.count_nonzero(above))  # at least 1: ``boundary`` is the size-th best
+    if len(tied) > room:
+        # A large group of equal scores: its smallest content hashes come first.
+        tied = tied[np.argpartition(keys[rows[tied]], room - 1)[:room]]
+    above[tied] = True
+    return rows[above], rows[~above]
+
+
+def _window(
+    scores: npt.NDArray[np.float32], keys: npt.NDArray[np.uint64], live: npt.NDArray[np.bool_], size: int
+) -> npt.NDArray[np.intp]:
+    """At least the ``size`` best live rows, and every live row that scores more than any left out.
+
+    Usually a few more than ``size``: a score that about 2·size rows reach is
+    guessed from every 32nd row, and when at least ``size`` live rows reach it,
+    they are the answer (everything left out scores less). Else, or when ties
+    at the guess swamp it, the best ``size`` are split off exactly.
+    """
+    count = int(np.count_nonzero(live))
+    if count > 64 * size:
+        sample = scores[::32]
+        guess = np.partition(sample, len(sample) - 1 - size // 16)[len(sample) - 1 - size // 16]
+        reach = (scores >= guess) & live
+        if np.count_nonzero(reach) > count // 4:
+            reach = (scores > guess) & live  # many rows tie at the guess (sparse vectors score 0)
+        if size <= np.count_nonzero(reach) <= count // 4:
+            return np.flatnonzero(reach)
+    return _best(np.flatnonzero(live), scores, keys, size)[0]
+
+
+def _best_first(
+    scores: npt.NDArray[np.float32],
+    keys: npt.NDArray[np.uint64],
+    alive: npt.NDArray[np.bool_],
+    window: int,
+) -> Iterator[int]:
+    """Live rows in the order (score descending, content hash), a growing window at a time.
+
+    Walking the whole order lazily keeps a selective filter exact (no row is
+    skipped) and cheap: one pass over every row picks a window of the best,
+    which is sorted; only a walk past it costs another pass (for a window four
+    times as wide). Equal scores break by content hash, not by where a row
+    sits, so the answer does not depend on the order vectors were added in. (A
+    float32 matrix product may give equal vectors scores that differ in the
+    last bit; those are not ties.)
+    """
+    live = alive.copy()
+    while True:
+        head = _window(scores, keys, live, window)
+        if not len(head):
+            return
+        live[head] = False
+        yield from head[np.lexsort((keys[head], -scores[head]))].tolist()
+        window *= 4
