@@ -105,14 +105,19 @@ def bench_integrity(root: Path, n: int, commits: int) -> None:
             assert proc.wait() == 0
         return (per * 4) / (time.perf_counter() - t0)
 
-    single = run(1)
-    several = run(4)
+    # Alternating runs, medians: one run of each is at the mercy of process start-up.
+    singles: list[float] = []
+    severals: list[float] = []
+    for _ in range(5):
+        singles.append(run(1))
+        severals.append(run(4))
     with Repo.open(path) as repo:
-        assert repo.get("counter").content == per * 8
+        assert repo.get("counter").content == per * 4 * 10  # every increment landed
+    single, several = statistics.median(singles), statistics.median(severals)
     ratio = several / single
     row(
         "with_retry: 4 contending writers / 1 writer, commits/s",
-        f"{per * 4} commits",
+        f"{per * 4} commits x 5",
         f"{several:,.0f} / {single:,.0f} = {ratio:.2f}",
         ">= 0.5",
         ratio >= 0.5,
