@@ -32,6 +32,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from mnemosyne import Claim, InvalidInput, Node, NotFound, Repo
 from mnemosyne.kv.base import Space
 from mnemosyne.recall import names, postings, vectors
+from mnemosyne.recall import queue as recall_queue
 from mnemosyne.recall.embedders import HashEmbedder
 from mnemosyne.recall.search import count_under
 from mnemosyne.recall.text import content_hash, text_of, words
@@ -59,6 +60,11 @@ class Clock:
 def cosine(embedder: HashEmbedder, query: str, text: str) -> float:
     a, b = embedder([query, text]).astype(np.float64)
     return float(a @ b)
+
+
+def queued(repo: Repo, scope: bytes = SCOPE) -> list[bytes]:
+    with repo.kv.read() as txn:
+        return recall_queue.queued(txn, scope)
 
 
 def recall_keys(repo: Repo, scope: bytes = SCOPE) -> list[bytes]:
@@ -793,7 +799,8 @@ def test_a_read_only_handle_searches_without_writing_anything(tmp_path: Path, cl
         # Queued, not indexed: new versions, and a version indexed already written again.
         repo.commit([Node(id="n/1", content="apple stone"), Node(id="n/new", content="apple cloud")])
         repo.commit([Node(id="n/1", content="apple river 1")])
-        assert len([k for k in recall_keys(repo) if k.startswith(SCOPE + b"q")]) == 3
+        assert len(queued(repo)) == 3
+        assert len([k for k in recall_keys(repo) if k.startswith(SCOPE + b"q")]) == 2  # one entry a commit
         before = dump(repo)
     data_file = next(f for f in path.iterdir() if f.suffix == ".mdb" and "lock" not in f.name)
     raw = data_file.read_bytes()
@@ -949,7 +956,8 @@ def test_commits_only_queue_until_a_search_catches_up(clock: Clock) -> None:
     repo.commit([Node(id="n/1", content="apple again"), Node(id="n/9", content="river")])
     queue = SCOPE + b"q"
     keys = recall_keys(repo)
-    assert len(keys) == 7 and all(k.startswith(queue) for k in keys)
+    assert len(keys) == 2 and all(k.startswith(queue) for k in keys)  # one small entry per commit
+    assert len(queued(repo)) == 7
     assert vector_hashes(repo, "hash-64") == set()
 
     assert len(repo.search("apple", mode="lexical")) == 5
@@ -958,9 +966,8 @@ def test_commits_only_queue_until_a_search_catches_up(clock: Clock) -> None:
     assert not any(k.startswith(queue) for k in caught_up) and len(vectors) == 7
 
     repo.commit([Node(id="n/2", content="stone"), Node(id="n/10", content="cloud")])
-    assert set(recall_keys(repo)) - caught_up == {
-        queue + bytes.fromhex(repo.get(i).hash) for i in ("n/2", "n/10")
-    }
+    assert len(set(recall_keys(repo)) - caught_up) == 1
+    assert set(queued(repo)) == {bytes.fromhex(repo.get(i).hash) for i in ("n/2", "n/10")}
     assert caught_up <= set(recall_keys(repo))
     assert vector_hashes(repo, "hash-64") == vectors
     assert [h.id for h in repo.search("stone", mode="lexical")] == ["n/2"]
@@ -1175,3 +1182,44 @@ def test_fsck_finds_a_posting_that_names_no_document(clock: Clock) -> None:
     stray = np.array([[999, 1, 2]], dtype="<u4").tobytes()
     repo.kv.transact(lambda txn: txn.put(Space.RECALL, SCOPE + b"tzebra\x00" + bytes(4), stray))
     assert any("postings name documents" in p.message for p in repo.fsck().problems)
+
+
+# -- (i) findings of review: erased content in change logs, a memory moved on --------------
+
+
+def test_erasure_leaves_no_content_hash_in_any_log() -> None:
+    """A content hash confirms a guessed text: no key or value may keep it after erasure."""
+    repo = Repo.in_memory()
+    repo.config("embedder", "hash")
+    repo.commit([Node(id="secret", content="alice ssn zebrafish 123456789")])
+    repo.commit([Node(id="other", content="bob likes apples")])
+    repo.search("zebrafish")
+    node = repo.get("secret")
+    needles = [content_hash(node), bytes.fromhex(node.hash), b"secret", b"zebrafish"]
+    repo.forget("secret", reason="asked to")
+    with repo.kv.read() as txn:
+        for space in (Space.RECALL, Space.VECTORS):
+            for key, value in txn.scan(space, b""):
+                assert not any(n in bytes(key) or n in bytes(value) for n in needles), (space, key)
+    assert [h.id for h in repo.search("apples")] == ["other"]
+    assert repo.search("zebrafish", mode="lexical") == []
+
+
+def test_a_transaction_behind_the_handles_memory_reads_its_own_numbers(tmp_path: Path) -> None:
+    """Document numbers are given anew by a rebuild: a search still on the older
+    transaction must not take the new numbering from the handle's memory."""
+    nouns = ["apple", "river", "stone", "cloud", "ember", "maple", "frost", "quill", "zebra", "lemon"]
+    with Repo.init(tmp_path / "s") as repo:
+        for i, noun in enumerate(nouns):
+            repo.commit([Node(id=f"n{i}", content=f"{noun} filler{i}")])
+            repo.search("x", mode="lexical")  # one version indexed per catch-up: numbers in commit order
+        cache = repo._vectors  # type: ignore[attr-defined]
+        with repo.kv.read() as old:  # type: ignore[attr-defined]
+            before = cache.names(old, SCOPE)
+            expected = [postings.numbered(old, SCOPE, i) for i in range(len(nouns))]
+            repo.reindex_recall()  # numbers in hash order now
+            with repo.kv.read() as new:  # type: ignore[attr-defined]
+                after = cache.names(new, SCOPE)
+                for i in range(len(nouns)):
+                    after.number(i)  # the memory now holds the new numbering
+            assert [before.number(i) for i in range(len(nouns))] == expected

@@ -10,7 +10,7 @@ import numpy as np
 
 from mnemosyne.errors import CorruptObject, NotFound
 from mnemosyne.kv.base import Space
-from mnemosyne.recall import postings
+from mnemosyne.recall import postings, queue
 from mnemosyne.recall import vectors as vector_store
 from mnemosyne.recall.index import format_current
 from mnemosyne.recall.text import content_hash
@@ -62,8 +62,7 @@ def check(view: View) -> list[str]:
                 problems.append(f"the content map names version {oid.hex()[:12]}, which is erased or missing")
     if next(iter(txn.scan(Space.VECTORS, scope)), None) is None:
         return problems  # no vectors: nothing below could be wrong
-    for key, _ in txn.scan(Space.RECALL, scope + postings.QUEUE):
-        oid = key[len(scope) + 1 :]
+    for oid in queue.queued(txn, scope):
         try:
             contents.add(content_hash(view.node(oid)))
         except (NotFound, CorruptObject):

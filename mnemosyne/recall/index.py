@@ -1,13 +1,14 @@
 """The recall indexes: BM25 postings and embedding vectors, derived and rebuildable.
 
-Commits only enqueue the node versions they write (one small key each), so
+Commits only enqueue the node versions they write (one small entry per commit,
+see :mod:`mnemosyne.recall.queue`), so
 writing stays cheap; a search on a writable handle first catches up: it indexes
 the queued versions (see :mod:`mnemosyne.recall.postings`) and embeds contents
 that have no vector yet (see :mod:`mnemosyne.recall.vectors`), a batch at a time.
 A rebuild (:mod:`mnemosyne.recall.rebuild`) reads the stored versions directly.
 
 Keys of this module (behind the tenant scope), in the ``recall`` keyspace:
-``q`` node hash (queued) · ``f`` → the layout's format number. An index written
+``q`` sequence → queued versions · ``f`` → the layout's format number. An index written
 in an older layout (no ``f`` key, yet totals or models present) is dropped and
 every stored version queued again at the next catch-up or erasure; until then
 read-only handles refuse to search it rather than misread it.
@@ -23,10 +24,11 @@ from mnemosyne import codec
 from mnemosyne.errors import CorruptObject, InvalidInput, NotFound
 from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
 from mnemosyne.objects import Node
-from mnemosyne.recall import postings
+from mnemosyne.recall import postings, queue
 from mnemosyne.recall import vectors as vector_store
 from mnemosyne.recall.embedders import Embedder
-from mnemosyne.recall.postings import QUEUE, Accept, bulk, lexical, versions_with_content
+from mnemosyne.recall.postings import Accept, bulk, lexical, versions_with_content
+from mnemosyne.recall.queue import QUEUE
 from mnemosyne.recall.text import content_hash, text_of
 from mnemosyne.recall.vectors import MODEL, VectorCache, models, semantic
 from mnemosyne.view import View
@@ -95,17 +97,15 @@ def stamp(txn: WriteTxn, scope: bytes) -> None:
 def enqueue(txn: WriteTxn, scope: bytes, node_hashes: Iterator[bytes] | list[bytes]) -> None:
     """Queue newly written node versions for indexing (called in the commit path).
 
-    One small put per version and no read: a version indexed already is skipped
-    when the queue is drained.
+    One small entry for the whole commit at the end of the queue: a version
+    indexed already is skipped when the queue is drained.
     """
-    prefix = scope + QUEUE
-    for oid in node_hashes:
-        txn.put(Space.RECALL, prefix + oid, b"")
+    queue.add(txn, scope, node_hashes)
 
 
 def needs_catch_up(txn: ReadTxn, scope: bytes, embedder: Embedder | None) -> bool:
     """Whether versions are queued, the index's layout is old, or the model is new here."""
-    if next(iter(txn.scan(Space.RECALL, scope + QUEUE)), None) is not None:
+    if queue.any_queued(txn, scope):
         return True
     if not format_current(txn, scope):
         return True
@@ -116,8 +116,7 @@ def needs_catch_up(txn: ReadTxn, scope: bytes, embedder: Embedder | None) -> boo
 
 def queued(txn: ReadTxn, scope: bytes) -> list[bytes]:
     """Node versions waiting to be indexed."""
-    prefix = scope + QUEUE
-    return [key[len(prefix) :] for key, _ in txn.scan(Space.RECALL, prefix)]
+    return queue.queued(txn, scope)
 
 
 def stored_nodes(txn: ReadTxn, scope: bytes) -> Iterator[tuple[bytes, Node | None]]:
@@ -144,15 +143,15 @@ def requeue(txn: WriteTxn, scope: bytes) -> int:
     versions were queued.
     """
     clear(txn, scope, vectors=False)
-    items: list[tuple[bytes, bytes]] = []
+    oids: list[bytes] = []
     contents: set[bytes] = set()
     for oid, node in stored_nodes(txn, scope):
-        items.append((scope + QUEUE + oid, b""))
+        oids.append(oid)
         if node is not None:
             contents.add(content_hash(node))
-    txn.put_many(Space.RECALL, items)
+    queue.add_all(txn, scope, oids)
     keep_vectors_of(txn, scope, contents)
-    return len(items)
+    return len(oids)
 
 
 def unindex_node(txn: WriteTxn, scope: bytes, oid: bytes, node: Node) -> None:
@@ -162,7 +161,7 @@ def unindex_node(txn: WriteTxn, scope: bytes, oid: bytes, node: Node) -> None:
     """
     if not format_current(txn, scope):
         requeue(txn, scope)  # drops the old layout whole, vectors included
-    txn.delete(Space.RECALL, scope + QUEUE + oid)
+    queue.drop(txn, scope, oid)
     postings.remove(txn, scope, oid, node)
     chash = content_hash(node)
     if not versions_with_content(txn, scope, chash):
@@ -239,13 +238,13 @@ def catch_up(
         # A model new to this tenant: embed what was indexed before it came.
         embed(txn, scope, embedder, [node for _, node in _indexed(view)], batch)
     pending = queued(txn, scope)
+    queue.clear(txn, scope)  # all taken: the transaction writes every one of them or nothing
     expected = total if total is not None else len(pending)
     writer = postings.Writer(txn, scope)
     count = 0
     for start in range(0, len(pending), batch):
         fresh: list[tuple[bytes, Node]] = []
         for oid in pending[start : start + batch]:
-            txn.delete(Space.RECALL, scope + QUEUE + oid)
             if postings.document(txn, scope, oid) is not None:
                 continue  # indexed already (written again by a later commit)
             try:

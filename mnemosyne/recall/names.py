@@ -75,9 +75,10 @@ class Names:
         """Every indexed version with this content."""
         memory = self._memory
         if memory is not None:
-            found = memory.versions.get(chash)
-            if found is not None:
-                return found
+            with self._lock:  # in step at this moment: another thread may have moved the memory on
+                remembered = memory.versions.get(chash) if memory.seq == self._seq else None
+            if remembered is not None:
+                return remembered
         found = versions_with_content(self._txn, self._scope, chash)
         if memory is not None and found:  # never remember absence: new contents are not logged
             with self._lock:
@@ -92,7 +93,8 @@ class Names:
         """The indexed version with this document number, or None."""
         memory = self._memory
         if memory is not None:
-            known = memory.numbers.get(doc)
+            with self._lock:  # numbers are given anew after a ``*``: only an in-step memory can answer
+                known = memory.numbers.get(doc) if memory.seq == self._seq else None
             if known is not None:
                 return known
         found = numbered(self._txn, self._scope, doc)

@@ -38,10 +38,11 @@ import numpy.typing as npt
 from mnemosyne.errors import NotFound
 from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
 from mnemosyne.objects import Node
+from mnemosyne.recall import queue
 from mnemosyne.recall.text import content_hash, text_of, words
 from mnemosyne.view import View
 
-QUEUE, DOC, NUMBER, TERM, CONTENT, STATS, CHANGES = b"q", b"d", b"r", b"t", b"c", b"n", b"l"
+DOC, NUMBER, TERM, CONTENT, STATS, CHANGES = b"d", b"r", b"t", b"c", b"n", b"l"
 SEGMENT = 2048
 """Documents per postings segment: bounds what one catch-up or erasure rewrites per word."""
 K1, B = 1.2, 0.75
@@ -166,6 +167,20 @@ class ChangeLog:
             self._seq = last_change(self._txn, self._scope)
         self._seq += 1
         self._txn.put(Space.RECALL, self._scope + CHANGES + self._seq.to_bytes(8, "big"), change)
+
+
+def restart_log(txn: WriteTxn, scope: bytes) -> None:
+    """Replace the change log by one ``*`` entry (handles then forget every name).
+
+    Erasure comes through here rather than logging the content's hash: a content
+    hash confirms a guessed text, and no entry may name erased content, including
+    entries written when it was indexed.
+    """
+    end = last_change(txn, scope)
+    prefix = scope + CHANGES
+    for key in [key for key, _ in txn.scan(Space.RECALL, prefix)]:
+        txn.delete(Space.RECALL, key)
+    txn.put(Space.RECALL, prefix + (end + 1).to_bytes(8, "big"), b"*")
 
 
 def versions_with_content(txn: ReadTxn, scope: bytes, chash: bytes) -> tuple[Version, ...]:
@@ -367,7 +382,7 @@ def remove(txn: WriteTxn, scope: bytes, oid: bytes, node: Node) -> None:
     key = scope + CONTENT + chash
     data = txn.get(Space.RECALL, key)
     if data is not None:
-        ChangeLog(txn, scope).append(chash)
+        restart_log(txn, scope)
         versions = [entry for entry in _VERSIONS.decode(data) if entry[0] != oid]
         if versions:
             txn.put(Space.RECALL, key, _ENCODER.encode(versions))
@@ -480,9 +495,7 @@ def _equal_scores_best_first(scores: npt.NDArray[np.float64], chunk: int) -> Ite
 def _readable_queue(view: View) -> Iterator[bytes]:
     """Queued versions not indexed yet (commits queue without looking) and still stored."""
     scope = view.stores.scope
-    prefix = scope + QUEUE
-    for key, _ in view.txn.scan(Space.RECALL, prefix):
-        oid = key[len(prefix) :]
+    for oid in queue.queued(view.txn, scope):
         if view.txn.get(Space.RECALL, scope + DOC + oid) is not None:
             continue  # indexed already: its postings count, not a second copy
         try:

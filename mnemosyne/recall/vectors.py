@@ -8,9 +8,10 @@ rewrites its block with that row zeroed.
 
 Keys (behind the tenant scope) in the ``vectors`` keyspace, per model:
 model 00 content hash → block (u32) and row (u16) ·
-model 01 sequence → change (``+`` block: its rows were added; ``-`` content
-hash: its vector went; ``*``: start over), which lets each handle refresh its
-in-memory matrix incrementally ·
+model 01 sequence → change (``+`` block: its rows were added; ``-`` block: rows
+of it were dropped; ``*``: start over), which lets each handle refresh its
+in-memory matrix incrementally (the log never names a content, so it keeps
+nothing of an erased one) ·
 model 02 block → row count (u16), the rows' content hashes, then their float32
 vectors (a dropped row has a zero hash and a zero vector).
 In the ``recall`` keyspace: ``m`` model id → dimension.
@@ -174,9 +175,11 @@ def drop(txn: WriteTxn, scope: bytes, model: str, chashes: Iterable[bytes]) -> i
         kept = vectors.copy()
         kept[dropped] = 0.0
         txn.put(Space.VECTORS, key, _COUNT.pack(len(hashes)) + b"".join(hashes) + kept.tobytes())
+    # The log names the blocks rewritten, never the contents: a content hash would
+    # confirm a guess of the erased text.
     log = _Log(txn, scope, model)
-    for chash in gone:
-        log.append(b"-" + chash)
+    for block in rows:
+        log.append(b"-" + block.to_bytes(4, "big"))
     return len(gone)
 
 
@@ -209,7 +212,14 @@ def clear(txn: WriteTxn, scope: bytes) -> None:
                 for number in range(start, _last(txn, prefix + part) + 1):
                     txn.delete(Space.VECTORS, prefix + part + number.to_bytes(width, "big"))
     for key in [key for key, _ in txn.scan(Space.VECTORS, scope)]:
-        txn.delete(Space.VECTORS, key)  # anything else: none is expected
+        # Anything else, such as the log of a model no longer listed (its vectors
+        # all went): its count must go on too, for handles that read that far.
+        rest = bytes(key[len(scope) :])
+        cut = next((i for i, byte in enumerate(rest) if byte < 3), -1)
+        if cut > 0 and rest[cut : cut + 1] == _LOG and len(rest) == cut + 9:
+            model = rest[:cut].decode(errors="replace")
+            restart[model] = max(restart.get(model, 0), int.from_bytes(rest[cut + 1 :], "big"))
+        txn.delete(Space.VECTORS, key)
     for model, seq in restart.items():
         txn.put(Space.VECTORS, scope + model.encode() + _LOG + (seq + 1).to_bytes(8, "big"), b"*")
 
@@ -228,6 +238,7 @@ class _Matrix:
         # The content hash's first 8 bytes: equal scores break by them.
         self.keys: npt.NDArray[np.uint64] = np.zeros(0, dtype=np.uint64)
         self.where: dict[bytes, int] = {}
+        self.blocks: dict[bytes, list[bytes]] = {}  # block → the contents last read in it
         self.seq = 0
 
     def add(self, hashes: list[bytes], vectors: Vectors) -> None:
@@ -298,16 +309,20 @@ class VectorCache:
                     self._matrices[(scope, model)] = found
                 found.seq = seq
                 kind, rest = change[:1], change[1:]
-                if kind == b"+" and len(rest) == 4:
-                    data = txn.get(Space.VECTORS, prefix + _BLOCK + rest)
-                    if data is not None:
-                        hashes, vectors = parse_block(data)
-                        if vectors.shape[1:] == (dim,):
-                            found.add(hashes, vectors)
-                elif kind == b"-":
-                    row = found.where.get(rest)
-                    if row is not None:
-                        found.alive[row] = False
+                if len(rest) != 4:
+                    continue  # not a change this version writes
+                data = txn.get(Space.VECTORS, prefix + _BLOCK + rest)
+                hashes, vectors = parse_block(data) if data is not None else ([], None)
+                if kind == b"-":
+                    # Rows of the block that are no longer there were dropped.
+                    live = set(hashes)
+                    for chash in found.blocks.get(rest, []):
+                        row = found.where.get(chash)
+                        if chash not in live and row is not None:
+                            found.alive[row] = False
+                if vectors is not None and vectors.shape[1:] == (dim,):
+                    found.add(hashes, vectors)
+                found.blocks[rest] = [chash for chash in hashes if chash != _DEAD]
             return found
 
 

@@ -1,0 +1,95 @@
+"""The recall queue: node versions written since the indexes last caught up.
+
+A commit appends one entry, ``q`` sequence (8 bytes) → the 32-byte hashes of the
+versions it wrote, so queueing costs one small write at the end of the keyspace
+whatever the commit's size (one key per version scattered writes over as many
+pages). Draining reads every entry in order; an erased version is cut out of the
+entries that name it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
+
+QUEUE = b"q"
+HASH = 32
+ENTRY_HASHES = 4096
+"""Versions per entry when a whole store is queued at once."""
+
+
+def _prefix(scope: bytes) -> bytes:
+    return scope + QUEUE
+
+
+def _next_key(txn: ReadTxn, prefix: bytes) -> bytes:
+    last = next(iter(txn.scan(Space.RECALL, prefix, reverse=True)), None)
+    seq = int.from_bytes(last[0][len(prefix) :], "big") + 1 if last else 1
+    return prefix + seq.to_bytes(8, "big")
+
+
+def add(txn: WriteTxn, scope: bytes, hashes: Iterable[bytes]) -> None:
+    """Queue versions (one entry for all of them; nothing when there are none)."""
+    data = b"".join(hashes)
+    if data:
+        txn.put(Space.RECALL, _next_key(txn, _prefix(scope)), data)
+
+
+def add_all(txn: WriteTxn, scope: bytes, hashes: list[bytes]) -> None:
+    """Queue many versions, :data:`ENTRY_HASHES` to an entry."""
+    prefix = _prefix(scope)
+    key = _next_key(txn, prefix)
+    seq = int.from_bytes(key[len(prefix) :], "big")
+    items = []
+    for start in range(0, len(hashes), ENTRY_HASHES):
+        items.append((prefix + seq.to_bytes(8, "big"), b"".join(hashes[start : start + ENTRY_HASHES])))
+        seq += 1
+    txn.put_many(Space.RECALL, items)
+
+
+def any_queued(txn: ReadTxn, scope: bytes) -> bool:
+    """Whether any version is queued."""
+    return next(iter(txn.scan(Space.RECALL, _prefix(scope))), None) is not None
+
+
+def queued(txn: ReadTxn, scope: bytes) -> list[bytes]:
+    """Every queued version, oldest first, each once."""
+    seen: dict[bytes, None] = {}
+    for _, data in txn.scan(Space.RECALL, _prefix(scope)):
+        for start in range(0, len(data), HASH):
+            seen.setdefault(bytes(data[start : start + HASH]))
+    return list(seen)
+
+
+def clear(txn: WriteTxn, scope: bytes) -> None:
+    """Empty the queue (a catch-up took everything in it)."""
+    for key in [key for key, _ in txn.scan(Space.RECALL, _prefix(scope))]:
+        txn.delete(Space.RECALL, key)
+
+
+def drop(txn: WriteTxn, scope: bytes, oid: bytes) -> None:
+    """Cut one version out of every entry that names it (erasure)."""
+    changed: list[tuple[bytes, bytes]] = []
+    for key, value in txn.scan(Space.RECALL, _prefix(scope)):
+        data = bytes(value)
+        at = _find(data, oid)
+        if at < 0:
+            continue
+        while at >= 0:
+            data = data[:at] + data[at + HASH :]
+            at = _find(data, oid, at)
+        changed.append((bytes(key), data))
+    for key, data in changed:
+        if data:
+            txn.put(Space.RECALL, key, data)
+        else:
+            txn.delete(Space.RECALL, key)
+
+
+def _find(data: bytes, oid: bytes, start: int = 0) -> int:
+    """Where ``oid`` sits in an entry, at a hash boundary; -1 when it does not."""
+    at = data.find(oid, start)
+    while at >= 0 and at % HASH:
+        at = data.find(oid, at + 1)
+    return at
