@@ -71,6 +71,7 @@ def erase(
         view.objects.forget_cached(oid)
         # The same bytes written again after an erasure go again; the first record stands.
         records.append(earlier or record)
+    recall_index.unqueue(view.txn, scope, [bytes.fromhex(r.hash) for r in records])
     scrub_reads(view.txn, scope, {r.hash for r in records})
     return records, had_claim
 

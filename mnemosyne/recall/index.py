@@ -51,6 +51,7 @@ __all__ = [
     "requeue",
     "semantic",
     "unindex_node",
+    "unqueue",
     "versions_with_content",
 ]
 
@@ -154,14 +155,19 @@ def requeue(txn: WriteTxn, scope: bytes) -> int:
     return len(oids)
 
 
-def unindex_node(txn: WriteTxn, scope: bytes, oid: bytes, node: Node) -> None:
-    """Remove every trace of one node version from the recall indexes.
+def unqueue(txn: WriteTxn, scope: bytes, oids: list[bytes]) -> None:
+    """Take erased versions out of the queue (one pass for all of them)."""
+    queue.drop(txn, scope, oids)
 
-    Its vector goes too when no other version has the same content.
+
+def unindex_node(txn: WriteTxn, scope: bytes, oid: bytes, node: Node) -> None:
+    """Remove every trace of one node version from the recall indexes, but the queue.
+
+    Its vector goes too when no other version has the same content. The eraser
+    takes its versions out of the queue with :func:`unqueue`, once for all.
     """
     if not format_current(txn, scope):
         requeue(txn, scope)  # drops the old layout whole, vectors included
-    queue.drop(txn, scope, oid)
     postings.remove(txn, scope, oid, node)
     chash = content_hash(node)
     if not versions_with_content(txn, scope, chash):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+
 from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
 
 QUEUE = b"q"
@@ -68,28 +70,19 @@ def clear(txn: WriteTxn, scope: bytes) -> None:
         txn.delete(Space.RECALL, key)
 
 
-def drop(txn: WriteTxn, scope: bytes, oid: bytes) -> None:
-    """Cut one version out of every entry that names it (erasure)."""
+def drop(txn: WriteTxn, scope: bytes, oids: Iterable[bytes]) -> None:
+    """Cut versions out of every entry that names them (erasure), in one pass."""
+    wanted = np.array(list(oids), dtype=f"S{HASH}")
+    if len(wanted) == 0:
+        return
     changed: list[tuple[bytes, bytes]] = []
     for key, value in txn.scan(Space.RECALL, _prefix(scope)):
-        data = bytes(value)
-        at = _find(data, oid)
-        if at < 0:
-            continue
-        while at >= 0:
-            data = data[:at] + data[at + HASH :]
-            at = _find(data, oid, at)
-        changed.append((bytes(key), data))
+        hashes = np.frombuffer(value, dtype=f"S{HASH}")
+        hit = np.isin(hashes, wanted)
+        if hit.any():
+            changed.append((bytes(key), hashes[~hit].tobytes()))
     for key, data in changed:
         if data:
             txn.put(Space.RECALL, key, data)
         else:
             txn.delete(Space.RECALL, key)
-
-
-def _find(data: bytes, oid: bytes, start: int = 0) -> int:
-    """Where ``oid`` sits in an entry, at a hash boundary; -1 when it does not."""
-    at = data.find(oid, start)
-    while at >= 0 and at % HASH:
-        at = data.find(oid, at + 1)
-    return at
