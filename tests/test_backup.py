@@ -12,10 +12,12 @@ import io
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import blake3
+import clocks
 import msgspec
 import pytest
 from mnemo_cli.app import app
@@ -45,21 +47,14 @@ from mnemosyne.backup import (
 )
 from mnemosyne.kv.base import Space
 
+pytestmark = pytest.mark.usefixtures("clean_cli_env")
+
 T0 = datetime(2026, 6, 1, 9, tzinfo=UTC)
 SPACES = (*EXPORTED_SPACES, *DERIVED_SPACES)
 runner = CliRunner()
 
 
-class Clock:
-    """Each call returns the current time, then steps it a minute."""
-
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        value = self.now
-        self.now += timedelta(minutes=1)
-        return value
+Clock = partial(clocks.Clock, step=timedelta(minutes=1))
 
 
 def claim(node_id: str, value: str, month: int) -> Node:
@@ -547,13 +542,6 @@ def test_export_refuses_a_damaged_store(tmp_path: Path) -> None:
 
 
 # -- command line ----------------------------------------------------------------
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("MNEMO_DIR", raising=False)
-    monkeypatch.delenv("MNEMO_AUTHOR", raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 def invoke(*args: str, input: bytes | None = None) -> Result:

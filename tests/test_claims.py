@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from functools import partial
 
+import clocks
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,17 +15,7 @@ from mnemosyne import Claim, ClaimConflict, InvalidInput, Node, NotFound, Proven
 T0 = datetime(2026, 6, 1, 9, tzinfo=UTC)
 
 
-class Clock:
-    """A test clock: each call returns the current time, then steps it."""
-
-    def __init__(self, start=datetime(2026, 9, 1, tzinfo=UTC), step=timedelta(seconds=1)):
-        self.now = start
-        self.step = step
-
-    def __call__(self):
-        value = self.now
-        self.now += self.step
-        return value
+Clock = partial(clocks.Clock, start=datetime(2026, 9, 1, tzinfo=UTC))
 
 
 def utc(text):

@@ -16,6 +16,8 @@ from mnemo_cli.app import app, exit_code, main
 
 import mnemosyne
 
+pytestmark = pytest.mark.usefixtures("clean_cli_env")
+
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
 PROVENANCE_KEYS = ["agent_step", "observation", "tool_call", "source"]
 HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -23,13 +25,6 @@ RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 
 
 Store = CliStore
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("MNEMO_DIR", raising=False)
-    monkeypatch.delenv("MNEMO_AUTHOR", raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture

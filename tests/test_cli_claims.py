@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from cli_harness import CliStore, assert_error, invoke
 
+pytestmark = pytest.mark.usefixtures("clean_cli_env")
+
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
 TIMELINE_KEYS = [
     "id",
@@ -40,13 +42,6 @@ def claim(node_id: str, valid_from: str, value: Any, observation: str | None = N
 
 
 Store = CliStore
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("MNEMO_DIR", raising=False)
-    monkeypatch.delenv("MNEMO_AUTHOR", raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture

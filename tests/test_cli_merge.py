@@ -13,6 +13,8 @@ from cli_harness import CliStore, assert_error, invoke
 from mnemosyne import Repo
 from mnemosyne.kv.base import Space
 
+pytestmark = pytest.mark.usefixtures("clean_cli_env")
+
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
 MERGE_KEYS = ["commit", "conflicts", "contradictions", "fast_forward", "up_to_date"]
 HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -28,13 +30,6 @@ class Store(CliStore):
 
     def content(self, node_id: str) -> Any:
         return self.doc("show", node_id)["content"]
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("MNEMO_DIR", raising=False)
-    monkeypatch.delenv("MNEMO_AUTHOR", raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from clocks import Clock
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -23,19 +24,6 @@ from mnemosyne import (
 T0 = datetime(2026, 6, 1, 9, tzinfo=UTC)
 DAY = timedelta(days=1)
 FAR = datetime(2100, 1, 1, tzinfo=UTC)
-
-
-class Clock:
-    """A test clock: each call returns the current time, then steps it."""
-
-    def __init__(self, start=T0, step=timedelta(seconds=1)):
-        self.now = start
-        self.step = step
-
-    def __call__(self):
-        value = self.now
-        self.now += self.step
-        return value
 
 
 @pytest.fixture

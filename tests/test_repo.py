@@ -6,6 +6,7 @@ import itertools
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from clocks import Clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,19 +29,6 @@ from mnemosyne.kv.base import Space
 
 T0 = datetime(2026, 6, 1, 9, tzinfo=UTC)
 DEFAULT_SCOPE = b"\x00\x00\x00\x00"
-
-
-class Clock:
-    """A settable test clock: each call returns the current time, then steps it."""
-
-    def __init__(self, start=T0, step=timedelta(seconds=1)):
-        self.now = start
-        self.step = step
-
-    def __call__(self):
-        value = self.now
-        self.now += self.step
-        return value
 
 
 @pytest.fixture

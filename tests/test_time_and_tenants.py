@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from clocks import Clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,20 +13,6 @@ from mnemosyne import Claim, InvalidInput, Node, NotFound, Repo
 
 T0 = datetime(2026, 6, 1, 9, tzinfo=UTC)
 US = timedelta(microseconds=1)
-
-
-class Clock:
-    """A settable test clock: each call returns the current time, then steps it."""
-
-    def __init__(self, start=T0, step=timedelta(seconds=1)):
-        self.now = start
-        self.step = step
-        self.last = None
-
-    def __call__(self):
-        self.last = self.now
-        self.now += self.step
-        return self.last
 
 
 @pytest.fixture
