@@ -19,6 +19,7 @@ from mnemosyne.kv.base import Space
 from mnemosyne.maintenance import reindex
 from mnemosyne.objects import Claim, Node, Redaction
 from mnemosyne.recall import index as recall_index
+from mnemosyne.recall import queue as recall_queue
 from mnemosyne.recall.search import scrub_reads
 from mnemosyne.view import WriteView
 
@@ -71,7 +72,7 @@ def erase(
         view.objects.forget_cached(oid)
         # The same bytes written again after an erasure go again; the first record stands.
         records.append(earlier or record)
-    recall_index.unqueue(view.txn, scope, [bytes.fromhex(r.hash) for r in records])
+    recall_queue.drop(view.txn, scope, [bytes.fromhex(r.hash) for r in records])
     scrub_reads(view.txn, scope, {r.hash for r in records})
     return records, had_claim
 

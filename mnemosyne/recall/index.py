@@ -51,7 +51,6 @@ __all__ = [
     "requeue",
     "semantic",
     "unindex_node",
-    "unqueue",
     "versions_with_content",
 ]
 
@@ -150,21 +149,16 @@ def requeue(txn: WriteTxn, scope: bytes) -> int:
         oids.append(oid)
         if node is not None:
             contents.add(content_hash(node))
-    queue.add_all(txn, scope, oids)
+    queue.add(txn, scope, oids)
     keep_vectors_of(txn, scope, contents)
     return len(oids)
-
-
-def unqueue(txn: WriteTxn, scope: bytes, oids: list[bytes]) -> None:
-    """Take erased versions out of the queue (one pass for all of them)."""
-    queue.drop(txn, scope, oids)
 
 
 def unindex_node(txn: WriteTxn, scope: bytes, oid: bytes, node: Node) -> None:
     """Remove every trace of one node version from the recall indexes, but the queue.
 
     Its vector goes too when no other version has the same content. The eraser
-    takes its versions out of the queue with :func:`unqueue`, once for all.
+    takes its versions out of the queue with :func:`queue.drop`, once for all.
     """
     if not format_current(txn, scope):
         requeue(txn, scope)  # drops the old layout whole, vectors included

@@ -18,36 +18,25 @@ from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
 QUEUE = b"q"
 HASH = 32
 ENTRY_HASHES = 4096
-"""Versions per entry when a whole store is queued at once."""
+"""Versions per entry at most (a bulk import or a whole store queued at once spans several)."""
 
 
 def _prefix(scope: bytes) -> bytes:
     return scope + QUEUE
 
 
-def _next_key(txn: ReadTxn, prefix: bytes) -> bytes:
-    last = next(iter(txn.scan(Space.RECALL, prefix, reverse=True)), None)
-    seq = int.from_bytes(last[0][len(prefix) :], "big") + 1 if last else 1
-    return prefix + seq.to_bytes(8, "big")
-
-
 def add(txn: WriteTxn, scope: bytes, hashes: Iterable[bytes]) -> None:
-    """Queue versions (one entry for all of them; nothing when there are none)."""
-    data = b"".join(hashes)
-    if data:
-        txn.put(Space.RECALL, _next_key(txn, _prefix(scope)), data)
-
-
-def add_all(txn: WriteTxn, scope: bytes, hashes: list[bytes]) -> None:
-    """Queue many versions, :data:`ENTRY_HASHES` to an entry."""
+    """Queue versions: one entry per :data:`ENTRY_HASHES` of them (a commit's fit in one)."""
+    queued = list(hashes)
     prefix = _prefix(scope)
-    key = _next_key(txn, prefix)
-    seq = int.from_bytes(key[len(prefix) :], "big")
+    last = next(iter(txn.scan(Space.RECALL, prefix, reverse=True)), None)
+    seq = int.from_bytes(last[0][len(prefix) :], "big") if last else 0
     items = []
-    for start in range(0, len(hashes), ENTRY_HASHES):
-        items.append((prefix + seq.to_bytes(8, "big"), b"".join(hashes[start : start + ENTRY_HASHES])))
+    for start in range(0, len(queued), ENTRY_HASHES):
         seq += 1
-    txn.put_many(Space.RECALL, items)
+        items.append((prefix + seq.to_bytes(8, "big"), b"".join(queued[start : start + ENTRY_HASHES])))
+    if items:
+        txn.put_many(Space.RECALL, items)
 
 
 def any_queued(txn: ReadTxn, scope: bytes) -> bool:
