@@ -198,12 +198,18 @@ class Node(msgspec.Struct, frozen=True, array_like=True, tag="node@1", kw_only=T
         return codec.object_id(codec.encode(self)).hex()
 
 
-class TreeChunk(msgspec.Struct, frozen=True, array_like=True, tag="tree@1", forbid_unknown_fields=True):
+class TreeChunk(
+    msgspec.Struct, frozen=True, array_like=True, tag="tree@1", forbid_unknown_fields=True, gc=False
+):
     """One chunk of a prolly tree.
 
     At level 0 ``values`` are node hashes; above, they are child chunk hashes and
     ``keys`` hold the last (largest) key of each child.
     """
+
+    # gc=False: a chunk holds only an int and tuples of str and bytes, so it can
+    # never be part of a reference cycle, and the tens of thousands a long-lived
+    # handle keeps decoded need not be walked by every full garbage collection.
 
     level: int
     keys: tuple[str, ...]
