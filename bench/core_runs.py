@@ -16,7 +16,6 @@ from typing import Any
 import lmdb
 from harness import (
     CPU,
-    NOSYNC,
     ByteCounter,
     content,
     make_node,
@@ -28,9 +27,6 @@ from harness import (
 
 from mnemosyne import Repo
 from mnemosyne.kv.base import Space
-
-WARM_UP = 50
-"""Untimed commits before the sync-off commits that count."""
 
 
 def bench_size(n: int, root: Path, rounds: int) -> None:
@@ -130,7 +126,7 @@ def bench_size(n: int, root: Path, rounds: int) -> None:
             f"{statistics.median(commit_t) / statistics.median(raw_t):.2f}",
         )
         # Process CPU of the durable commit includes the kernel's work for fdatasync;
-        # the CPU part of the commit itself is the sync-off row below.
+        # the CPU part of the commit itself is measured with sync off (commit_cpu.py).
         row(
             "durable commit, process CPU time incl. the kernel's sync work, median (µs)",
             n,
@@ -171,37 +167,6 @@ def bench_size(n: int, root: Path, rounds: int) -> None:
         )
     raw_env.close()
     twin_env.close()
-
-    # The same commit with durability off: the CPU part of a commit. A handle that
-    # has just opened the store reads the upper tree chunks from disk on its first
-    # commits; an agent's handle commits many times, so the target applies after a
-    # warm-up of WARM_UP commits, and the first ``rounds`` after opening are shown too.
-    with Repo.open(path, sync=False) as repo:
-        samples = []
-        for r in range(WARM_UP + rounds):
-            batch = list(
-                {
-                    node.id: node for node in (make_node(rng.randrange(n), version + k) for k in range(10))
-                }.values()
-            )
-            version += 10
-            t0 = time.perf_counter()
-            repo.commit(batch, message=f"nosync {r}", author="bench")
-            samples.append(time.perf_counter() - t0)
-        cold, warm = samples[:rounds], samples[WARM_UP:]
-        row(
-            "commit of 10 nodes, sync off, first commits after opening, median (µs)",
-            n,
-            f"{median_us(cold):,.0f}",
-        )
-        row(
-            f"commit of 10 nodes, sync off, after {WARM_UP} commits, median (µs)",
-            n,
-            f"{median_us(warm):,.0f}",
-            "<= 1000 at 100k" if n >= 100_000 else "",
-            median_us(warm) <= 1000 if n >= 100_000 else None,
-        )
-        NOSYNC[n] = statistics.median(warm)
 
     if n >= 100_000:
         rss(path, node_id(7))

@@ -101,7 +101,8 @@ def write_table(out: Path, started: float) -> None:
         "",
         f"Run on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, "
         f"{os.cpu_count()} cores, {platform.machine()}; {time.perf_counter() - started:.0f} s in all. "
-        "Medians of repeated runs in one process; ratios are of medians measured interleaved.",
+        "Medians of repeated runs in one process (the sync-off commits: medians of runs in fresh "
+        "processes, the sizes taking turns); ratios are of medians measured interleaved.",
         "",
         "| metric | n | value | target | |",
         "|---|---:|---:|---|---|",

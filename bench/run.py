@@ -1,7 +1,8 @@
 """Benchmarks for the core store; writes a markdown table of medians and ratios.
 
 Every figure is a median over repeated runs in this one process (or a ratio of
-two medians measured interleaved in the same run). Usage:
+two medians measured interleaved in the same run), except the sync-off commits:
+those run in fresh processes, the sizes taking turns (see commit_cpu.py). Usage:
 
     python bench/run.py [--out bench/results.md] [--sizes 1000,10000,100000] [--quick]
 """
@@ -14,13 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from commit_cpu import bench_commit_cpu
 from core_runs import bench_history, bench_merge, bench_size
 from feature_runs import bench_claims, bench_integrity, bench_recall
-from harness import (
-    NOSYNC,
-    row,
-    write_table,
-)
+from harness import write_table
 
 
 def main() -> None:
@@ -30,28 +28,20 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results.md"))
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--rounds", type=int, default=31)
+    parser.add_argument("--runs", type=int, default=5, help="processes per size for the sync-off commit")
     parser.add_argument("--history", type=int, default=10_000)
     parser.add_argument("--claims", type=int, default=100_000)
     parser.add_argument("--quick", action="store_true", help="small sizes, for checking the script")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.quick:
-        sizes, args.rounds, args.history, args.claims = [1000, 5000], 5, 300, 5000
+        sizes, args.rounds, args.runs, args.history, args.claims = [1000, 5000], 5, 1, 300, 5000
     started = time.perf_counter()
     root = Path(tempfile.mkdtemp(prefix="mnemo-bench-"))
     try:
         for n in sizes:
             bench_size(n, root, args.rounds)
-        if len(sizes) >= 2:
-            lo, hi = min(sizes), max(sizes)
-            ratio = NOSYNC[hi] / NOSYNC[lo]
-            row(
-                f"commit CPU (sync off) ratio n={hi} / n={lo}",
-                f"{hi}/{lo}",
-                f"{ratio:.2f}",
-                "<= 3",
-                ratio <= 3,
-            )
+        bench_commit_cpu(root, sizes, args.runs)
         bench_history(root, args.history)
         bench_merge(root, max(sizes), args.history)
         bench_integrity(root, max(sizes), args.history)
