@@ -76,6 +76,10 @@ def one_line(error: BaseException) -> str:
 _CLICK: Any = getattr(typer_core, "_click", None) or getattr(typer_core, "click")  # noqa: B009
 _USAGE_ERROR: type[Exception] = _CLICK.exceptions.UsageError
 _NO_SUCH_OPTION: type[Exception] = _CLICK.exceptions.NoSuchOption
+_NO_ARGS_HELP: tuple[type[Exception], ...] = tuple(
+    cls for cls in [getattr(_CLICK.exceptions, "NoArgsIsHelpError", None)] if cls is not None
+)
+"""Raised by a group run with no arguments, to show its help (Click 8.2+)."""
 
 
 def _usage_line(error: Exception) -> int:
@@ -97,7 +101,7 @@ class MnemoGroup(TyperGroup):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except _USAGE_ERROR as error:
-            if type(error).__name__ == "NoArgsIsHelpError":
+            if isinstance(error, _NO_ARGS_HELP):
                 raise
             raise typer.Exit(_usage_line(error)) from None
 
@@ -106,6 +110,8 @@ class MnemoGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except _USAGE_ERROR as error:
+            if isinstance(error, _NO_ARGS_HELP):
+                raise  # a command group run bare (``mnemo tenant``) shows its help
             # A command's arguments did not parse: one line, like every other error.
             raise typer.Exit(_usage_line(error)) from None
         except MnemoError as error:

@@ -407,6 +407,14 @@ def test_os_errors_are_one_line(store: Store, monkeypatch) -> None:
     assert_error(store.run("log"), 1, "Permission denied")
 
 
+@pytest.mark.parametrize("group", [[], ["tenant"], ["config"]])
+def test_a_group_run_bare_shows_its_help_not_an_error(group: list[str]) -> None:
+    result = invoke(*group)
+    assert "Usage:" in result.output
+    assert "Commands" in result.output
+    assert "error:" not in result.output
+
+
 def test_every_command_has_help() -> None:
     commands = [
         "init",
