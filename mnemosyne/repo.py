@@ -390,7 +390,7 @@ class Repo(RecallMethods, ForgettingMethods, BranchMethods):
             if tip is None:
                 return []
             now = self._judged_at(as_of)
-            when = aware(valid_at) if valid_at is not None else now
+            when = aware(valid_at, "valid_at") if valid_at is not None else now
             return queries.facts(view, tip, subject, predicate, when, now)
 
     def contradictions(self, ref: str | None = None) -> list[Contradiction]:

@@ -27,10 +27,10 @@ Clock = Callable[[], datetime]
 T = TypeVar("T")
 
 
-def aware(when: datetime) -> datetime:
-    """``when`` in UTC; refuse anything but a timezone-aware datetime."""
+def aware(when: datetime, name: str = "as_of") -> datetime:
+    """``when`` in UTC; refuse anything but a timezone-aware datetime (``name``: the argument)."""
     if not isinstance(when, datetime) or when.tzinfo is None:
-        raise InvalidInput("as_of must be a timezone-aware datetime")
+        raise InvalidInput(f"{name} must be a timezone-aware datetime")
     return when.astimezone(UTC)
 
 

@@ -93,10 +93,7 @@ class RecallMethods(RepoCore):
             mode: ``hybrid``, ``lexical`` or ``semantic``.
             run_id: record the versions returned in the read log under this id.
         """
-        if not isinstance(query, str):
-            raise InvalidInput("the query must be text")
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise InvalidInput("k must be a positive integer")
+        _check_query(query, k)
         if mode not in ("hybrid", "lexical", "semantic"):
             raise InvalidInput("mode must be hybrid, lexical or semantic")
         self._catch_up()
@@ -124,17 +121,21 @@ class RecallMethods(RepoCore):
     ) -> Context:
         """The smallest cited context for ``query`` that fits ``budget_tokens``.
 
-        The best memories (as ranked by :meth:`search`) that fit, claims in force
-        first among them, each with its id and hash; tokens are estimated as one per
-        four characters. ``Context.render()`` gives the text to put in a prompt.
+        The best memories (as ranked by :meth:`search`, hybrid) that fit, with claims
+        no longer in force last, each with its id and hash; tokens are estimated as
+        one per four characters. Hits and claim checks come from one snapshot.
+        ``Context.render()`` gives the text to put in a prompt.
         """
-        if not isinstance(budget_tokens, int) or budget_tokens < 1:
+        if not isinstance(budget_tokens, int) or isinstance(budget_tokens, bool) or budget_tokens < 1:
             raise InvalidInput("budget_tokens must be a positive integer")
-        hits = self.search(query, k=k, at=at, as_of=as_of, prefix=prefix, valid_at=valid_at)
+        _check_query(query, k)
+        self._catch_up()
+        embedder = self.embedder()
         with self._view() as view:
             filters = self._filters(view, at, as_of, prefix, valid_at, None, None)
             if filters is None:
                 return Context(query=query, budget_tokens=budget_tokens, tokens=0, items=[])
+            hits = recall_search.search(view, self._vectors, embedder, query, k, filters)
             built = recall_search.assemble(view, hits, query, budget_tokens, filters)
         if run_id is not None:
             chosen = {item.hash for item in built.items}
@@ -166,7 +167,7 @@ class RecallMethods(RepoCore):
             prefix=prefix,
             kind=kind,
             meta=meta,
-            valid_at=aware(valid_at) if valid_at is not None else None,
+            valid_at=aware(valid_at, "valid_at") if valid_at is not None else None,
             claim_root=view.graph.entry(view.txn, tip).claims,
         )
 
@@ -203,3 +204,10 @@ class RecallMethods(RepoCore):
             return recall_rebuild(view, embedder, vectors, progress)
 
         return self._write(work)
+
+
+def _check_query(query: object, k: object) -> None:
+    if not isinstance(query, str):
+        raise InvalidInput("the query must be text")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise InvalidInput("k must be a positive integer")

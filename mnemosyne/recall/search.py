@@ -266,10 +266,10 @@ def assemble(view: View, hits: list[Hit], query: str, budget: int, filters: Filt
         found = claims.in_force(view, filters.claim_root, c.subject, c.predicate, when, filters.now)
         return any(n.hash == node.hash for n in found)
 
-    def stale(node: Node) -> bool:
-        return isinstance(node.content, Claim) and not in_force(node)
-
-    ranked = sorted(hits, key=lambda hit: (stale(hit.node), -hit.score))
+    force = {hit.hash: in_force(hit.node) for hit in hits}
+    ranked = sorted(
+        hits, key=lambda hit: (isinstance(hit.node.content, Claim) and not force[hit.hash], -hit.score)
+    )
     items: list[ContextItem] = []
     used = 0
     for hit in ranked:
@@ -285,7 +285,7 @@ def assemble(view: View, hits: list[Hit], query: str, budget: int, filters: Filt
                 text=text,
                 tokens=cost,
                 score=hit.score,
-                claim_in_force=in_force(hit.node),
+                claim_in_force=force[hit.hash],
             )
         )
     return Context(query=query, budget_tokens=budget, tokens=used, items=items)
