@@ -378,11 +378,15 @@ def bench_merge(root: Path, n: int, depth: int) -> None:
         fork = repo.resolve("HEAD").id
         repo.branch("left", fork)
         repo.branch("right", fork)
-        for c in range(10):
-            repo.commit([make_node(c % 50, depth + c)], message=f"l{c}", author="bench", branch="left")
-            repo.commit(
-                [make_node(50 + c % 50, 2 * depth + c)], message=f"r{c}", author="bench", branch="right"
-            )
+
+        def grow_both(start: int, stop: int) -> None:
+            for c in range(start, stop):
+                repo.commit([make_node(c % 50, depth + c)], message=f"l{c}", author="bench", branch="left")
+                repo.commit(
+                    [make_node(50 + c % 50, 2 * depth + c)], message=f"r{c}", author="bench", branch="right"
+                )
+
+        grow_both(0, 10)
         time_bases(
             fork,
             f"merge base of two tips {depth} commits deep, forked 10 commits ago, median (ms)",
@@ -390,11 +394,7 @@ def bench_merge(root: Path, n: int, depth: int) -> None:
             10,
         )
         # The worst case: they forked long ago, so both sides must be walked.
-        for c in range(10, depth):
-            repo.commit([make_node(c % 50, depth + c)], message=f"l{c}", author="bench", branch="left")
-            repo.commit(
-                [make_node(50 + c % 50, 2 * depth + c)], message=f"r{c}", author="bench", branch="right"
-            )
+        grow_both(10, depth)
         time_bases(
             fork,
             f"merge base of two tips that forked {depth} commits ago, median (ms)",

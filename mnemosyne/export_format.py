@@ -73,22 +73,24 @@ class _Object(msgspec.Struct, tag_field="kind", tag="object", kw_only=True, forb
     data: bytes
 
 
-class _Ref(msgspec.Struct, tag_field="kind", tag="ref", kw_only=True, forbid_unknown_fields=True):
+class _Entry(msgspec.Struct, tag_field="kind", kw_only=True, forbid_unknown_fields=True):
+    """A raw key and value of one tenant's keyspace; the subclass's tag names which."""
+
     tenant: str
     key: bytes
     value: bytes
 
 
-class _Reflog(msgspec.Struct, tag_field="kind", tag="reflog", kw_only=True, forbid_unknown_fields=True):
-    tenant: str
-    key: bytes
-    value: bytes
+class _Ref(_Entry, tag="ref"):
+    pass
 
 
-class _Redaction(msgspec.Struct, tag_field="kind", tag="redaction", kw_only=True, forbid_unknown_fields=True):
-    tenant: str
-    key: bytes
-    value: bytes
+class _Reflog(_Entry, tag="reflog"):
+    pass
+
+
+class _Redaction(_Entry, tag="redaction"):
+    pass
 
 
 class _End(msgspec.Struct, tag_field="kind", tag="end", kw_only=True, forbid_unknown_fields=True):
