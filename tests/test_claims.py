@@ -467,3 +467,15 @@ def test_facts_and_timeline_against_a_bitemporal_model(script):
                 assert [(f.id, f.effective_from, f.effective_to, f.supersedes) for f in timeline] == (
                     model_timeline(state, writers, predicate)
                 )
+
+
+def test_a_naive_valid_at_is_refused_by_its_own_name() -> None:
+    with Repo.in_memory() as repo:
+        repo.commit([Node(id="n", content="x")])
+        naive = datetime(2026, 6, 1)
+        with pytest.raises(InvalidInput, match=r"^valid_at must be a timezone-aware datetime"):
+            repo.facts("s", "p", valid_at=naive)
+        with pytest.raises(InvalidInput, match=r"^valid_at must be a timezone-aware datetime"):
+            repo.search("x", valid_at=naive)
+        with pytest.raises(InvalidInput, match=r"^as_of must be a timezone-aware datetime"):
+            repo.facts("s", "p", as_of=naive)
