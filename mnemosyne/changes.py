@@ -24,20 +24,13 @@ class ChangeIndex:
     def _id_prefix(self, node_id: str) -> bytes:
         return self.prefix + node_id.encode() + b"\x00"
 
-    def add(self, txn: WriteTxn, node_id: str, generation: int, commit: bytes, new: bytes | None) -> None:
-        """Record that ``commit`` set ``node_id`` to ``new`` (None: removed it)."""
-        key = self._id_prefix(node_id) + generation.to_bytes(8, "big") + commit
-        txn.put(Space.INDEX, key, new or b"")
-
     def add_many(
         self, txn: WriteTxn, generation: int, commit: bytes, changes: list[tuple[str, bytes | None]]
     ) -> None:
         """Record one commit's changes: ``(node id, new hash or None)`` each."""
         suffix = generation.to_bytes(8, "big") + commit
-        prefix = self.prefix
         txn.put_many(
-            Space.INDEX,
-            [(prefix + node_id.encode() + b"\x00" + suffix, new or b"") for node_id, new in changes],
+            Space.INDEX, [(self._id_prefix(node_id) + suffix, new or b"") for node_id, new in changes]
         )
 
     def remove(self, txn: WriteTxn, node_id: str, generation: int, commit: bytes) -> None:

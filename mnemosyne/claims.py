@@ -14,8 +14,8 @@ import bisect
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
+from mnemosyne.codec import CLAIM_TAG
 from mnemosyne.errors import Redacted
-from mnemosyne.kv.base import Space
 from mnemosyne.objects import Claim, Node
 from mnemosyne.prolly import EMPTY
 from mnemosyne.view import View, WriteView
@@ -83,10 +83,6 @@ def update(
     return b"" if view.chunk(result).keys == () else result
 
 
-_CLAIM_TAG = b"\xa7claim@1"
-"""How a claim's content begins in a node's stored bytes (msgpack fixstr tag)."""
-
-
 def _readable(view: View, oid: bytes) -> Node | None:
     """The node when it may be a claim; None when it is erased or certainly not a claim.
 
@@ -94,8 +90,8 @@ def _readable(view: View, oid: bytes) -> Node | None:
     claim, which spares decoding every note (a rare note holding that exact string
     is simply decoded).
     """
-    data = view.txn.get(Space.OBJECTS, view.stores.scope + oid)
-    if data is not None and _CLAIM_TAG not in data:
+    data = view.objects.raw(view.txn, oid)
+    if data is not None and CLAIM_TAG not in data:
         return None
     try:
         return view.node(oid)

@@ -17,6 +17,11 @@ from mnemosyne.errors import CorruptObject, InvalidInput
 if TYPE_CHECKING:
     from mnemosyne.objects import StoredObject
 
+NODE_TAG = b"\xa6node@1"
+"""How a node's stored bytes go on after their array header (the msgpack fixstr tag)."""
+CLAIM_TAG = b"\xa7claim@1"
+"""How a claim's content begins inside a node's stored bytes."""
+
 _encoder = msgspec.msgpack.Encoder(order="deterministic")
 _decoder: msgspec.msgpack.Decoder[Any] | None = None
 

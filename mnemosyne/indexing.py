@@ -12,7 +12,6 @@ from mnemosyne import claims
 from mnemosyne.graph import GraphEntry
 from mnemosyne.merge import still_open
 from mnemosyne.objects import CommitObject, Node
-from mnemosyne.recall import index as recall_index
 from mnemosyne.view import WriteView
 
 
@@ -41,6 +40,4 @@ def index_commit(
     open_records = tuple(sorted(r for r in carried if still_open(view, commit.tree, r)))
     entry = view.graph.add(view.txn, oid, commit.parents, claim_root, open_records)
     view.changes.add_many(view.txn, entry.generation, oid, [(node_id, new) for node_id, _, new in changes])
-    # Recall indexes catch up lazily, at the next search: a commit only queues.
-    recall_index.enqueue(view.txn, view.stores.scope, [new for _, _, new in changes if new is not None])
     return entry

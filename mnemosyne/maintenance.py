@@ -171,20 +171,6 @@ def reindex(stores: Stores, txn: WriteTxn) -> int:
     return len(expected)
 
 
-_NODE_TAG = b"\xa6node@1"
-_CLAIM_TAG = b"\xa7claim@1"
-_plain = msgspec.msgpack.Decoder()
-
-
-def _well_formed(data: bytes) -> bool:
-    """Whether node bytes are one msgpack array of a node's 8 fields."""
-    try:
-        value = _plain.decode(data)
-    except msgspec.DecodeError:
-        return False
-    return isinstance(value, list) and len(value) == 8
-
-
 def fsck(view: View) -> FsckReport:
     """Check one tenant's objects, refs and derived indexes."""
     problems: list[Problem] = []
@@ -194,12 +180,10 @@ def fsck(view: View) -> FsckReport:
     for key, data in view.txn.scan(Space.OBJECTS, scope):
         count += 1
         oid = key[len(scope) :]
-        claims_possible = claims_possible or _CLAIM_TAG in data
+        claims_possible = claims_possible or codec.CLAIM_TAG in data
         if codec.object_id(data) != oid:
             problems.append(Problem(kind="corrupt", object=oid.hex(), message="bytes do not match the hash"))
             continue
-        if data.startswith(_NODE_TAG, 1) and _well_formed(data):
-            continue  # the hash matched: only the format is left to check, cheaply for nodes
         try:
             codec.decode(data, oid)
         except CorruptObject as exc:

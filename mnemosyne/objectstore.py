@@ -96,15 +96,12 @@ class ObjectStore:
 
     def put(self, txn: WriteTxn, obj: StoredObject) -> ObjectId:
         """Encode and store ``obj`` (a no-op when present); return its id."""
-        data = codec.encode(obj)
         if isinstance(obj, Node):
-            check_node_size(len(data))
+            return self.put_nodes(txn, [obj])[0]
+        data = codec.encode(obj)
         oid = ObjectId(codec.object_id(data))
         txn.put(Space.OBJECTS, self.scope + oid, data, overwrite=False)
-        if isinstance(obj, Node):
-            obj.__dict__["hash"] = oid.hex()
-        else:
-            self._remember(oid, obj)
+        self._remember(oid, obj)
         return oid
 
     def put_nodes(self, txn: WriteTxn, nodes: list[Node]) -> list[ObjectId]:
@@ -121,6 +118,7 @@ class ObjectStore:
             oid = ObjectId(object_id(data))
             oids.append(oid)
             items.append((scope + oid, data))
+            node.__dict__["hash"] = oid.hex()  # spares hashing it again (``Node.hash``)
         # Sorted keys fill LMDB's pages in order: fewer splits, fewer dirty pages.
         items.sort()
         txn.put_many(Space.OBJECTS, items, overwrite=False)

@@ -227,13 +227,14 @@ class Tree:
         changes: list[Change] = []
         if not edits:
             return root, changes
-        plan = self._plan(self._load(root), edits, True, changes)
+        top_chunk = self._load(root)
+        plan = self._plan(top_chunk, edits, changes)
         if plan is not None:
             # No chunk boundary moves: rewrite the edited paths in place.
             patched = self._patch(plan)
             return (root if patched is None else patched), changes
         changes.clear()
-        top = self._load(root).level
+        top = top_chunk.level
         level = 0
         level_edits: Sequence[Edit] = edits
         while True:
@@ -251,9 +252,7 @@ class Tree:
             level_edits = sorted(next_edits.items())
             level += 1
 
-    def _plan(
-        self, chunk: TreeChunk, edits: Sequence[Edit], final: bool, changes: list[Change]
-    ) -> _Plan | None:
+    def _plan(self, chunk: TreeChunk, edits: Sequence[Edit], changes: list[Change]) -> _Plan | None:
         """Plan edits that leave every chunk boundary where it is, or return None.
 
         That holds when each edit changes a value, deletes a key that does not end
@@ -275,7 +274,7 @@ class Tree:
                 if i > last:
                     return None  # past the tree's last key: the final chunk grows
                 end = bisect.bisect_right(edits, keys[i], start, n, key=_edit_key)
-                sub = self._plan(self._load(chunk.values[i]), edits[start:end], final and i == last, changes)
+                sub = self._plan(self._load(chunk.values[i]), edits[start:end], changes)
                 if sub is None:
                     return None
                 if sub.leaf is not None or sub.children:

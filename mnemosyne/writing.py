@@ -16,6 +16,7 @@ from mnemosyne.errors import ClaimConflict, InvalidInput, NotFound, RefConflict
 from mnemosyne.indexing import index_commit
 from mnemosyne.objects import Claim, Commit, CommitObject, Node
 from mnemosyne.prolly import EMPTY, Change
+from mnemosyne.recall import queue as recall_queue
 from mnemosyne.refs import BRANCH_PREFIX, TICK
 from mnemosyne.revisions import resolve
 from mnemosyne.validation import rfc3339
@@ -39,7 +40,6 @@ def record_commit(
     now: datetime,
     contradictions: tuple[bytes, ...] = (),
     reason: str = "commit",
-    claims_possible: bool = True,
 ) -> Commit:
     """Store a commit of ``root``, index it, and move ``branch`` from ``tip`` to it.
 
@@ -59,7 +59,10 @@ def record_commit(
     when = view.refs.next_time(txn, ref, when)
     obj = CommitObject(root, parents, when, author, message, meta or None, contradictions)
     oid = view.objects.put(txn, obj)
-    index_commit(view, oid, obj, changes, written, claims_possible)
+    index_commit(view, oid, obj, changes, written)
+    # Recall indexes catch up lazily, at the next search: a commit only queues what
+    # it wrote (rebuilding the other indexes queues nothing; reindex requeues all).
+    recall_queue.add(txn, view.stores.scope, [new for _, _, new in changes if new is not None])
     summary = message.splitlines()[0] if message else ""
     view.refs.update(txn, ref, tip, oid, when=when, author=author, reason=f"{reason}: {summary}")
     return Commit.from_object(oid, obj)
@@ -128,8 +131,6 @@ def apply_commit(
         message=message,
         meta=meta,
         now=now,
-        # No claim in the parent and none written: the claim index cannot change.
-        claims_possible=bool(claim_root) or any(isinstance(node.content, Claim) for node in nodes),
     )
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from mnemosyne import (
@@ -29,6 +30,7 @@ from mnemosyne import (
     Provenance,
     Redacted,
     Repo,
+    codec,
 )
 from mnemosyne.kv.base import Space, WriteTxn
 
@@ -261,6 +263,27 @@ def test_fsck_names_exactly_the_corrupt_objects_and_reads_refuse_them(tmp_path: 
             fresh.get("n/7")  # through the corrupt tree chunk and the corrupt node
         with pytest.raises(CorruptObject, match=tree):
             list(fresh.nodes())
+
+
+def test_fsck_reports_node_bytes_that_hash_right_but_break_the_node_rules(repo: Repo) -> None:
+    repo.commit([Node(id="n/1", content="fine")], message="1")
+    malformed = [
+        ["node@1", "n//2", "empty id segment", "note", [None, None, None, None], None, None, None],
+        ["node@1", "n/3", "provenance of the wrong shape", "claim", "agent", None, None, None],
+    ]
+    written = set()
+
+    def plant(txn: WriteTxn) -> None:
+        for fields in malformed:
+            data = msgspec.msgpack.encode(fields)
+            oid = codec.object_id(data)
+            written.add(oid.hex())
+            txn.put(Space.OBJECTS, SCOPE + oid, data)
+
+    repo.kv.transact(plant)
+    report = repo.fsck()
+    assert {p.object for p in report.problems} == written
+    assert {p.kind for p in report.problems} == {"corrupt"}
 
 
 # -- forget's rules --------------------------------------------------------------------

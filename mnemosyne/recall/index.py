@@ -40,7 +40,6 @@ __all__ = [
     "check_format",
     "clear",
     "embed",
-    "enqueue",
     "format_current",
     "index_nodes",
     "keep_vectors_of",
@@ -57,7 +56,6 @@ __all__ = [
 _FORMAT = b"f"
 FORMAT = b"2"
 """The layout written by this version: numbered documents, postings segments, vector blocks."""
-_NODE_TAG = b"\xa6node@1"
 BATCH = 256
 """Versions read and texts embedded per step."""
 
@@ -94,15 +92,6 @@ def stamp(txn: WriteTxn, scope: bytes) -> None:
 # -- writing ----------------------------------------------------------------------
 
 
-def enqueue(txn: WriteTxn, scope: bytes, node_hashes: Iterator[bytes] | list[bytes]) -> None:
-    """Queue newly written node versions for indexing (called in the commit path).
-
-    One small entry for the whole commit at the end of the queue: a version
-    indexed already is skipped when the queue is drained.
-    """
-    queue.add(txn, scope, node_hashes)
-
-
 def needs_catch_up(txn: ReadTxn, scope: bytes, embedder: Embedder | None) -> bool:
     """Whether versions are queued, the index's layout is old, or the model is new here."""
     if queue.any_queued(txn, scope):
@@ -122,7 +111,7 @@ def queued(txn: ReadTxn, scope: bytes) -> list[bytes]:
 def stored_nodes(txn: ReadTxn, scope: bytes) -> Iterator[tuple[bytes, Node | None]]:
     """Every stored node version; None for one whose bytes do not verify or decode."""
     for key, data in txn.scan(Space.OBJECTS, scope):
-        if data[1:8] != _NODE_TAG:
+        if data[1:8] != codec.NODE_TAG:
             continue
         oid = key[len(scope) :]
         node: Node | None = None
