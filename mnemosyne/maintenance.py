@@ -19,7 +19,7 @@ from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
 from mnemosyne.kv.memory import MemoryKV
 from mnemosyne.objects import CommitObject, TreeChunk
 from mnemosyne.recall.check import check as recall_check
-from mnemosyne.recall.rebuild import requeue_all
+from mnemosyne.recall.index import requeue
 from mnemosyne.view import Stores, View, WriteView
 
 
@@ -167,7 +167,7 @@ def reindex(stores: Stores, txn: WriteTxn) -> int:
     for key, value in objects.items():
         txn.put(Space.OBJECTS, key, value, overwrite=False)
     # The recall postings are derived too: queue every version, the next search indexes.
-    requeue_all(txn, stores.scope)
+    requeue(txn, stores.scope)
     return len(expected)
 
 

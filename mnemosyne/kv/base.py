@@ -94,3 +94,29 @@ def prefix_end(prefix: bytes) -> bytes | None:
     if not stripped:
         return None
     return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+def last_number(txn: ReadTxn, space: Space, prefix: bytes) -> int:
+    """The number (big-endian, after ``prefix``) of the last key under ``prefix``; 0 for none."""
+    last = next(iter(txn.scan(space, prefix, reverse=True)), None)
+    return int.from_bytes(last[0][len(prefix) :], "big") if last else 0
+
+
+class AppendLog:
+    """Appends entries numbered 1, 2, … (8 bytes, big-endian) under a prefix.
+
+    Where the log ends is read once, at the first append.
+    """
+
+    def __init__(self, txn: WriteTxn, space: Space, prefix: bytes) -> None:
+        self._txn = txn
+        self._space = space
+        self._prefix = prefix
+        self._seq: int | None = None
+
+    def append(self, entry: bytes) -> None:
+        """Write ``entry`` after the last one."""
+        if self._seq is None:
+            self._seq = last_number(self._txn, self._space, self._prefix)
+        self._seq += 1
+        self._txn.put(self._space, self._prefix + self._seq.to_bytes(8, "big"), entry)

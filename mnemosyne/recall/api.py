@@ -57,7 +57,7 @@ class RecallMethods(RepoCore):
         with self._view() as view:
             if not recall_index.needs_catch_up(view.txn, self._stores.scope, embedder):
                 return
-        self._write(lambda view: recall_index.catch_up(view, view.txn, embedder))
+        self._write(lambda view: recall_index.catch_up(view, embedder))
 
     def search(
         self,

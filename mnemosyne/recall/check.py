@@ -52,10 +52,8 @@ def check(view: View) -> list[str]:
         strays += int(np.count_nonzero(~known[named]))
     if strays:
         problems.append(f"{strays} postings name documents that are not indexed; run 'mnemo reindex'")
-    prefix = scope + postings.CONTENT
-    for key, _ in txn.scan(Space.RECALL, prefix):
-        chash = key[len(prefix) :]
-        for oid, _, _ in postings.versions_with_content(txn, scope, chash):
+    for chash, versions in postings.every_content(txn, scope):
+        for oid, _, _ in versions:
             if readable(oid):
                 contents.add(chash)
             else:

@@ -16,7 +16,7 @@ read-only handles refuse to search it rather than misread it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from mnemosyne.recall.postings import Accept, bulk, lexical, versions_with_conte
 from mnemosyne.recall.queue import QUEUE
 from mnemosyne.recall.text import content_hash, text_of
 from mnemosyne.recall.vectors import MODEL, VectorCache, models, semantic
-from mnemosyne.view import View
+from mnemosyne.view import View, WriteView
 
 __all__ = [
     "Accept",
@@ -42,11 +42,9 @@ __all__ = [
     "embed",
     "format_current",
     "index_nodes",
-    "keep_vectors_of",
     "lexical",
     "models",
     "needs_catch_up",
-    "queued",
     "requeue",
     "semantic",
     "unindex_node",
@@ -103,11 +101,6 @@ def needs_catch_up(txn: ReadTxn, scope: bytes, embedder: Embedder | None) -> boo
     return next(iter(txn.scan(Space.RECALL, scope + postings.DOC)), None) is not None
 
 
-def queued(txn: ReadTxn, scope: bytes) -> list[bytes]:
-    """Node versions waiting to be indexed."""
-    return queue.queued(txn, scope)
-
-
 def stored_nodes(txn: ReadTxn, scope: bytes) -> Iterator[tuple[bytes, Node | None]]:
     """Every stored node version; None for one whose bytes do not verify or decode."""
     for key, data in txn.scan(Space.OBJECTS, scope):
@@ -139,7 +132,7 @@ def requeue(txn: WriteTxn, scope: bytes) -> int:
         if node is not None:
             contents.add(content_hash(node))
     queue.add(txn, scope, oids)
-    keep_vectors_of(txn, scope, contents)
+    vector_store.keep_only(txn, scope, contents)
     return len(oids)
 
 
@@ -198,37 +191,21 @@ class FreshVectors:
 
 
 @bulk()
-def catch_up(
-    view: View,
-    txn: WriteTxn,
-    embedder: Embedder | None,
-    batch: int = BATCH,
-    progress: Callable[[int, int], None] | None = None,
-    total: int | None = None,
-) -> int:
+def catch_up(view: WriteView, embedder: Embedder | None) -> int:
     """Index every queued node version and embed contents that lack a vector.
 
-    Args:
-        view: reads node versions.
-        txn: where the indexes are written.
-        embedder: embeds new contents (None: postings only).
-        batch: versions per step (and texts per embedder call).
-        progress: called with (done, total) after each batch.
-        total: the expected count, for ``progress``.
-
-    Returns:
-        How many node versions were indexed.
+    ``embedder`` embeds new contents (None: postings only). Returns how many node
+    versions were indexed.
     """
-    scope = view.stores.scope
+    txn, scope, batch = view.txn, view.stores.scope, BATCH
     if not format_current(txn, scope):
         requeue(txn, scope)
     stamp(txn, scope)
     if embedder is not None and txn.get(Space.RECALL, scope + MODEL + embedder.model_id.encode()) is None:
         # A model new to this tenant: embed what was indexed before it came.
         embed(txn, scope, embedder, [node for _, node in _indexed(view)], batch)
-    pending = queued(txn, scope)
+    pending = queue.queued(txn, scope)
     queue.clear(txn, scope)  # all taken: the transaction writes every one of them or nothing
-    expected = total if total is not None else len(pending)
     writer = postings.Writer(txn, scope)
     count = 0
     for start in range(0, len(pending), batch):
@@ -242,15 +219,8 @@ def catch_up(
                 continue  # erased or collected since it was queued
         index_nodes(txn, scope, writer, embedder, fresh, batch)
         count += len(fresh)
-        if progress is not None:
-            progress(min(start + batch, len(pending)), expected)
     writer.close()
     return count
-
-
-def keep_vectors_of(txn: WriteTxn, scope: bytes, contents: set[bytes]) -> int:
-    """Drop every vector whose content is not in ``contents``; return how many went."""
-    return vector_store.keep_only(txn, scope, contents)
 
 
 def _indexed(view: View) -> Iterator[tuple[bytes, Node]]:

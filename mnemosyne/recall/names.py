@@ -21,6 +21,8 @@ that made it is in step.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from mnemosyne.kv.base import ReadTxn, Space
 from mnemosyne.recall.postings import (
@@ -40,6 +42,9 @@ LIMIT = 1 << 20
 PER_PAGE = 32
 """About how many names one page of the store holds."""
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
 
 class _Memory:
     """One tenant's remembered names and the log position they reflect."""
@@ -58,6 +63,14 @@ class _Memory:
         self.whole = [False, False]
 
 
+def _contents(memory: _Memory) -> dict[bytes, tuple[Version, ...]]:
+    return memory.versions
+
+
+def _numbers(memory: _Memory) -> dict[int, Version]:
+    return memory.numbers
+
+
 class Names:
     """Lookups of one transaction, served from and kept in a handle's memory."""
 
@@ -73,38 +86,39 @@ class Names:
 
     def versions(self, chash: bytes) -> tuple[Version, ...]:
         """Every indexed version with this content."""
+        return self._lookup(0, chash, _contents, versions_with_content, every_content) or ()
+
+    def number(self, doc: int) -> Version | None:
+        """The indexed version with this document number, or None.
+
+        Numbers are given anew after a ``*``, so only an in-step memory answers.
+        """
+        return self._lookup(1, doc, _numbers, numbered, every_number)
+
+    def _lookup(
+        self,
+        which: int,
+        key: _K,
+        table: Callable[[_Memory], dict[_K, _V]],
+        read_one: Callable[[ReadTxn, bytes, _K], _V | None],
+        read_all: Callable[[ReadTxn, bytes], Iterable[tuple[_K, _V]]],
+    ) -> _V | None:
+        """One name from memory when in step, else from the store (then remembered)."""
         memory = self._memory
         if memory is not None:
             with self._lock:  # in step at this moment: another thread may have moved the memory on
-                remembered = memory.versions.get(chash) if memory.seq == self._seq else None
+                remembered = table(memory).get(key) if memory.seq == self._seq else None
             if remembered is not None:
                 return remembered
-        found = versions_with_content(self._txn, self._scope, chash)
+        found = read_one(self._txn, self._scope, key)
         if memory is not None and found:  # never remember absence: new contents are not logged
             with self._lock:
-                if memory.seq == self._seq and len(memory.versions) < LIMIT:
-                    memory.versions[chash] = found
-                    if self._missed(memory, 0):
+                names = table(memory)
+                if memory.seq == self._seq and len(names) < LIMIT:
+                    names[key] = found
+                    if self._missed(memory, which):
                         with bulk():
-                            memory.versions.update(every_content(self._txn, self._scope))
-        return found
-
-    def number(self, doc: int) -> Version | None:
-        """The indexed version with this document number, or None."""
-        memory = self._memory
-        if memory is not None:
-            with self._lock:  # numbers are given anew after a ``*``: only an in-step memory can answer
-                known = memory.numbers.get(doc) if memory.seq == self._seq else None
-            if known is not None:
-                return known
-        found = numbered(self._txn, self._scope, doc)
-        if memory is not None and found is not None:
-            with self._lock:
-                if memory.seq == self._seq and len(memory.numbers) < LIMIT:
-                    memory.numbers[doc] = found
-                    if self._missed(memory, 1):
-                        with bulk():
-                            memory.numbers.update(every_number(self._txn, self._scope))
+                            names.update(read_all(self._txn, self._scope))
         return found
 
     def _missed(self, memory: _Memory, which: int) -> bool:

@@ -29,18 +29,19 @@ import math
 import struct
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
 from mnemosyne.errors import NotFound
-from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
+from mnemosyne.kv.base import AppendLog, ReadTxn, Space, WriteTxn, last_number
 from mnemosyne.objects import Node
 from mnemosyne.recall import queue
 from mnemosyne.recall.text import content_hash, text_of, words
 from mnemosyne.view import View
+from mnemosyne.walk import micros
 
 DOC, NUMBER, TERM, CONTENT, STATS, CHANGES = b"d", b"r", b"t", b"c", b"n", b"l"
 SEGMENT = 2048
@@ -50,8 +51,6 @@ K1, B = 1.2, 0.75
 
 NEVER = (1 << 63) - 1
 """The expiry of a version that never expires."""
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 _STATS = struct.Struct(">QQQ")
 _DOC = struct.Struct(">Iq")  # document number, expiry; then the content hash
 _EXPIRY = struct.Struct(">q")
@@ -91,7 +90,7 @@ def expiry(when: datetime | None) -> int:
     The index keeps each version's expiry, so a search can turn expired versions
     away without reading them.
     """
-    return NEVER if when is None else (when - _EPOCH) // _MICROSECOND
+    return NEVER if when is None else micros(when)
 
 
 class Stats(msgspec.Struct, frozen=True):
@@ -148,25 +147,7 @@ def _version(data: bytes) -> Version:
 
 def last_change(txn: ReadTxn, scope: bytes) -> int:
     """The sequence number of the change log's last entry (0 when empty)."""
-    prefix = scope + CHANGES
-    last = next(iter(txn.scan(Space.RECALL, prefix, reverse=True)), None)
-    return int.from_bytes(last[0][len(prefix) :], "big") if last else 0
-
-
-class ChangeLog:
-    """Appends to the change log, reading where it ends once (on the first append)."""
-
-    def __init__(self, txn: WriteTxn, scope: bytes) -> None:
-        self._txn = txn
-        self._scope = scope
-        self._seq: int | None = None
-
-    def append(self, change: bytes) -> None:
-        """Log that the versions of a content changed (``*``: that everything did)."""
-        if self._seq is None:
-            self._seq = last_change(self._txn, self._scope)
-        self._seq += 1
-        self._txn.put(Space.RECALL, self._scope + CHANGES + self._seq.to_bytes(8, "big"), change)
+    return last_number(txn, Space.RECALL, scope + CHANGES)
 
 
 def restart_log(txn: WriteTxn, scope: bytes) -> None:
@@ -256,7 +237,7 @@ class Writer:
 
     def _merged(self, contents: dict[bytes, list[Version]]) -> Iterator[tuple[bytes, bytes]]:
         """Content-map entries with the versions already there added."""
-        log = ChangeLog(self._txn, self._scope)
+        log = AppendLog(self._txn, Space.RECALL, self._scope + CHANGES)
         for chash, versions in contents.items():
             key = self._scope + CONTENT + chash
             known = self._txn.get(Space.RECALL, key)
@@ -417,7 +398,7 @@ def lexical(
     if not terms:
         return []
     totals = stats(txn, scope)
-    pending = [(oid, view.node(oid)) for oid in _readable_queue(view)]
+    pending = list(_readable_queue(view))
     pending_words = [words(text_of(node)) for _, node in pending]
     docs = totals.docs + len(pending)
     average = (totals.words + sum(map(len, pending_words))) / docs if docs else 1.0
@@ -492,14 +473,14 @@ def _equal_scores_best_first(scores: npt.NDArray[np.float64], chunk: int) -> Ite
         chunk *= 4
 
 
-def _readable_queue(view: View) -> Iterator[bytes]:
+def _readable_queue(view: View) -> Iterator[tuple[bytes, Node]]:
     """Queued versions not indexed yet (commits queue without looking) and still stored."""
     scope = view.stores.scope
     for oid in queue.queued(view.txn, scope):
         if view.txn.get(Space.RECALL, scope + DOC + oid) is not None:
             continue  # indexed already: its postings count, not a second copy
         try:
-            view.node(oid)
+            node = view.node(oid)
         except NotFound:
             continue
-        yield oid
+        yield oid, node

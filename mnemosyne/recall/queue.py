@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
+from mnemosyne.kv.base import ReadTxn, Space, WriteTxn, last_number
 
 QUEUE = b"q"
 HASH = 32
@@ -28,15 +28,15 @@ def _prefix(scope: bytes) -> bytes:
 def add(txn: WriteTxn, scope: bytes, hashes: Iterable[bytes]) -> None:
     """Queue versions: one entry per :data:`ENTRY_HASHES` of them (a commit's fit in one)."""
     queued = list(hashes)
+    if not queued:
+        return  # a commit that only removes ids queues nothing
     prefix = _prefix(scope)
-    last = next(iter(txn.scan(Space.RECALL, prefix, reverse=True)), None)
-    seq = int.from_bytes(last[0][len(prefix) :], "big") if last else 0
+    seq = last_number(txn, Space.RECALL, prefix)
     items = []
     for start in range(0, len(queued), ENTRY_HASHES):
         seq += 1
         items.append((prefix + seq.to_bytes(8, "big"), b"".join(queued[start : start + ENTRY_HASHES])))
-    if items:
-        txn.put_many(Space.RECALL, items)
+    txn.put_many(Space.RECALL, items)
 
 
 def any_queued(txn: ReadTxn, scope: bytes) -> bool:

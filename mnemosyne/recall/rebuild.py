@@ -4,22 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mnemosyne.kv.base import WriteTxn
+from mnemosyne.codec import NODE_TAG
+from mnemosyne.kv.base import Space
 from mnemosyne.objects import Node
 from mnemosyne.recall import index, postings
+from mnemosyne.recall import vectors as vector_store
 from mnemosyne.recall.embedders import Embedder
 from mnemosyne.recall.postings import bulk
 from mnemosyne.view import WriteView
-
-
-def requeue_all(txn: WriteTxn, scope: bytes) -> int:
-    """Forget the derived postings and queue every stored node version again.
-
-    Vectors stay (they are keyed by content and model, and cost model time),
-    except those of contents no stored version has any more (collected by
-    ``gc``, which rebuilds through here). Returns how many versions were queued.
-    """
-    return index.requeue(txn, scope)
 
 
 @bulk()
@@ -40,19 +32,21 @@ def rebuild(
     txn, scope = view.txn, view.stores.scope
     vectors = vectors or not index.format_current(txn, scope)
     end = index.clear(txn, scope, vectors=vectors, rebuilding=True)
-    total = sum(1 for _ in index.stored_nodes(txn, scope)) if progress is not None else 0
+    # Counted by kind tag alone: hashing and decoding every node twice would double the work.
+    total = sum(data[1:8] == NODE_TAG for _, data in txn.scan(Space.OBJECTS, scope)) if progress else 0
     writer = postings.Writer(txn, scope, fresh=True)
     fresh = index.FreshVectors() if vectors else None
-    documents: set[bytes] = set()
+    documents = 0
     contents: set[bytes] = set()
     nodes: list[tuple[bytes, Node]] = []
 
     def step() -> None:
+        nonlocal documents
         contents.update(index.index_nodes(txn, scope, writer, embedder, nodes, index.BATCH, fresh))
-        documents.update(oid for oid, _ in nodes)
+        documents += len(nodes)  # each stored version once: the scan yields every key once
         nodes.clear()
         if progress is not None:
-            progress(len(documents), total)
+            progress(documents, total)
 
     for oid, node in index.stored_nodes(txn, scope):
         if node is not None:
@@ -63,7 +57,7 @@ def rebuild(
     writer.close()
     postings.drop_numbers(txn, scope, end)
     if fresh is None:
-        index.keep_vectors_of(txn, scope, contents)
+        vector_store.keep_only(txn, scope, contents)
     else:
         fresh.close()
-    return len(documents)
+    return documents

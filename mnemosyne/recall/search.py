@@ -18,7 +18,7 @@ import msgspec
 
 from mnemosyne import claims
 from mnemosyne.errors import NotFound
-from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
+from mnemosyne.kv.base import AppendLog, ReadTxn, Space, WriteTxn
 from mnemosyne.objects import Claim, Node, Provenance
 from mnemosyne.recall import index
 from mnemosyne.recall.embedders import Embedder
@@ -298,9 +298,7 @@ _read_decoder = msgspec.msgpack.Decoder(ReadRecord)
 def record_read(txn: WriteTxn, scope: bytes, record: ReadRecord) -> None:
     """Append a read record under its run id."""
     prefix = scope + record.run_id.encode() + b"\x00"
-    last = next(iter(txn.scan(Space.READS, prefix, reverse=True)), None)
-    seq = int.from_bytes(last[0][len(prefix) :], "big") + 1 if last else 1
-    txn.put(Space.READS, prefix + seq.to_bytes(8, "big"), _read_encoder.encode(record))
+    AppendLog(txn, Space.READS, prefix).append(_read_encoder.encode(record))
 
 
 def reads(txn: ReadTxn, scope: bytes, run_id: str) -> list[ReadRecord]:

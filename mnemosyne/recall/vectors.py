@@ -27,7 +27,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
+from mnemosyne.kv.base import AppendLog, ReadTxn, Space, WriteTxn, last_number
 from mnemosyne.recall.embedders import Embedder, Vectors
 from mnemosyne.recall.names import NameMemory, Names
 from mnemosyne.recall.postings import Accept, Version, document, versions_with_content
@@ -70,22 +70,12 @@ def block_hashes(txn: ReadTxn, scope: bytes, model: str) -> Iterator[bytes]:
 
 
 def _last(txn: ReadTxn, prefix: bytes) -> int:
-    """The largest number keyed under ``prefix`` (0 when none)."""
-    last = next(iter(txn.scan(Space.VECTORS, prefix, reverse=True)), None)
-    return int.from_bytes(last[0][len(prefix) :], "big") if last else 0
+    return last_number(txn, Space.VECTORS, prefix)
 
 
-class _Log:
-    """Appends to one model's change log, reading where it ends once."""
-
-    def __init__(self, txn: WriteTxn, scope: bytes, model: str) -> None:
-        self._txn = txn
-        self._prefix = scope + model.encode() + _LOG
-        self.seq = _last(txn, self._prefix)
-
-    def append(self, change: bytes) -> None:
-        self.seq += 1
-        self._txn.put(Space.VECTORS, self._prefix + self.seq.to_bytes(8, "big"), change)
+def _log(txn: WriteTxn, scope: bytes, model: str) -> AppendLog:
+    """One model's change log."""
+    return AppendLog(txn, Space.VECTORS, scope + model.encode() + _LOG)
 
 
 def parse_block(data: bytes) -> tuple[list[bytes], Vectors]:
@@ -108,7 +98,7 @@ class Writer:
     def __init__(self, txn: WriteTxn, scope: bytes, model: str, defer_map: bool = False) -> None:
         self._txn = txn
         self._prefix = scope + model.encode()
-        self._log = _Log(txn, scope, model)
+        self._log = _log(txn, scope, model)
         self._block = _last(txn, self._prefix + _BLOCK)
         self._deferred: list[tuple[bytes, bytes]] | None = [] if defer_map else None
 
@@ -177,7 +167,7 @@ def drop(txn: WriteTxn, scope: bytes, model: str, chashes: Iterable[bytes]) -> i
         txn.put(Space.VECTORS, key, _COUNT.pack(len(hashes)) + b"".join(hashes) + kept.tobytes())
     # The log names the blocks rewritten, never the contents: a content hash would
     # confirm a guess of the erased text.
-    log = _Log(txn, scope, model)
+    log = _log(txn, scope, model)
     for block in rows:
         log.append(b"-" + block.to_bytes(4, "big"))
     return len(gone)
