@@ -12,7 +12,7 @@ from typer.testing import CliRunner, Result
 runner = CliRunner()
 
 
-def invoke(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
+def invoke(*args: str, input: str | bytes | None = None, env: dict[str, str] | None = None) -> Result:
     return runner.invoke(app, list(args), input=input, env=env)
 
 

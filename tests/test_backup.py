@@ -20,8 +20,8 @@ import blake3
 import clocks
 import msgspec
 import pytest
-from mnemo_cli.app import app
-from typer.testing import CliRunner, Result
+from cli_harness import assert_error, invoke
+from clocks import T0
 
 from mnemosyne import (
     Claim,
@@ -49,9 +49,7 @@ from mnemosyne.kv.base import Space
 
 pytestmark = pytest.mark.usefixtures("clean_cli_env")
 
-T0 = datetime(2026, 6, 1, 9, tzinfo=UTC)
 SPACES = (*EXPORTED_SPACES, *DERIVED_SPACES)
-runner = CliRunner()
 
 
 Clock = partial(clocks.Clock, step=timedelta(minutes=1))
@@ -542,17 +540,6 @@ def test_export_refuses_a_damaged_store(tmp_path: Path) -> None:
 
 
 # -- command line ----------------------------------------------------------------
-
-
-def invoke(*args: str, input: bytes | None = None) -> Result:
-    return runner.invoke(app, list(args), input=input)
-
-
-def assert_error(result: Result, code: int, fragment: str) -> None:
-    assert result.exit_code == code, (result.exit_code, result.output)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], lines
-    assert result.stdout == ""
 
 
 def test_cli_export_and_import(source: Source, tmp_path: Path) -> None:

@@ -7,13 +7,11 @@ from functools import partial
 
 import clocks
 import pytest
+from clocks import T0
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnemosyne import Claim, ClaimConflict, InvalidInput, Node, NotFound, Provenance, Repo
-
-T0 = datetime(2026, 6, 1, 9, tzinfo=UTC)
-
 
 Clock = partial(clocks.Clock, start=datetime(2026, 9, 1, tzinfo=UTC))
 

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 from cli_harness import CliStore, assert_error
 from mnemo_cli.cmd_forget import parse_duration
-from typer.testing import Result
 
 from mnemosyne import Repo
 from mnemosyne.kv.base import Space
@@ -41,12 +40,9 @@ SCOPE = b"\x00\x00\x00\x00"
 
 
 class Store(CliStore):
-    """The CLI store; ``ok`` gives the whole result (stdout and stderr are both checked)."""
+    """The CLI store, committing as ``agent``."""
 
     author = "agent"
-
-    def ok(self, *args: str, input: str | None = None, **env: str) -> Result:  # type: ignore[override]
-        return self.result(*args, input=input, **env)
 
     def hashes(self, node_id: str, ref: str = "HEAD") -> list[str]:
         """Hashes of the versions of ``node_id``, newest first."""
@@ -69,7 +65,7 @@ def two_branches(store: Store) -> Store:
     """``n`` written three times on main; ``side`` branched at the second version."""
     store.put({"id": "n", "content": "one"}, {"id": "other", "content": "o"}, message="1")
     store.put({"id": "n", "content": "two\nlines"}, message="2")
-    store.ok("branch", "side")
+    store.result("branch", "side")
     store.put({"id": "n", "content": "three"}, message="3")
     return store
 
@@ -101,7 +97,7 @@ def test_forget_prints_the_records_and_the_commit_that_removed_the_id(two_branch
 def test_forget_human_output(two_branches: Store) -> None:
     store = two_branches
     hashes = store.hashes("n")
-    result = store.ok("forget", "n", "--reason", "gdpr", "--author", "dpo")
+    result = store.result("forget", "n", "--reason", "gdpr", "--author", "dpo")
     lines = result.stdout.splitlines()
     assert len(lines) == 3
     for line, full in zip(lines, hashes, strict=True):
@@ -162,7 +158,7 @@ def test_forget_expired(store: Store) -> None:
 
 def test_show_of_an_erased_version_is_one_line_and_exit_3(two_branches: Store) -> None:
     store = two_branches
-    store.ok("forget", "n", "--reason", "asked to", "--author", "dpo")
+    store.result("forget", "n", "--reason", "asked to", "--author", "dpo")
     result = store.run("show", "n", "--at", "side")
     assert_error(result, 3, "was erased at ")
     assert "by dpo: asked to" in result.stderr
@@ -172,7 +168,7 @@ def test_show_of_an_erased_version_is_one_line_and_exit_3(two_branches: Store) -
 def test_history_shows_erased_versions_as_redacted(two_branches: Store) -> None:
     store = two_branches
     newest, middle, oldest = store.hashes("n")
-    store.ok("forget", "n", "--reason", "r", "--version", oldest)
+    store.result("forget", "n", "--reason", "r", "--version", oldest)
     lines = store.lines("history", "n")
     assert [(line["hash"], line["status"]) for line in lines] == [
         (newest, "current"),
@@ -181,7 +177,7 @@ def test_history_shows_erased_versions_as_redacted(two_branches: Store) -> None:
     ]
     assert lines[2]["node"] is None and lines[2]["commit"] and HEX64.fullmatch(lines[2]["commit"])
     assert lines[0]["node"]["content"] == "three"
-    human = store.ok("history", "n").stdout.splitlines()
+    human = store.result("history", "n").stdout.splitlines()
     assert human[2].startswith(f"{oldest[:7]}  redacted") and human[2].endswith("(erased)")
     assert "(erased)" not in human[0] + human[1]
 
@@ -189,8 +185,8 @@ def test_history_shows_erased_versions_as_redacted(two_branches: Store) -> None:
 def test_diff_shows_an_erased_side_as_redacted(two_branches: Store) -> None:
     store = two_branches
     newest, middle, oldest = store.hashes("n")
-    store.ok("forget", "n", "--reason", "r", "--version", oldest)
-    text = store.ok("diff", "HEAD~2", "HEAD~1").stdout.splitlines()
+    store.result("forget", "n", "--reason", "r", "--version", oldest)
+    text = store.result("diff", "HEAD~2", "HEAD~1").stdout.splitlines()
     assert text[0] == "~ n"
     assert text[1] == f"    -[redacted] {oldest[:7]}"
     assert text[2:] == ["    +two", "    +lines"]
@@ -198,10 +194,10 @@ def test_diff_shows_an_erased_side_as_redacted(two_branches: Store) -> None:
     assert (document["modified"], document["added"], document["removed"]) == (["n"], [], [])
     assert document["redacted"] == ["n"]
     assert store.doc("diff", "HEAD~1", "HEAD")["redacted"] == []
-    store.ok("forget", "n", "--reason", "r")
-    both = store.ok("diff", "side", "HEAD~1").stdout.splitlines()  # three (erased) vs two (erased)
+    store.result("forget", "n", "--reason", "r")
+    both = store.result("diff", "side", "HEAD~1").stdout.splitlines()  # three (erased) vs two (erased)
     assert both == ["~ n", f"    -[redacted] {middle[:7]}", f"    +[redacted] {newest[:7]}"]
-    gone = store.ok("diff", "HEAD~1", "HEAD").stdout.splitlines()
+    gone = store.result("diff", "HEAD~1", "HEAD").stdout.splitlines()
     assert gone == ["- n", f"    -[redacted] {newest[:7]}"]
     assert store.doc("diff", "HEAD~1", "HEAD") | {"a": "", "b": ""} == {
         "a": "",
@@ -217,7 +213,7 @@ def test_blame_of_an_erased_current_version(two_branches: Store) -> None:
     store = two_branches
     writer = store.lines("log", "side")[0]
     middle = store.hashes("n", "side")[0]
-    store.ok("forget", "n", "--reason", "asked to", "--author", "dpo")
+    store.result("forget", "n", "--reason", "asked to", "--author", "dpo")
     document = store.doc("blame", "n", "--at", "side")
     assert (document["node"], document["provenance"], document["redacted"], document["lines"]) == (
         None,
@@ -227,7 +223,7 @@ def test_blame_of_an_erased_current_version(two_branches: Store) -> None:
     )
     assert (document["id"], document["hash"], document["commit"]) == ("n", middle, writer["commit"])
     assert (document["author"], document["message"]) == ("agent", "2")
-    result = store.ok("blame", "n", "--at", "side")
+    result = store.result("blame", "n", "--at", "side")
     text = result.stdout
     assert f"commit:     {writer['commit'][:7]}" in text
     assert f"hash:       {middle[:7]} [redacted]" in text
@@ -241,15 +237,15 @@ def test_bisect_blames_an_erased_version_as_redacted(store: Store) -> None:
     good = store.put({"id": "a", "content": "1"})
     store.put({"id": "x", "content": "bad"})
     store.put({"id": "a", "content": "2"})
-    store.ok("branch", "probe")  # keeps the erased version's hash; main drops the id
+    store.result("branch", "probe")  # keeps the erased version's hash; main drops the id
     erased = store.hashes("x")[0]
-    store.ok("forget", "x", "--reason", "r")
+    store.result("forget", "x", "--reason", "r")
     document = store.doc("bisect", "--good", good, "--bad", "probe", "--present", "x")
     assert document["commit"]["parents"] == [good]
     blamed = document["blame"]
     assert (blamed["redacted"], blamed["node"], blamed["hash"]) == (True, None, erased)
     assert blamed["commit"] == document["commit"]["commit"]
-    text = store.ok("bisect", "--good", good, "--bad", "probe", "--present", "x").stdout
+    text = store.result("bisect", "--good", good, "--bad", "probe", "--present", "x").stdout
     assert f"{erased[:7]} [redacted]" in text and "(erased) version" in text
 
 
@@ -259,7 +255,7 @@ def test_bisect_blames_an_erased_version_as_redacted(store: Store) -> None:
 def test_gc_reports_what_it_removed(store: Store) -> None:
     first = store.put({"id": "a", "content": "a"}, message="1")
     store.put({"id": "b", "content": "only in an orphan"}, message="2")
-    store.ok("reset", "main", first)
+    store.result("reset", "main", first)
     store.put({"id": "d", "content": "d"}, message="3")
     report = store.doc("gc")
     assert list(report) == GC_KEYS
@@ -274,7 +270,7 @@ def test_gc_reports_what_it_removed(store: Store) -> None:
     removed = store.doc("gc", "--now")
     assert removed["objects_removed"] == pruned["pending"] and removed["pending"] == 0
     assert removed["commits_removed"] == 1 and removed["bytes_removed"] > 0
-    text = store.ok("gc", "--now", "--compact").stdout.splitlines()
+    text = store.result("gc", "--now", "--compact").stdout.splitlines()
     assert text[0] == "removed 0 objects (0 commits), 0 bytes"
     assert text[1] == "kept 0 unreachable objects until their grace period ends"
     assert re.fullmatch(r"compacted the store file: (\d+) -> (\d+) bytes \((\d+) bytes saved\)", text[2])

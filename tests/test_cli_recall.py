@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from cli_harness import CliStore, assert_error, invoke
 from mnemo_cli.cmd_recall import parse_meta
-from typer.testing import Result
 
 from mnemosyne import InvalidInput
 from mnemosyne.recall.config import KEYS
@@ -28,12 +27,9 @@ READ_KEYS = ["run_id", "time", "kind", "query", "ids", "hashes"]
 
 
 class Store(CliStore):
-    """The CLI store; ``ok`` gives the whole result (stdout and stderr are both checked)."""
+    """The CLI store, committing as ``agent``."""
 
     author = "agent"
-
-    def ok(self, *args: str, input: str | None = None, **env: str) -> Result:  # type: ignore[override]
-        return self.result(*args, input=input, **env)
 
     def ids(self, *args: str, **env: str) -> list[str]:
         """The ids ``search`` returns, best first."""
@@ -99,12 +95,12 @@ def test_search_finds_a_memory_by_its_words_without_an_embedder(memories: Store)
 
 
 def test_search_human_output(memories: Store) -> None:
-    result = memories.ok("search", "renew passport", "-k", "1")
+    result = memories.result("search", "renew passport", "-k", "1")
     (line,) = result.stdout.splitlines()
     hit = memories.lines("search", "renew passport", "-k", "1")[0]
     assert line.startswith(f"{hit['score']:.4f}  users/mira/passport  {hit['hash'][:7]}  Mira must renew")
     assert line.endswith("(agent_step=3 observation=e1 source=chat)")
-    none = memories.ok("search", "zeppelin")
+    none = memories.result("search", "zeppelin")
     assert none.stdout == "" and "no memories match" in none.stderr
 
 
@@ -117,7 +113,7 @@ def test_search_k_limits_and_empty_store(store: Store) -> None:
 
 
 def test_hybrid_search_with_the_store_embedder_has_semantic_ranks(store: Store) -> None:
-    assert store.ok("config", "set", "embedder", "hash").stdout == "embedder = hash\n"
+    assert store.result("config", "set", "embedder", "hash").stdout == "embedder = hash\n"
     store.put(MIRA, LANG, BO, CLAIM)
     hits = store.lines("search", "renew passport")
     assert hits[0]["id"] == "users/mira/passport"
@@ -135,9 +131,9 @@ def test_mnemo_embedder_in_the_environment_overrides_the_setting(store: Store) -
     # The first search indexes (and, with the variable set, embeds) what was written.
     hits = store.lines("search", "renew passport", MNEMO_EMBEDDER="hash")
     assert hits[0]["semantic_rank"] == 1
-    assert store.ok("config", "get", "embedder").stdout == "none\n"
+    assert store.result("config", "get", "embedder").stdout == "none\n"
     assert all(hit["semantic_rank"] is None for hit in store.lines("search", "renew passport"))
-    noted = store.ok("config", "get", "embedder", MNEMO_EMBEDDER="hash")
+    noted = store.result("config", "get", "embedder", MNEMO_EMBEDDER="hash")
     assert noted.stdout == "none\n" and "MNEMO_EMBEDDER=hash overrides" in noted.stderr
     assert_error(store.run("ls", MNEMO_EMBEDDER="bogus"), 2, "MNEMO_EMBEDDER: unknown embedder 'bogus'")
     assert_error(store.run("search", "x", MNEMO_EMBEDDER="hash-x"), 2, "MNEMO_EMBEDDER: unknown embedder")
@@ -150,7 +146,7 @@ def test_semantic_mode_without_an_embedder_is_refused(memories: Store) -> None:
 
 def test_an_embedder_set_late_covers_old_memories_after_reindex(memories: Store) -> None:
     assert memories.lines("search", "passport")  # indexed with no embedder
-    set_late = memories.ok("config", "set", "embedder", "hash")
+    set_late = memories.result("config", "set", "embedder", "hash")
     assert "mnemo reindex" in set_late.stderr
     assert memories.doc("reindex")["recall"] == 4
     assert memories.lines("search", "renew passport")[0]["semantic_rank"] == 1
@@ -163,12 +159,12 @@ def test_superseded_deleted_expired_and_erased_versions_never_appear(store: Stor
     store.put({"id": "a/edited", "content": "zebra old stripes"})
     store.put({"id": "a/edited", "content": "zebra new stripes"})
     store.put({"id": "a/deleted", "content": "zebra gone"})
-    store.ok("rm", "a/deleted", "-m", "drop")
+    store.result("rm", "a/deleted", "-m", "drop")
     store.put({"id": "a/expired", "content": "zebra stale", "expires_at": "2001-01-01T00:00:00Z"})
     store.put({"id": "a/secret", "content": "zebra secret"})
     store.put({"id": "a/kept", "content": "zebra kept"})
     old_secret = store.lines("search", "secret")[0]["hash"]
-    store.ok("forget", "a/secret", "--reason", "asked")
+    store.result("forget", "a/secret", "--reason", "asked")
     store.put({"id": "a/secret", "content": "zebra replacement"})  # the id again, new content
     for env in ({}, {"MNEMO_EMBEDDER": "hash"}):
         hits = store.lines("search", "zebra stripes gone stale secret old", "-k", "50", **env)
@@ -252,12 +248,12 @@ def test_context_fits_the_budget_and_cites_ids(memories: Store) -> None:
     assert 0 < tight["tokens"] <= 20
     assert len(tight["items"]) < len(roomy["items"])
 
-    human = memories.ok("context", "passport renewal", "--budget", "500")
+    human = memories.result("context", "passport renewal", "--budget", "500")
     lines = human.stdout.splitlines()
     assert lines == [f"[{item['id']}@{item['hash'][:7]}] {item['text']}" for item in roomy["items"]]
     assert human.stderr == f"{roomy['tokens']} of 500 tokens, {len(roomy['items'])} memories\n"
 
-    empty = memories.ok("context", "zeppelin", "--budget", "5")
+    empty = memories.result("context", "zeppelin", "--budget", "5")
     assert empty.stdout == "" and empty.stderr == "0 of 5 tokens, 0 memories\n"
     assert memories.run("context", "x", "--budget", "0").exit_code == 2
 
@@ -289,34 +285,34 @@ def test_run_id_records_reads_and_forget_scrubs_them(memories: Store) -> None:
     assert [r["query"] for r in memories.lines("reads", "run-2")] == ["airport"]
     assert memories.lines("reads", "never-used") == []
 
-    human = memories.ok("reads", "run-1").stdout.splitlines()
+    human = memories.result("reads", "run-1").stdout.splitlines()
     assert len(human) == 2
     assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  search   \"passport\"  ", human[0])
     assert human[0].endswith(" ".join(f"{hit['id']}@{hit['hash'][:7]}" for hit in found))
 
     erased = next(hit for hit in found if hit["id"] == "users/bo/passport")["hash"]
-    memories.ok("forget", "users/bo/passport", "--reason", "asked")
+    memories.result("forget", "users/bo/passport", "--reason", "asked")
     after = memories.lines("reads", "run-1")[0]
     assert erased not in after["hashes"] and "users/bo/passport" not in after["ids"]
     assert len(after["ids"]) == len(after["hashes"]) == len(found) - 1
     assert memories.lines("reads", "run-2")[0]["hashes"] == []
-    assert memories.ok("reads", "run-2").stdout.rstrip().endswith("(nothing)")
+    assert memories.result("reads", "run-2").stdout.rstrip().endswith("(nothing)")
 
 
 # -- config ------------------------------------------------------------------------------
 
 
 def test_config_get_set_list(store: Store) -> None:
-    assert store.ok("config", "get", "embedder").stdout == "none\n"
+    assert store.result("config", "get", "embedder").stdout == "none\n"
     assert store.doc("config", "get", "embedder") == {"key": "embedder", "value": "none"}
     assert store.lines("config", "list") == [
         {"key": key, "value": default, "default": default} for key, default in sorted(KEYS.items())
     ]
     assert store.doc("config", "set", "embedder", "hash-16") == {"key": "embedder", "value": "hash-16"}
-    assert store.ok("config", "get", "embedder").stdout == "hash-16\n"
-    assert "embedder = hash-16  (default none)" in store.ok("config", "list").stdout
-    store.ok("config", "set", "embedder", "none")
-    assert store.ok("config", "list").stdout == "embedder = none\n"
+    assert store.result("config", "get", "embedder").stdout == "hash-16\n"
+    assert "embedder = hash-16  (default none)" in store.result("config", "list").stdout
+    store.result("config", "set", "embedder", "none")
+    assert store.result("config", "list").stdout == "embedder = none\n"
 
 
 def test_config_refuses_bad_keys_and_values(store: Store) -> None:
@@ -325,13 +321,13 @@ def test_config_refuses_bad_keys_and_values(store: Store) -> None:
     assert_error(store.run("config", "set", "embedder", "hash-1"), 2, "DIM from 2 to")
     assert_error(store.run("config", "get", "colour"), 2, "unknown setting 'colour'")
     assert_error(store.run("config", "set", "colour", "red"), 2, "unknown setting 'colour'")
-    assert store.ok("config", "get", "embedder").stdout == "none\n"
+    assert store.result("config", "get", "embedder").stdout == "none\n"
     assert store.run("config").exit_code == 2  # no subcommand: usage
 
 
 def test_config_is_one_per_store_shared_by_its_tenants(store: Store) -> None:
     assert invoke("--repo", str(store.path), "--tenant", "acme", "init").exit_code == 0
-    store.ok("config", "set", "embedder", "hash")
+    store.result("config", "set", "embedder", "hash")
     acme = invoke("--repo", str(store.path), "--tenant", "acme", "config", "get", "embedder")
     assert acme.exit_code == 0 and acme.stdout == "hash\n"
 
@@ -343,7 +339,7 @@ def test_reindex_reports_recall_counts(memories: Store) -> None:
     doc = memories.doc("reindex")
     assert list(doc) == ["entries", "recall"]
     assert doc["entries"] > 0 and doc["recall"] == 4
-    human = memories.ok("reindex").stdout.splitlines()
+    human = memories.result("reindex").stdout.splitlines()
     assert human == [f"Reindexed: {doc['entries']} entries written", "Recall: 4 node versions indexed"]
     memories.put({"id": "users/mira/passport", "content": "renewed in June"})
     assert memories.doc("reindex")["recall"] == 5  # every stored version, superseded ones too

@@ -6,7 +6,7 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from clocks import Clock
+from clocks import T0, Clock
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +21,6 @@ from mnemosyne import (
     Repo,
 )
 
-T0 = datetime(2026, 6, 1, 9, tzinfo=UTC)
 DAY = timedelta(days=1)
 FAR = datetime(2100, 1, 1, tzinfo=UTC)
 

@@ -6,7 +6,7 @@ import itertools
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from clocks import Clock
+from clocks import T0, Clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +27,6 @@ from mnemosyne import (
 )
 from mnemosyne.kv.base import Space
 
-T0 = datetime(2026, 6, 1, 9, tzinfo=UTC)
 DEFAULT_SCOPE = b"\x00\x00\x00\x00"
 
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
-from clocks import Clock
+from clocks import T0, Clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemosyne import Claim, InvalidInput, Node, NotFound, Repo
 
-T0 = datetime(2026, 6, 1, 9, tzinfo=UTC)
 US = timedelta(microseconds=1)
 
 
