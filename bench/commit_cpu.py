@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import NOSYNC, make_node, row
+from harness import make_node, row
 
 from mnemosyne import Repo
 
@@ -41,11 +41,8 @@ def child(store: Path, n: int, seed: int) -> dict[str, float]:
     samples = []
     with Repo.open(store, sync=False) as repo:
         for r in range(WARM_UP + ROUNDS):
-            batch = list(
-                {
-                    node.id: node for node in (make_node(rng.randrange(n), version + k) for k in range(10))
-                }.values()
-            )
+            batch = [make_node(rng.randrange(n), version + k) for k in range(10)]
+            batch = list({node.id: node for node in batch}.values())  # one version per id
             version += 10
             t0 = time.perf_counter()
             repo.commit(batch, message=f"nosync {r}", author="bench")
@@ -64,6 +61,7 @@ def bench_commit_cpu(root: Path, sizes: list[int], runs: int) -> None:
         with Repo.init(stores[n]) as repo:
             repo.commit([make_node(i) for i in range(n)], message="import", author="bench")
     results: dict[int, list[dict[str, float]]] = {n: [] for n in sizes}
+    warm_us: dict[int, float] = {}
     for run in range(runs):
         # Alternate the order too, so no size always runs first.
         for n in sizes if run % 2 == 0 else sizes[::-1]:
@@ -92,10 +90,10 @@ def bench_commit_cpu(root: Path, sizes: list[int], runs: int) -> None:
             "<= 1000 at 100k" if n >= 100_000 else "",
             warm <= 1000 if n >= 100_000 else None,
         )
-        NOSYNC[n] = warm
+        warm_us[n] = warm
     if len(sizes) >= 2:
         lo, hi = min(sizes), max(sizes)
-        ratio = NOSYNC[hi] / NOSYNC[lo]
+        ratio = warm_us[hi] / warm_us[lo]
         per_run = sorted(a["warm"] / b["warm"] for a, b in zip(results[hi], results[lo], strict=True))
         row(
             f"commit CPU (sync off) ratio n={hi} / n={lo} (runs: {per_run[0]:.2f} to {per_run[-1]:.2f})",

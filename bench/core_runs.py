@@ -15,7 +15,6 @@ from typing import Any
 
 import lmdb
 from harness import (
-    CPU,
     ByteCounter,
     content,
     make_node,
@@ -140,7 +139,6 @@ def bench_size(n: int, root: Path, rounds: int) -> None:
             statistics.median(new_bytes) <= 100_000,
         )
         row("LMDB used-page growth per commit, median (bytes)", n, f"{statistics.median(page_growth):,.0f}")
-        CPU[n] = statistics.median(cpu_t)
 
         # get at HEAD.
         ids = [node_id(rng.randrange(n)) for _ in range(2000)]

@@ -60,7 +60,6 @@ class ByteCounter:
 
     def __init__(self) -> None:
         self.bytes = 0
-        self.objects = 0
         self.puts: list[tuple[int, int]] = []
         self.spaces: list[Space] = []
         self._orig = lmdb_kv._Txn.put
@@ -76,7 +75,6 @@ class ByteCounter:
                 counter.spaces.append(space)
             if space is Space.OBJECTS and done:
                 counter.bytes += len(value)
-                counter.objects += 1
             return done
 
         lmdb_kv._Txn.put = put  # type: ignore[method-assign]
@@ -91,8 +89,6 @@ def used_bytes(repo: Repo) -> int:
     return int((env.info()["last_pgno"] + 1) * env.stat()["psize"])
 
 
-CPU: dict[int, float] = {}
-NOSYNC: dict[int, float] = {}
 
 
 def write_table(out: Path, started: float) -> None:
@@ -101,8 +97,9 @@ def write_table(out: Path, started: float) -> None:
         "",
         f"Run on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, "
         f"{os.cpu_count()} cores, {platform.machine()}; {time.perf_counter() - started:.0f} s in all. "
-        "Medians of repeated runs in one process (the sync-off commits: medians of runs in fresh "
-        "processes, the sizes taking turns); ratios are of medians measured interleaved.",
+        "Rows that say median are medians of repeated runs in one process (the sync-off commits: "
+        "of runs in fresh processes, the sizes taking turns); other rows time one run. Ratios are "
+        "of medians measured interleaved unless the row says one run each.",
         "",
         "| metric | n | value | target | |",
         "|---|---:|---:|---|---|",

@@ -1,8 +1,10 @@
 """Benchmarks for the core store; writes a markdown table of medians and ratios.
 
-Every figure is a median over repeated runs in this one process (or a ratio of
-two medians measured interleaved in the same run), except the sync-off commits:
-those run in fresh processes, the sizes taking turns (see commit_cpu.py). Usage:
+A row that says median is the median of repeated runs in this one process (the
+sync-off commits: of runs in fresh processes, the sizes taking turns; see
+commit_cpu.py); a ratio is of two medians measured interleaved unless the row says
+one run each; other rows (bulk imports, gc, forget, rebuild rates) time one run,
+as they change the store they measure. Usage:
 
     python bench/run.py [--out bench/results.md] [--sizes 1000,10000,100000] [--quick]
 """
