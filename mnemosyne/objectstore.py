@@ -118,7 +118,8 @@ class ObjectStore:
             oid = ObjectId(object_id(data))
             oids.append(oid)
             items.append((scope + oid, data))
-            node.__dict__["hash"] = oid.hex()  # spares hashing it again (``Node.hash``)
+            # Node.hash is left to compute on demand: caching it would give each node a
+            # __dict__, about a tenth of a bulk import's time.
         # Sorted keys fill LMDB's pages in order: fewer splits, fewer dirty pages.
         items.sort()
         txn.put_many(Space.OBJECTS, items, overwrite=False)
