@@ -63,14 +63,6 @@ class _Memory:
         self.whole = [False, False]
 
 
-def _contents(memory: _Memory) -> dict[bytes, tuple[Version, ...]]:
-    return memory.versions
-
-
-def _numbers(memory: _Memory) -> dict[int, Version]:
-    return memory.numbers
-
-
 class Names:
     """Lookups of one transaction, served from and kept in a handle's memory."""
 
@@ -86,34 +78,40 @@ class Names:
 
     def versions(self, chash: bytes) -> tuple[Version, ...]:
         """Every indexed version with this content."""
-        return self._lookup(0, chash, _contents, versions_with_content, every_content) or ()
-
-    def number(self, doc: int) -> Version | None:
-        """The indexed version with this document number, or None.
-
-        Numbers are given anew after a ``*``, so only an in-step memory answers.
-        """
-        return self._lookup(1, doc, _numbers, numbered, every_number)
-
-    def _lookup(
-        self,
-        which: int,
-        key: _K,
-        table: Callable[[_Memory], dict[_K, _V]],
-        read_one: Callable[[ReadTxn, bytes, _K], _V | None],
-        read_all: Callable[[ReadTxn, bytes], Iterable[tuple[_K, _V]]],
-    ) -> _V | None:
-        """One name from memory when in step, else from the store (then remembered)."""
         memory = self._memory
         if memory is not None:
             with self._lock:  # in step at this moment: another thread may have moved the memory on
-                remembered = table(memory).get(key) if memory.seq == self._seq else None
+                remembered = memory.versions.get(chash) if memory.seq == self._seq else None
             if remembered is not None:
                 return remembered
+        names = None if memory is None else memory.versions
+        return self._read(0, chash, names, versions_with_content, every_content) or ()
+
+    def number(self, doc: int) -> Version | None:
+        """The indexed version with this document number, or None."""
+        memory = self._memory
+        if memory is not None:
+            with self._lock:  # numbers are given anew after a ``*``: only an in-step memory can answer
+                known = memory.numbers.get(doc) if memory.seq == self._seq else None
+            if known is not None:
+                return known
+        names = None if memory is None else memory.numbers
+        return self._read(1, doc, names, numbered, every_number)
+
+    def _read(
+        self,
+        which: int,
+        key: _K,
+        names: dict[_K, _V] | None,
+        read_one: Callable[[ReadTxn, bytes, _K], _V | None],
+        read_all: Callable[[ReadTxn, bytes], Iterable[tuple[_K, _V]]],
+    ) -> _V | None:
+        """Read one name from the store; remember it in ``names`` while the memory is in step."""
         found = read_one(self._txn, self._scope, key)
-        if memory is not None and found:  # never remember absence: new contents are not logged
+        memory = self._memory
+        # Never remember absence: new contents are not logged, so it would go stale.
+        if memory is not None and names is not None and found:
             with self._lock:
-                names = table(memory)
                 if memory.seq == self._seq and len(names) < LIMIT:
                     names[key] = found
                     if self._missed(memory, which):
