@@ -206,9 +206,18 @@ class _Shared:
                 before = os.path.getsize(data)
                 scratch = tempfile.mkdtemp(prefix=".compact-", dir=self.path)
                 try:
-                    self.env.copy(scratch, compact=True)
+                    try:
+                        self._rewrite_into(scratch)
+                    except (lmdb.Error, OSError) as exc:
+                        if _is_disk_full(exc):
+                            raise StorageFull(
+                                f"the disk is full: compaction needs room for a second copy ({exc}); "
+                                "the store is unchanged"
+                            ) from None
+                        raise MnemoError(f"compaction failed, the store is unchanged: {exc}") from None
                     self.env.close()
                     os.replace(os.path.join(scratch, "data.mdb"), data)
+                    _sync_directory(self.path)
                 finally:
                     shutil.rmtree(scratch, ignore_errors=True)
                     self.env = self._open_env(self.map_size)
@@ -216,6 +225,46 @@ class _Shared:
                 return before, os.path.getsize(data)
         finally:
             fcntl.flock(self.lock_file, fcntl.LOCK_SH)
+
+    def _rewrite_into(self, directory: str) -> None:
+        """Write every live record, one by one, into a new environment in ``directory``.
+
+        Not LMDB's compacting copy: that copies live pages whole, and a live page
+        keeps the bytes of records deleted from it in its unused middle (LMDB
+        neither zeroes a page when a record leaves it nor when it reuses a freed
+        page), and branch pages keep separator keys of deleted records. A page
+        built afresh from live records holds live bytes and zeroes only (LMDB
+        zeroes what it does not fill of a new page), so erased bytes cannot
+        survive compaction.
+        """
+        target = lmdb.open(
+            directory,
+            subdir=True,
+            map_size=self.map_size,
+            max_dbs=16,
+            readahead=False,
+            sync=True,
+            metasync=True,
+            meminit=True,
+        )
+        try:
+            with self.env.begin() as source:
+                for space in Space:
+                    name = space.value.encode()
+                    db = target.open_db(name, create=True)
+                    cursor = source.cursor(db=self.dbs[space])
+                    batch: list[tuple[bytes, bytes]] = []
+                    size = 0
+                    for key, value in cursor.iternext():
+                        batch.append((bytes(key), bytes(value)))
+                        size += len(key) + len(value)
+                        if size >= _REWRITE_BATCH:
+                            _append_all(target, db, batch)
+                            batch, size = [], 0
+                    _append_all(target, db, batch)
+            target.sync(True)
+        finally:
+            target.close()
 
     def close(self) -> None:
         """Close the environment and release the process's lock on the store."""
@@ -239,6 +288,32 @@ class _Shared:
         with self.gate.exclusive():
             self.env.set_mapsize(0)
             self.map_size = self.env.info()["map_size"]
+
+
+_REWRITE_BATCH = 64 << 20
+"""Bytes of records compaction writes per transaction of the new environment."""
+
+
+def _append_all(env: lmdb.Environment, db: Any, items: list[tuple[bytes, bytes]]) -> None:
+    """Append records (in key order) to a database of a new environment, in one transaction."""
+    if not items:
+        return
+    while True:
+        try:
+            with env.begin(write=True, db=db) as txn:
+                txn.cursor().putmulti(items, append=True)
+            return
+        except lmdb.MapFullError:
+            env.set_mapsize(env.info()["map_size"] * 2)
+
+
+def _sync_directory(path: str) -> None:
+    """Flush a directory's entries, so a rename in it survives a crash."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def _hold_shared_lock(path: str) -> IO[bytes] | None:
