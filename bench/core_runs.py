@@ -25,7 +25,7 @@ from harness import (
 )
 
 from mnemosyne import Repo
-from mnemosyne.kv.base import Space
+from mnemosyne.store.kv.base import Space
 
 
 def bench_size(n: int, root: Path, rounds: int) -> None:
@@ -357,7 +357,7 @@ def bench_merge(root: Path, n: int, depth: int) -> None:
         repo.commit([make_node(i) for i in range(100)], message="base", author="bench")
         for c in range(depth):
             repo.commit([make_node(c % 100, c + 1)], message=f"c{c}", author="bench")
-        from mnemosyne.merge import merge_bases
+        from mnemosyne.history.merge import merge_bases
 
         def time_bases(expected: str, label: str, target: str, limit: float | None) -> None:
             left = bytes.fromhex(repo.resolve("left").id)

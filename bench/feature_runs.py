@@ -20,9 +20,9 @@ from harness import (
 )
 
 from mnemosyne import Claim, Node, Repo
-from mnemosyne.kv.base import WriteTxn
 from mnemosyne.recall.embedders import HashEmbedder
-from mnemosyne.refs import RefStore
+from mnemosyne.store.kv.base import WriteTxn
+from mnemosyne.store.refs import RefStore
 
 RETRY_WORKER = """
 import sys, time

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mnemosyne import Node, Provenance, Repo
-from mnemosyne.kv import lmdb_kv
-from mnemosyne.kv.base import Space
+from mnemosyne.store.kv import lmdb_kv
+from mnemosyne.store.kv.base import Space
 
 
 @dataclass

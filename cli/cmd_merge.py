@@ -7,8 +7,8 @@ from typing import Annotated, Any
 import typer
 
 from mnemosyne import Claim, Commit, InvalidInput, Node, NotFound, Redacted, Repo
-from mnemosyne.branching import MergeResult, Resolution
-from mnemosyne.merge import Contradiction
+from mnemosyne.history.branches import MergeResult, Resolution
+from mnemosyne.history.merge import Contradiction
 
 from .cmd_read import erasure_of
 from .render import (

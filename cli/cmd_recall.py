@@ -25,8 +25,8 @@ from typing import Annotated, Any
 import typer
 
 from mnemosyne import InvalidInput, MnemoError
-from mnemosyne.recall.config import KEYS
 from mnemosyne.recall.search import Context, Hit, ReadRecord
+from mnemosyne.store.settings import KEYS
 
 from .render import emit, iso, node_json, note, preview, provenance_text, say, short, when
 from .state import EMBEDDER_ENV, AsOfOpt, AtOpt, state, time_or_none

@@ -12,8 +12,8 @@ from typing import Any
 import typer
 
 from mnemosyne import Blame, Claim, Commit, Diff, Node, Problem, Provenance, Version
-from mnemosyne.merge import Conflict, Contradiction
-from mnemosyne.results import Fact
+from mnemosyne.history.merge import Conflict, Contradiction
+from mnemosyne.model.results import Fact
 
 SHORT = 7
 """Hex characters of a hash shown in human output."""

@@ -5,10 +5,11 @@ Every memory is an immutable, hashed :class:`Node`; every change is a
 branched and read as of any moment.
 """
 
-from mnemosyne.backup import ExportReport, ImportReport, TenantCounts, export_store, import_store
-from mnemosyne.blame import Blame, BlameLine
-from mnemosyne.branching import MergeResult
-from mnemosyne.collect import GcReport
+from mnemosyne.admin.backup import ExportReport, ImportReport, TenantCounts, export_store, import_store
+from mnemosyne.admin.fsck import FsckReport, Problem
+from mnemosyne.admin.gc import GcReport
+from mnemosyne.api.repo import Repo, system_clock
+from mnemosyne.api.retry import with_retry
 from mnemosyne.errors import (
     ClaimConflict,
     CorruptObject,
@@ -20,16 +21,15 @@ from mnemosyne.errors import (
     RefConflict,
     StorageFull,
 )
-from mnemosyne.ids import new_id
-from mnemosyne.maintenance import FsckReport, Problem
-from mnemosyne.merge import Conflict, Contradiction
-from mnemosyne.objects import Claim, Commit, Node, Provenance, Redaction
+from mnemosyne.history.blame import Blame, BlameLine
+from mnemosyne.history.branches import MergeResult
+from mnemosyne.history.merge import Conflict, Contradiction
+from mnemosyne.history.revisions import parse_time
+from mnemosyne.model.ids import new_id
+from mnemosyne.model.objects import Claim, Commit, Node, Provenance, Redaction
+from mnemosyne.model.results import Change, Diff, Fact, Version
 from mnemosyne.recall.embedders import Embedder, HashEmbedder, default_embedder
 from mnemosyne.recall.search import Context, ContextItem, Hit, ReadRecord
-from mnemosyne.repo import Repo, system_clock
-from mnemosyne.results import Change, Diff, Fact, Version
-from mnemosyne.retry import with_retry
-from mnemosyne.revisions import parse_time
 
 __version__ = "0.1.0"
 

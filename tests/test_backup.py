@@ -33,7 +33,7 @@ from mnemosyne import (
     Redacted,
     Repo,
 )
-from mnemosyne.backup import (
+from mnemosyne.admin.backup import (
     DERIVED_SPACES,
     EXPORT_VERSION,
     EXPORTED_SPACES,
@@ -45,7 +45,7 @@ from mnemosyne.backup import (
     read_records,
     write_records,
 )
-from mnemosyne.kv.base import Space
+from mnemosyne.store.kv.base import Space
 
 pytestmark = pytest.mark.usefixtures("clean_cli_env")
 

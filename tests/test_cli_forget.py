@@ -21,7 +21,7 @@ from cli_harness import CliStore, assert_error
 from mnemo_cli.cmd_forget import parse_duration
 
 from mnemosyne import Repo
-from mnemosyne.kv.base import Space
+from mnemosyne.store.kv.base import Space
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
 RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")

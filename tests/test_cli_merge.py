@@ -11,7 +11,7 @@ import pytest
 from cli_harness import CliStore, assert_error, invoke
 
 from mnemosyne import Repo
-from mnemosyne.kv.base import Space
+from mnemosyne.store.kv.base import Space
 
 pytestmark = pytest.mark.usefixtures("clean_cli_env")
 

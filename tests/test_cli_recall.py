@@ -15,7 +15,7 @@ from cli_harness import CliStore, assert_error, invoke
 from mnemo_cli.cmd_recall import parse_meta
 
 from mnemosyne import InvalidInput
-from mnemosyne.recall.config import KEYS
+from mnemosyne.store.settings import KEYS
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
 RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")

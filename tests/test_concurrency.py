@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mnemosyne import Node, RefConflict, Repo, objectstore, with_retry
+from mnemosyne import Node, RefConflict, Repo, with_retry
+from mnemosyne.store import objects as objectstore
 
 WRITER = Path(__file__).with_name("writer_proc.py")
 PROCESSES = 4

@@ -21,18 +21,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from mnemosyne import (
-    Claim,
-    CorruptObject,
-    InvalidInput,
-    Node,
-    NotFound,
-    Provenance,
-    Redacted,
-    Repo,
-    codec,
-)
-from mnemosyne.kv.base import Space, WriteTxn
+from mnemosyne import Claim, CorruptObject, InvalidInput, Node, NotFound, Provenance, Redacted, Repo
+from mnemosyne.model import codec
+from mnemosyne.store.kv.base import Space, WriteTxn
 
 SCOPE = b"\x00\x00\x00\x00"  # the default tenant's key scope
 PENDING = b"gc-pending/"

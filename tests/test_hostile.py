@@ -37,9 +37,9 @@ from mnemosyne import (
     NotFound,
     Provenance,
     Repo,
-    codec,
 )
-from mnemosyne.validation import MAX_DEPTH, MAX_ID_BYTES, MAX_NODE_BYTES
+from mnemosyne.model import codec
+from mnemosyne.model.validation import MAX_DEPTH, MAX_ID_BYTES, MAX_NODE_BYTES
 
 runner = CliRunner()
 FUZZ = settings(
@@ -331,7 +331,7 @@ def test_bad_ids_are_refused_everywhere(store, bad):
 
 
 def _refuse_empty_id() -> None:
-    from mnemosyne.validation import check_id
+    from mnemosyne.model.validation import check_id
 
     check_id("")
 

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnemosyne import InvalidInput, MnemoError, StorageFull
-from mnemosyne.kv.base import Space, prefix_end
-from mnemosyne.kv.lmdb_kv import LmdbKV
-from mnemosyne.kv.memory import MemoryKV
+from mnemosyne.store.kv.base import Space, prefix_end
+from mnemosyne.store.kv.lmdb_kv import LmdbKV
+from mnemosyne.store.kv.memory import MemoryKV
 
 SETTINGS = settings(max_examples=40, deadline=None)
 # the fixture only hands out fresh stores, so sharing it between examples is safe

@@ -24,7 +24,7 @@ from mnemo_cli.app import app
 from typer.testing import CliRunner
 
 from mnemosyne import Claim, InvalidInput, Node, Repo, StorageFull
-from mnemosyne.kv import lmdb_kv
+from mnemosyne.store.kv import lmdb_kv
 
 runner = CliRunner()
 WRITER = Path(__file__).with_name("crash_writer.py")

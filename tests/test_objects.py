@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemosyne import Claim, CorruptObject, InvalidInput, Node, Provenance, codec
-from mnemosyne.objects import CommitObject, TreeChunk
-from mnemosyne.validation import MAX_DEPTH, MAX_ID_BYTES
+from mnemosyne import Claim, CorruptObject, InvalidInput, Node, Provenance
+from mnemosyne.model import codec
+from mnemosyne.model.objects import CommitObject, TreeChunk
+from mnemosyne.model.validation import MAX_DEPTH, MAX_ID_BYTES
 
 SETTINGS = settings(max_examples=60, deadline=None)
 

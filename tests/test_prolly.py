@@ -7,9 +7,9 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemosyne import codec
-from mnemosyne.objects import TreeChunk
-from mnemosyne.prolly import AVERAGE_CHUNK, EMPTY, Tree, is_boundary
+from mnemosyne.model import codec
+from mnemosyne.model.objects import TreeChunk
+from mnemosyne.store.prolly import AVERAGE_CHUNK, EMPTY, Tree, is_boundary
 
 SMALL = settings(max_examples=60, deadline=None)
 LARGE = settings(max_examples=8, deadline=None)

@@ -30,12 +30,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from mnemosyne import Claim, InvalidInput, Node, NotFound, Repo
-from mnemosyne.kv.base import Space
+from mnemosyne.index import recall_queue as recall_queue
 from mnemosyne.recall import names, postings, vectors
-from mnemosyne.recall import queue as recall_queue
 from mnemosyne.recall.embedders import HashEmbedder
 from mnemosyne.recall.search import count_under
 from mnemosyne.recall.text import content_hash, text_of, words
+from mnemosyne.store.kv.base import Space
 
 SCOPE = b"\x00\x00\x00\x00"  # the default tenant's key scope
 TICK = timedelta(seconds=1)

@@ -25,7 +25,7 @@ from mnemosyne import (
     Repo,
     with_retry,
 )
-from mnemosyne.kv.base import Space
+from mnemosyne.store.kv.base import Space
 
 DEFAULT_SCOPE = b"\x00\x00\x00\x00"
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from mnemosyne.errors import CorruptObject, NotFound
-from mnemosyne.kv.base import Space
-from mnemosyne.recall import postings, queue
+from mnemosyne.index import recall_queue as queue
+from mnemosyne.index.view import View
+from mnemosyne.recall import postings
 from mnemosyne.recall import vectors as vector_store
 from mnemosyne.recall.index import format_current
 from mnemosyne.recall.text import content_hash
-from mnemosyne.view import View
+from mnemosyne.store.kv.base import Space
 
 
 def check(view: View) -> list[str]:

@@ -1,7 +1,7 @@
 """The recall indexes: BM25 postings and embedding vectors, derived and rebuildable.
 
 Commits only enqueue the node versions they write (one small entry per commit,
-see :mod:`mnemosyne.recall.queue`), so
+see :mod:`mnemosyne.index.recall_queue`), so
 writing stays cheap; a search on a writable handle first catches up: it indexes
 the queued versions (see :mod:`mnemosyne.recall.postings`) and embeds contents
 that have no vector yet (see :mod:`mnemosyne.recall.vectors`), a batch at a time.
@@ -20,18 +20,19 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from mnemosyne import codec
 from mnemosyne.errors import CorruptObject, InvalidInput, NotFound
-from mnemosyne.kv.base import ReadTxn, Space, WriteTxn
-from mnemosyne.objects import Node
-from mnemosyne.recall import postings, queue
+from mnemosyne.index import recall_queue as queue
+from mnemosyne.index.recall_queue import QUEUE
+from mnemosyne.index.view import View, WriteView
+from mnemosyne.model import codec
+from mnemosyne.model.objects import Node
+from mnemosyne.recall import postings
 from mnemosyne.recall import vectors as vector_store
 from mnemosyne.recall.embedders import Embedder
 from mnemosyne.recall.postings import Accept, bulk, lexical, versions_with_content
-from mnemosyne.recall.queue import QUEUE
 from mnemosyne.recall.text import content_hash, text_of
 from mnemosyne.recall.vectors import MODEL, VectorCache, models, semantic
-from mnemosyne.view import View, WriteView
+from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
 
 __all__ = [
     "Accept",

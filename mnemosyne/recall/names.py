@@ -24,7 +24,6 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from mnemosyne.kv.base import ReadTxn, Space
 from mnemosyne.recall.postings import (
     CHANGES,
     Version,
@@ -36,6 +35,7 @@ from mnemosyne.recall.postings import (
     stats,
     versions_with_content,
 )
+from mnemosyne.store.kv.base import ReadTxn, Space
 
 LIMIT = 1 << 20
 """Names remembered per map at most (a bound on memory): a larger map is read piecemeal."""

@@ -36,12 +36,12 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemosyne.errors import NotFound
-from mnemosyne.kv.base import AppendLog, ReadTxn, Space, WriteTxn, last_number
-from mnemosyne.objects import Node
-from mnemosyne.recall import queue
+from mnemosyne.history.walk import micros
+from mnemosyne.index import recall_queue as queue
+from mnemosyne.index.view import View
+from mnemosyne.model.objects import Node
 from mnemosyne.recall.text import content_hash, text_of, words
-from mnemosyne.view import View
-from mnemosyne.walk import micros
+from mnemosyne.store.kv.base import AppendLog, ReadTxn, Space, WriteTxn, last_number
 
 DOC, NUMBER, TERM, CONTENT, STATS, CHANGES = b"d", b"r", b"t", b"c", b"n", b"l"
 SEGMENT = 2048

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mnemosyne.codec import NODE_TAG
-from mnemosyne.kv.base import Space
-from mnemosyne.objects import Node
+from mnemosyne.index.view import WriteView
+from mnemosyne.model.codec import NODE_TAG
+from mnemosyne.model.objects import Node
 from mnemosyne.recall import index, postings
 from mnemosyne.recall import vectors as vector_store
 from mnemosyne.recall.embedders import Embedder
 from mnemosyne.recall.postings import bulk
-from mnemosyne.view import WriteView
+from mnemosyne.store.kv.base import Space
 
 
 @bulk()

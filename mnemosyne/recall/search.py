@@ -16,15 +16,15 @@ from typing import Any, Literal
 
 import msgspec
 
-from mnemosyne import claims
 from mnemosyne.errors import NotFound
-from mnemosyne.kv.base import AppendLog, ReadTxn, Space, WriteTxn
-from mnemosyne.objects import Claim, Node, Provenance
+from mnemosyne.index import claims
+from mnemosyne.index.view import View
+from mnemosyne.model.objects import Claim, Node, Provenance
 from mnemosyne.recall import index
 from mnemosyne.recall.embedders import Embedder
 from mnemosyne.recall.postings import expiry
 from mnemosyne.recall.text import text_of
-from mnemosyne.view import View
+from mnemosyne.store.kv.base import AppendLog, ReadTxn, Space, WriteTxn
 
 Mode = Literal["hybrid", "lexical", "semantic"]
 RRF_K = 60

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mnemosyne import codec
-from mnemosyne.objects import Claim, Node
+from mnemosyne.model import codec
+from mnemosyne.model.objects import Claim, Node
 
 MAX_WORD = 64
 """Longer runs of word characters (ids, base64) are cut to this many characters."""

@@ -27,11 +27,11 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from mnemosyne.kv.base import AppendLog, ReadTxn, Space, WriteTxn, last_number
+from mnemosyne.index.view import View
 from mnemosyne.recall.embedders import Embedder, Vectors
 from mnemosyne.recall.names import NameMemory, Names
 from mnemosyne.recall.postings import Accept, Version, document, versions_with_content
-from mnemosyne.view import View
+from mnemosyne.store.kv.base import AppendLog, ReadTxn, Space, WriteTxn, last_number
 
 MODEL = b"m"
 BLOCK_ROWS = 32

@@ -1,0 +1,311 @@
+"""The export file format: framed msgpack records, one digest over them all.
+
+Each record is a 4-byte big-endian length and a msgpack map with a ``kind``;
+the last record (``end``) carries counts and the blake3 digest of every byte
+before it, so truncation and damage are found before anything is imported.
+:mod:`mnemosyne.admin.backup` writes and restores stores with it.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+import blake3
+import msgspec
+
+from mnemosyne.errors import CorruptObject, InvalidInput
+from mnemosyne.store.tenancy import FORMAT
+
+FORMAT_NAME = "mnemosyne-export"
+"""The ``format`` field of every export's header."""
+
+
+EXPORT_VERSION = 1
+"""The export format version this release writes, and the newest it reads."""
+
+
+_LENGTH = struct.Struct(">I")
+
+
+_MAX_HEADER = 1 << 16  # a longer first record is not a header: the file is not an export
+
+
+_READ_CHUNK = 1 << 20  # a damaged length must not make us allocate gigabytes at once
+
+
+_WRITE_BUFFER = 1 << 20
+
+
+class TenantCounts(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How many records of each kind one tenant has in an export.
+
+    Attributes:
+        name: the tenant.
+        objects: stored objects (nodes, tree chunks, commits, contradiction records).
+        refs: refs, ``HEAD`` included.
+        reflog: reflog entries, of every ref (deleted branches' too).
+        redactions: redaction records of erased versions.
+    """
+
+    name: str
+    objects: int = 0
+    refs: int = 0
+    reflog: int = 0
+    redactions: int = 0
+
+
+class _Header(msgspec.Struct, tag_field="kind", tag="header", kw_only=True, forbid_unknown_fields=True):
+    format: str
+    version: int
+    store_format: int
+    producer: str
+
+
+class _Tenant(msgspec.Struct, tag_field="kind", tag="tenant", kw_only=True, forbid_unknown_fields=True):
+    name: str
+
+
+class _Object(msgspec.Struct, tag_field="kind", tag="object", kw_only=True, forbid_unknown_fields=True):
+    tenant: str
+    id: bytes
+    data: bytes
+
+
+class _Entry(msgspec.Struct, tag_field="kind", kw_only=True, forbid_unknown_fields=True):
+    """A raw key and value of one tenant's keyspace; the subclass's tag names which."""
+
+    tenant: str
+    key: bytes
+    value: bytes
+
+
+class _Ref(_Entry, tag="ref"):
+    pass
+
+
+class _Reflog(_Entry, tag="reflog"):
+    pass
+
+
+class _Redaction(_Entry, tag="redaction"):
+    pass
+
+
+class _End(msgspec.Struct, tag_field="kind", tag="end", kw_only=True, forbid_unknown_fields=True):
+    tenants: list[TenantCounts]
+    digest: bytes
+
+
+_Record = _Header | _Tenant | _Object | _Ref | _Reflog | _Redaction | _End
+
+
+_KINDS = ("header", "tenant", "object", "ref", "reflog", "redaction", "end")
+
+
+_encoder = msgspec.msgpack.Encoder(order="deterministic")
+
+
+_record_decoder: msgspec.msgpack.Decoder[_Record] = msgspec.msgpack.Decoder(_Record)
+
+
+_end_decoder = msgspec.msgpack.Decoder(_End)
+
+
+class _Writer:
+    """Frames records, hashes them, and writes them in large pieces."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self.hasher = blake3.blake3()
+        self.buffer = bytearray()
+        self.size = 0
+
+    def record(self, record: _Record) -> None:
+        body = _encoder.encode(record)
+        frame = _LENGTH.pack(len(body)) + body
+        self.hasher.update(frame)
+        self.buffer += frame
+        if len(self.buffer) >= _WRITE_BUFFER:
+            self.flush()
+
+    def end(self, tenants: list[TenantCounts]) -> bytes:
+        digest = self.hasher.digest()
+        body = _encoder.encode(_End(tenants=tenants, digest=digest))
+        self.buffer += _LENGTH.pack(len(body)) + body
+        self.flush()
+        return digest
+
+    def flush(self) -> None:
+        self.out.write(self.buffer)
+        self.size += len(self.buffer)
+        self.buffer = bytearray()
+
+
+class _Reader:
+    """Reads framed records, hashing each one only once a record follows it.
+
+    So when the end record has been read (and when the file has been read to its
+    end), ``hasher`` covers exactly the bytes before the last record: what the
+    end record's digest is of.
+    """
+
+    def __init__(self, inp: IO[bytes], source: str) -> None:
+        self.inp = inp
+        self.source = source
+        self.hasher = blake3.blake3()
+        self.pending = b""
+        self.count = 0
+        self.size = 0
+
+    def next(self, limit: int | None = None) -> bytes | None:
+        """The next record's body, or None at the end of the file."""
+        head = _read_exactly(self.inp, _LENGTH.size)
+        if not head:
+            return None  # the last record stays out of the digest: it is the end record
+        self.hasher.update(self.pending)
+        self.pending = b""
+        self.count += 1
+        if len(head) < _LENGTH.size:
+            raise self.damaged(f"it ends inside the length of record {self.count}")
+        (length,) = _LENGTH.unpack(head)
+        if limit is not None and length > limit:
+            raise InvalidInput(f"{self.source} is not a Mnemosyne export")
+        body = _read_exactly(self.inp, length)
+        if len(body) < length:
+            if self.count == 1:
+                raise InvalidInput(f"{self.source} is not a Mnemosyne export (or is cut short in its header)")
+            raise self.damaged(f"it ends inside record {self.count}")
+        self.pending = head + body
+        self.size += len(self.pending)
+        return body
+
+    def damaged(self, why: str) -> CorruptObject:
+        return CorruptObject(f"{self.source} is truncated or corrupt: {why}; nothing was imported")
+
+
+def _read_exactly(inp: IO[bytes], n: int) -> bytes:
+    """Up to ``n`` bytes: fewer only at the end of the stream."""
+    parts: list[bytes] = []
+    left = n
+    while left:
+        piece = inp.read(min(left, _READ_CHUNK))
+        if not piece:
+            break
+        parts.append(piece)
+        left -= len(piece)
+    return b"".join(parts)
+
+
+def _header(reader: _Reader) -> _Header:
+    """Read and check the header: refuse what is not an export, or a newer one."""
+    body = reader.next(limit=_MAX_HEADER)
+    if body is None:
+        raise InvalidInput(f"{reader.source} is empty: not a Mnemosyne export")
+    try:
+        raw = msgspec.msgpack.decode(body)
+    except msgspec.DecodeError:
+        raw = None
+    if not isinstance(raw, dict) or raw.get("kind") != "header" or raw.get("format") != FORMAT_NAME:
+        raise InvalidInput(f"{reader.source} is not a Mnemosyne export")
+    version = raw.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise InvalidInput(f"{reader.source}: {version!r} is not an export format version")
+    if version > EXPORT_VERSION:
+        raise InvalidInput(
+            f"{reader.source} is a version {version} export; this Mnemosyne reads export versions up to "
+            f"{EXPORT_VERSION}: upgrade Mnemosyne to import it"
+        )
+    try:
+        header = msgspec.convert(raw, _Header)
+    except msgspec.ValidationError as exc:
+        raise reader.damaged(f"its header is malformed ({exc})") from None
+    if header.store_format > FORMAT:
+        raise InvalidInput(
+            f"{reader.source} holds a store of format {header.store_format}; this Mnemosyne reads up to "
+            f"{FORMAT}: upgrade Mnemosyne to import it"
+        )
+    return header
+
+
+def _verify(inp: IO[bytes], start: int, source: str) -> _End:
+    """First pass: the header, the framing and the digest, before anything is written.
+
+    So damage is reported as damage, not as whatever odd record it happens to
+    produce, and a truncated file never gets as far as the store.
+    """
+    inp.seek(start)
+    reader = _Reader(inp, source)
+    _header(reader)
+    last = b""
+    while (body := reader.next()) is not None:
+        last = body
+    end = _decode_end(last, reader)
+    if end.digest != reader.hasher.digest():
+        raise reader.damaged("its digest does not match its contents")
+    return end
+
+
+def _decode_end(body: bytes, reader: _Reader) -> _End:
+    try:
+        return _end_decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        raise reader.damaged("it has no end record") from None
+
+
+def _decode(body: bytes, reader: _Reader) -> _Record:
+    """Decode one record, telling an unknown kind (a newer export) from damage."""
+    try:
+        return _record_decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        try:
+            raw = msgspec.msgpack.decode(body)
+        except msgspec.DecodeError:
+            raw = None
+        kind = raw.get("kind") if isinstance(raw, dict) else None
+        if isinstance(kind, str) and kind not in _KINDS:
+            raise InvalidInput(
+                f"{reader.source}: record {reader.count} is of kind {kind!r}, which this Mnemosyne "
+                f"does not know (export version {EXPORT_VERSION})"
+            ) from None
+        raise InvalidInput(f"{reader.source}: record {reader.count} is malformed: {exc}") from None
+
+
+def _describe(inp: IO[bytes]) -> str:
+    name = getattr(inp, "name", None)
+    return name if isinstance(name, str) else "the export"
+
+
+def read_records(inp: IO[bytes]) -> Iterator[dict[str, Any]]:
+    """Yield an export's records as plain maps, without checking them (for inspection).
+
+    Raises:
+        CorruptObject: the input ends inside a record.
+    """
+    reader = _Reader(inp, _describe(inp))
+    while (body := reader.next()) is not None:
+        record = msgspec.msgpack.decode(body)
+        yield record if isinstance(record, dict) else {"kind": None, "value": record}
+
+
+def write_records(out: IO[bytes], items: Iterable[dict[str, Any]]) -> int:
+    """Frame plain maps as export records, the last one an end record given its digest.
+
+    For tools and tests that build or rewrite exports: every record is written as
+    given, except that an ``end`` record gets the digest of what precedes it.
+
+    Returns:
+        The number of bytes written.
+    """
+    hasher = blake3.blake3()
+    size = 0
+    for item in items:
+        if item.get("kind") == "end":
+            item = {**item, "digest": hasher.digest()}
+        body = _encoder.encode(item)
+        frame = _LENGTH.pack(len(body)) + body
+        hasher.update(frame)
+        out.write(frame)
+        size += len(frame)
+    return size

@@ -1,0 +1,302 @@
+"""Branch operations: create, delete, reset, merge; each one write transaction.
+
+Every ref move is a compare-and-swap with a reflog entry, so as-of reads see
+resets, deletions and merges exactly as they happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Literal
+
+import msgspec
+
+from mnemosyne.errors import InvalidInput, MergeConflict, NotFound
+from mnemosyne.history.commits import record_commit
+from mnemosyne.history.merge import (
+    Conflict,
+    ConflictKind,
+    Contradiction,
+    ThreeWay,
+    contradictions,
+    merge_bases,
+    record,
+    three_way,
+)
+from mnemosyne.history.revisions import resolve
+from mnemosyne.index.view import View, WriteView
+from mnemosyne.model import codec
+from mnemosyne.model.objects import Claim, Commit, Node
+from mnemosyne.store.prolly import EMPTY
+from mnemosyne.store.refs import BRANCH_PREFIX
+
+Resolution = Literal["ours", "theirs", "base", "delete"] | Node
+Strategy = Literal["ours", "theirs"]
+
+
+class MergeResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The outcome of :meth:`Repo.merge`.
+
+    Attributes:
+        commit: the merge commit, the new tip after a fast-forward, the unchanged
+            tip when there was nothing to merge, or None while conflicts are unresolved.
+        conflicts: ids both sides changed incompatibly (empty once resolved).
+        contradictions: claims that disagree across the two sides; reported and
+            recorded in the merge commit, they do not block it.
+        fast_forward: the branch just moved to the source's tip.
+        up_to_date: the source was already merged; nothing changed.
+    """
+
+    commit: Commit | None
+    conflicts: list[Conflict]
+    contradictions: list[Contradiction]
+    fast_forward: bool = False
+    up_to_date: bool = False
+
+
+def create(view: WriteView, name: str, start: str | None, now: datetime, author: str) -> Commit:
+    """Create branch ``name`` at ``start`` (default: HEAD)."""
+    ref = BRANCH_PREFIX + name
+    if view.refs.exists(view.txn, ref):
+        raise InvalidInput(f"branch {name!r} already exists")
+    oid = resolve(view, "HEAD" if start is None else start)  # "" is no revision, not HEAD
+    when = view.refs.next_time(view.txn, ref, now)
+    view.refs.update(
+        view.txn, ref, None, oid, when=when, author=author, reason=f"branch: from {start or 'HEAD'}"
+    )
+    return Commit.from_object(oid, view.commit(oid))
+
+
+def delete(view: WriteView, name: str, now: datetime, author: str) -> Commit:
+    """Delete branch ``name``; return the commit it pointed at. Its reflog stays."""
+    ref = BRANCH_PREFIX + name
+    tip = view.refs.read(view.txn, ref)
+    if tip is None:
+        raise NotFound(f"no branch named {name!r}")
+    if view.refs.head_branch(view.txn) == name:
+        raise InvalidInput(f"cannot delete {name!r}: it is the current branch (switch first)")
+    when = view.refs.next_time(view.txn, ref, now)
+    view.refs.update(view.txn, ref, tip, None, when=when, author=author, reason="branch: deleted")
+    return Commit.from_object(tip, view.commit(tip))
+
+
+def switch(view: WriteView, name: str) -> None:
+    """Point HEAD at ``name``."""
+    if not view.refs.exists(view.txn, BRANCH_PREFIX + name) and view.refs.head_branch(view.txn) != name:
+        raise NotFound(f"no branch named {name!r}")
+    view.refs.set_head(view.txn, name)
+
+
+def reset(view: WriteView, branch: str, to: str, now: datetime, author: str) -> Commit:
+    """Move ``branch`` to revision ``to``."""
+    ref = BRANCH_PREFIX + branch
+    tip = view.refs.read(view.txn, ref)
+    if tip is None:
+        raise NotFound(f"no branch named {branch!r}")
+    oid = resolve(view, to)
+    when = view.refs.next_time(view.txn, ref, now)
+    view.refs.update(view.txn, ref, tip, oid, when=when, author=author, reason=f"reset: to {to}")
+    return Commit.from_object(oid, view.commit(oid))
+
+
+def _virtual_base(view: WriteView, bases: list[bytes]) -> bytes:
+    """One base tree for criss-cross histories: the bases merged pairwise.
+
+    Where two bases disagree irreconcilably, the value of their own common ancestor
+    stands in the virtual base, so the real merge reports the conflict to the user.
+    """
+    tree = view.commit(bases[0]).tree
+    for other in bases[1:]:
+        inner = merge_bases(view, bases[0], other)
+        inner_tree = view.commit(inner[0]).tree if inner else view.put_chunk(EMPTY)
+        step = three_way(view, inner_tree, tree, view.commit(other).tree, later_is_theirs=True)
+        for oid, node in step.merged.items():
+            view.objects.put(view.txn, node)
+            assert bytes.fromhex(node.hash) == oid
+        edits = dict(step.edits)
+        for node_id, *_ in step.conflicts:
+            edits[node_id] = view.tree.get(inner_tree, node_id)
+        tree, _ = view.tree.update(tree, sorted(edits.items()))
+    return tree
+
+
+def _conflict(
+    view: View, entry: tuple[str, ConflictKind, bytes | None, bytes | None, bytes | None]
+) -> Conflict:
+    node_id, kind, base, ours, theirs = entry
+
+    def load(oid: bytes | None) -> Node | None:
+        return view.node(oid) if oid is not None else None
+
+    return Conflict(node_id, kind, load(base), load(ours), load(theirs))
+
+
+def merge(
+    view: WriteView,
+    *,
+    source: str,
+    into: str,
+    resolutions: Mapping[str, Resolution] | None,
+    strategy: Strategy | None,
+    message: str | None,
+    author: str,
+    now: datetime,
+) -> MergeResult:
+    """Merge revision ``source`` into branch ``into`` (three-way, per id)."""
+    txn = view.txn
+    ref = BRANCH_PREFIX + into
+    ours = view.refs.read(txn, ref)
+    theirs = resolve(view, source)
+    if resolutions is not None and (
+        not isinstance(resolutions, Mapping) or not all(isinstance(key, str) for key in resolutions)
+    ):
+        raise InvalidInput("resolutions must map ids to 'ours', 'theirs', 'base', 'delete' or a Node")
+    wanted = dict(resolutions or {})
+    if strategy not in (None, "ours", "theirs"):
+        raise InvalidInput("strategy must be 'ours' or 'theirs'")
+
+    def no_conflicts_expected() -> None:
+        if wanted:
+            raise MergeConflict(f"stale resolutions: {', '.join(sorted(wanted))} are not in conflict")
+
+    if ours is None and into != view.refs.head_branch(txn):
+        raise NotFound(f"no branch named {into!r} to merge into")
+    if ours is None or view.graph.is_ancestor(txn, ours, theirs):
+        no_conflicts_expected()
+        if ours != theirs:
+            when = view.refs.next_time(txn, ref, now)
+            view.refs.update(
+                txn, ref, ours, theirs, when=when, author=author, reason=f"merge {source}: fast-forward"
+            )
+        return MergeResult(
+            commit=Commit.from_object(theirs, view.commit(theirs)),
+            conflicts=[],
+            contradictions=[],
+            fast_forward=ours != theirs,
+            up_to_date=ours == theirs,
+        )
+    if view.graph.is_ancestor(txn, theirs, ours):
+        no_conflicts_expected()
+        return MergeResult(
+            commit=Commit.from_object(ours, view.commit(ours)),
+            conflicts=[],
+            contradictions=[],
+            up_to_date=True,
+        )
+
+    ours_obj = view.commit(ours)
+    theirs_obj = view.commit(theirs)
+    bases = merge_bases(view, ours, theirs)
+    base_tree = _virtual_base(view, bases) if bases else view.put_chunk(EMPTY)
+    plan = three_way(
+        view, base_tree, ours_obj.tree, theirs_obj.tree, theirs_obj.record_time > ours_obj.record_time
+    )
+    in_conflict = {entry[0]: entry for entry in plan.conflicts}
+    stale = sorted(set(wanted) - set(in_conflict))
+    if stale:
+        raise MergeConflict(f"stale resolutions: {', '.join(stale)} are not in conflict")
+    unresolved = [entry for entry in plan.conflicts if entry[0] not in wanted and strategy is None]
+    if unresolved:
+        if wanted:
+            names = ", ".join(entry[0] for entry in unresolved)
+            raise MergeConflict(f"{len(unresolved)} conflicts left unresolved: {names}")
+        pairs = contradictions(view.node, plan.ours_changes, plan.theirs_changes, lambda _i, _h: True)
+        return MergeResult(
+            commit=None,
+            conflicts=[_conflict(view, entry) for entry in plan.conflicts],
+            contradictions=[_contradiction(a, b) for a, b in pairs],
+        )
+    written = _resolve(view, plan, in_conflict, wanted, strategy)
+    root, changes = view.tree.update(ours_obj.tree, sorted(plan.edits.items()))
+    pairs = contradictions(
+        view.node, plan.ours_changes, plan.theirs_changes, lambda i, h: view.tree.get(root, i) == h
+    )
+    records = record(view, pairs)
+    commit = record_commit(
+        view,
+        into,
+        ours,
+        root,
+        changes,
+        written,
+        parents=(ours, theirs),
+        author=author,
+        message=message or f"Merge {source} into {into}",
+        meta=None,
+        now=now,
+        contradictions=records,
+        reason=f"merge {source}",
+    )
+    return MergeResult(commit=commit, conflicts=[], contradictions=[_contradiction(a, b) for a, b in pairs])
+
+
+def _contradiction(a: Node, b: Node) -> Contradiction:
+    claim = a.content
+    assert isinstance(claim, Claim)
+    return Contradiction(claim.subject, claim.predicate, (a, b))
+
+
+def _resolve(
+    view: WriteView,
+    plan: ThreeWay,
+    in_conflict: Mapping[str, tuple[str, str, bytes | None, bytes | None, bytes | None]],
+    wanted: dict[str, Resolution],
+    strategy: Strategy | None,
+) -> dict[bytes, Node]:
+    """Turn resolutions into edits on top of ours; store merged and supplied nodes."""
+    written: dict[bytes, Node] = {}
+    for oid, node in plan.merged.items():
+        written[view.objects.put(view.txn, node)] = node
+        assert bytes.fromhex(node.hash) == oid
+    for node_id, (_, _, base, _, theirs) in in_conflict.items():
+        choice = wanted.get(node_id, strategy)
+        if choice == "ours":
+            continue
+        if choice == "theirs":
+            plan.edits[node_id] = theirs
+        elif choice == "base":
+            plan.edits[node_id] = base
+        elif choice == "delete":
+            plan.edits[node_id] = None
+        elif isinstance(choice, Node):
+            node = choice if choice.id else msgspec.structs.replace(choice, id=node_id)
+            if node.id != node_id:
+                raise InvalidInput(f"the node resolving {node_id} has id {node.id}")
+            oid = view.objects.put(view.txn, node)
+            written[oid] = node
+            plan.edits[node_id] = oid
+        else:
+            raise InvalidInput(f"resolution for {node_id} must be ours, theirs, base, delete or a Node")
+    return written
+
+
+def inverse(view: View, rev: str, tip: bytes) -> tuple[bytes, str, list[Node], list[str]]:
+    """What undoing commit ``rev`` on top of ``tip`` writes: ``(commit, summary, puts, removals)``.
+
+    Raises:
+        InvalidInput: ``rev`` is a merge commit.
+        MergeConflict: an id it changed has changed again since.
+    """
+    oid = resolve(view, rev)
+    obj = view.commit(oid)
+    if len(obj.parents) > 1:
+        raise InvalidInput("reverting a merge commit is not supported")
+    base = view.commit(obj.parents[0]).tree if obj.parents else empty_tree_id()
+    tip_root = view.commit(tip).tree
+    puts: list[Node] = []
+    removals: list[str] = []
+    for key, old, new in view.tree.diff(base, obj.tree):
+        if view.tree.get(tip_root, key) != new:
+            raise MergeConflict(f"cannot revert {oid.hex()[:7]}: {key} has changed since")
+        if old is None:
+            removals.append(key)
+        else:
+            puts.append(view.node(old))
+    summary = obj.message.splitlines()[0] if obj.message else ""
+    return oid, summary, puts, removals
+
+
+def empty_tree_id() -> bytes:
+    """The id of the empty tree."""
+    return codec.object_id(codec.encode(EMPTY))

@@ -1,0 +1,176 @@
+"""The write path of a commit: apply puts and removals to a branch tip, atomically.
+
+Runs inside one write transaction: the tip is read there, so concurrent plain
+commits never lose each other's work; the ref moves by compare-and-swap and the
+derived indexes are written in the same transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from mnemosyne.errors import ClaimConflict, InvalidInput, NotFound, RefConflict
+from mnemosyne.history.revisions import resolve
+from mnemosyne.index import claims
+from mnemosyne.index import recall_queue as recall_queue
+from mnemosyne.index.build import index_commit
+from mnemosyne.index.view import View, WriteView
+from mnemosyne.model.objects import Claim, Commit, CommitObject, Node
+from mnemosyne.model.validation import rfc3339
+from mnemosyne.store.prolly import EMPTY, Change
+from mnemosyne.store.refs import BRANCH_PREFIX, TICK
+
+ClaimPolicy = Literal["refuse", "replace", "keep"]
+
+
+def record_commit(
+    view: WriteView,
+    branch: str,
+    tip: bytes | None,
+    root: bytes,
+    changes: Sequence[Change],
+    written: dict[bytes, Node],
+    *,
+    parents: tuple[bytes, ...],
+    author: str,
+    message: str,
+    meta: dict[str, Any] | None,
+    now: datetime,
+    contradictions: tuple[bytes, ...] = (),
+    reason: str = "commit",
+) -> Commit:
+    """Store a commit of ``root``, index it, and move ``branch`` from ``tip`` to it.
+
+    Record time is ``now``, nudged past every parent's record time and the branch's
+    last reflog entry, so it strictly increases along the branch.
+    """
+    if not isinstance(author, str) or not isinstance(message, str):
+        # msgspec encodes any type; a commit that does not decode would break the branch.
+        raise InvalidInput("the author and message of a commit must be strings")
+    txn = view.txn
+    ref = BRANCH_PREFIX + branch
+    when = now
+    for parent in parents:
+        parent_time = view.commit(parent).record_time
+        if when <= parent_time:
+            when = parent_time + TICK
+    when = view.refs.next_time(txn, ref, when)
+    obj = CommitObject(root, parents, when, author, message, meta or None, contradictions)
+    oid = view.objects.put(txn, obj)
+    index_commit(view, oid, obj, changes, written)
+    # Recall indexes catch up lazily, at the next search: a commit only queues what
+    # it wrote (rebuilding the other indexes queues nothing; reindex requeues all).
+    recall_queue.add(txn, view.stores.scope, [new for _, _, new in changes if new is not None])
+    summary = message.splitlines()[0] if message else ""
+    view.refs.update(txn, ref, tip, oid, when=when, author=author, reason=f"{reason}: {summary}")
+    return Commit.from_object(oid, obj)
+
+
+def apply_commit(
+    view: WriteView,
+    *,
+    branch: str,
+    parent: str | None,
+    nodes: list[Node],
+    removals: list[str],
+    author: str,
+    message: str,
+    meta: dict[str, Any] | None,
+    allow_empty: bool,
+    on_claim_conflict: ClaimPolicy,
+    now: datetime,
+) -> Commit:
+    """Commit ``nodes`` and ``removals`` on top of ``branch``'s current tip.
+
+    Raises:
+        RefConflict: ``parent`` names a commit other than the tip.
+        NotFound: a removal names an id that is not in the branch.
+        InvalidInput: nothing would change and ``allow_empty`` is off.
+        ClaimConflict: see :func:`claim_conflicts`.
+    """
+    txn = view.txn
+    tip = view.refs.read(txn, BRANCH_PREFIX + branch)
+    if parent is not None:
+        expected = resolve(view, parent)
+        if tip != expected:
+            raise RefConflict(
+                f"branch {branch} moved: expected {expected.hex()[:7]}, "
+                f"found {tip.hex()[:7] if tip else 'no commits'}"
+            )
+    base = view.commit(tip).tree if tip is not None else view.put_chunk(EMPTY)
+    claim_root = view.graph.entry(txn, tip).claims if tip is not None else b""
+    replaced = claim_conflicts(view, claim_root, nodes, removals, on_claim_conflict)
+    written: dict[bytes, Node] = {}
+    edits: list[tuple[str, bytes | None]] = []
+    for node, node_oid in zip(nodes, view.objects.put_nodes(txn, nodes), strict=True):
+        written[node_oid] = node
+        edits.append((node.id, node_oid))
+    edits.extend((node_id, None) for node_id in removals + replaced)
+    edits.sort(key=lambda edit: edit[0])
+    root, changes = view.tree.update(base, edits)
+    if removals:
+        removed = {key for key, _, new in changes if new is None}
+        missing = [i for i in removals if i not in removed]
+        if missing:
+            raise NotFound(f"cannot remove {missing[0]}: it is not in branch {branch}")
+    if not changes and not allow_empty:
+        raise InvalidInput(
+            "nothing to commit: the snapshot would not change (an empty commit must be allowed explicitly)"
+        )
+    return record_commit(
+        view,
+        branch,
+        tip,
+        root,
+        changes,
+        written,
+        parents=(tip,) if tip is not None else (),
+        author=author,
+        message=message,
+        meta=meta,
+        now=now,
+    )
+
+
+def claim_conflicts(
+    view: View, root: bytes, nodes: list[Node], removals: list[str], policy: ClaimPolicy
+) -> list[str]:
+    """Check new claims against claims with the same start; return ids to remove.
+
+    Raises:
+        ClaimConflict: when the policy is ``"refuse"`` and values disagree, or when
+            claims written in this one commit disagree with each other.
+    """
+    written = {n.id for n in nodes}
+    gone = set(removals)
+    by_start: dict[str, Node] = {}
+    to_remove: list[str] = []
+    for node in nodes:
+        claim = node.content
+        if not isinstance(claim, Claim):
+            continue
+        start = claims.claim_key("", claim)
+        other = by_start.get(start)
+        if other is not None and isinstance(other.content, Claim) and other.content.value != claim.value:
+            raise ClaimConflict(
+                f"claims {other.id} and {node.id} on {claim.subject}/{claim.predicate} both start at "
+                f"{rfc3339(claim.valid_from)} with different values"
+            )
+        by_start[start] = node
+        for other_id, other_hash in claims.same_start(view, root, claim):
+            if other_id == node.id or other_id in written or other_id in gone:
+                continue
+            existing = view.node(other_hash).content
+            if not isinstance(existing, Claim) or existing.value == claim.value:
+                continue
+            if policy == "refuse":
+                raise ClaimConflict(
+                    f"claim {node.id} starts at {rfc3339(claim.valid_from)} like {other_id} on "
+                    f"{claim.subject}/{claim.predicate} with a different value; correct {other_id}, "
+                    "or commit with a claim-conflict policy: replace or keep"
+                )
+            if policy == "replace" and other_id not in to_remove:
+                to_remove.append(other_id)
+    return to_remove

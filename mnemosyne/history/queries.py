@@ -1,0 +1,139 @@
+"""Read-side queries over one snapshot: versions of an id, facts, timelines, contradictions.
+
+Each function takes a :class:`~mnemosyne.index.view.View` and the commit to read, so
+``Repo`` only resolves revisions and times and hands over.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from mnemosyne.errors import Redacted
+from mnemosyne.history import walk
+from mnemosyne.history.merge import Contradiction
+from mnemosyne.index import claims
+from mnemosyne.index.view import View
+from mnemosyne.model.objects import Claim, Commit, ContradictionObject, Node
+from mnemosyne.model.results import Fact, Status, Version
+
+
+def expired(node: Node, now: datetime) -> bool:
+    """Whether ``node`` is past its ``expires_at`` at ``now``."""
+    return node.expires_at is not None and node.expires_at <= now
+
+
+def _claim(node: Node) -> Claim:
+    claim = node.content
+    assert isinstance(claim, Claim)
+    return claim
+
+
+def readable(view: View, oid: bytes) -> Node | None:
+    """The node version, or None when it was erased."""
+    try:
+        return view.node(oid)
+    except Redacted:
+        return None
+
+
+def history(view: View, node_id: str, tip: bytes, now: datetime) -> list[Version]:
+    """Every version of ``node_id`` in ``tip``'s history, newest first, with its status."""
+    out: list[Version] = []
+    newer: tuple[bytes, bytes | None] | None = None
+    for oid, value in walk.changes_of(view, node_id, tip):
+        if value is not None:
+            commit = Commit.from_object(oid, view.commit(oid))
+            node = readable(view, value)
+            status: Status
+            ended_by = superseded_by = None
+            if node is None:
+                status = "redacted"
+                if newer is not None:
+                    ended_by = newer[0].hex()
+            elif newer is None:
+                status = "expired" if expired(node, now) else "current"
+            elif newer[1] is None:
+                status, ended_by = "deleted", newer[0].hex()
+            else:
+                status, ended_by, superseded_by = "superseded", newer[0].hex(), newer[1].hex()
+            out.append(
+                Version(
+                    id=node_id,
+                    hash=value.hex(),
+                    node=node,
+                    commit=commit,
+                    status=status,
+                    ended_by=ended_by,
+                    superseded_by=superseded_by,
+                )
+            )
+        newer = (oid, value)
+    return out
+
+
+def open_contradictions(view: View, tip: bytes) -> list[Contradiction]:
+    """The contradictions still open at ``tip`` (both claims unchanged since the merge)."""
+    out = []
+    for oid in view.graph.entry(view.txn, tip).open:
+        obj = view.objects.load(view.txn, oid)
+        assert isinstance(obj, ContradictionObject)
+        nodes = [readable(view, value) for _, value in obj.claims]
+        if all(node is not None for node in nodes):
+            # An erased claim no longer contradicts anything.
+            out.append(Contradiction(obj.subject, obj.predicate, tuple(n for n in nodes if n is not None)))
+    return out
+
+
+def facts(
+    view: View, tip: bytes, subject: str, predicate: str | None, valid_at: datetime, now: datetime
+) -> list[Node]:
+    """The claims in force on ``subject`` at ``valid_at`` in ``tip``'s snapshot."""
+    root = view.graph.entry(view.txn, tip).claims
+    names = [predicate] if predicate is not None else list(claims.predicates(view, root, subject))
+    found: list[Node] = []
+    for name in names:
+        found.extend(claims.in_force(view, root, subject, name, valid_at, now))
+    # An open contradiction is never settled silently: both claims stand
+    # wherever their declared intervals cover the time asked about.
+    for record in open_contradictions(view, tip):
+        if record.subject != subject or (predicate is not None and record.predicate != predicate):
+            continue
+        for node in record.claims:
+            claim = _claim(node)
+            covers = claim.valid_from <= valid_at and (claim.valid_to is None or valid_at < claim.valid_to)
+            if covers and not expired(node, now) and all(n.hash != node.hash for n in found):
+                found.append(node)
+    return found
+
+
+def timeline(view: View, tip: bytes, subject: str, predicate: str, now: datetime) -> list[Fact]:
+    """Every live claim on one attribute, ordered by ``valid_from``, with intervals."""
+    root = view.graph.entry(view.txn, tip).claims
+    entries = claims.attribute(view, root, subject, predicate, now)
+    spans = claims.intervals(_claim(node) for _, node in entries)
+    out: list[Fact] = []
+    previous: Fact | None = None
+    for (node_id, node), (start, end) in zip(entries, spans, strict=True):
+        writer = next(walk.changes_of(view, node_id, tip))[0]
+        commit = Commit.from_object(writer, view.commit(writer))
+        supersedes = None
+        if (
+            previous is not None
+            and previous.effective_to == start
+            and _claim(previous.node).valid_to != start
+            and previous.commit.record_time < commit.record_time
+        ):
+            # It cut short a claim that was already recorded: it replaced that value.
+            # (One that ended by its own valid_to just where this one begins was not cut short.)
+            supersedes = previous.id
+        fact = Fact(
+            id=node_id,
+            node=node,
+            commit=commit,
+            effective_from=start,
+            effective_to=end,
+            supersedes=supersedes,
+        )
+        out.append(fact)
+        previous = fact
+    return out

@@ -1,0 +1,76 @@
+"""One tenant's stores, and a view of them bound to one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mnemosyne.index.changes import ChangeIndex
+from mnemosyne.index.graph import CommitGraph
+from mnemosyne.model.objects import CommitObject, Node, TreeChunk
+from mnemosyne.store.kv.base import ReadTxn, WriteTxn
+from mnemosyne.store.objects import ObjectStore
+from mnemosyne.store.prolly import Tree
+from mnemosyne.store.refs import RefStore
+
+
+class Stores:
+    """The object store, refs and indexes of one tenant (its key scope)."""
+
+    def __init__(self, scope: bytes) -> None:
+        self.scope = scope
+        self.objects = ObjectStore(scope)
+        self.refs = RefStore(scope)
+        self.graph = CommitGraph(scope)
+        self.changes = ChangeIndex(scope)
+
+
+class View:
+    """The stores seen through one read transaction."""
+
+    def __init__(self, stores: Stores, txn: ReadTxn) -> None:
+        self.txn = txn
+        self.stores = stores
+        self.objects = stores.objects
+        self.refs = stores.refs
+        self.graph = stores.graph
+        self.changes = stores.changes
+        self.tree = Tree(self._chunk_loader())
+
+    def _chunk_loader(self) -> Callable[[bytes], TreeChunk]:
+        # Tree walks load chunks in tight loops: hit the cache without extra calls.
+        cache = self.objects._cache
+        slow = self.chunk
+
+        def load(oid: bytes) -> TreeChunk:
+            found = cache.get(oid)
+            if found.__class__ is TreeChunk:
+                return found
+            return slow(oid)
+
+        return load
+
+    def chunk(self, oid: bytes) -> TreeChunk:
+        """Load a tree chunk."""
+        return self.objects.chunk(self.txn, oid)
+
+    def commit(self, oid: bytes) -> CommitObject:
+        """Load a commit."""
+        return self.objects.commit(self.txn, oid)
+
+    def node(self, oid: bytes) -> Node:
+        """Load a node version."""
+        return self.objects.node(self.txn, oid)
+
+
+class WriteView(View):
+    """A view that can also write."""
+
+    txn: WriteTxn
+
+    def __init__(self, stores: Stores, txn: WriteTxn) -> None:
+        super().__init__(stores, txn)
+        self.tree = Tree(self._chunk_loader(), self.put_chunk)
+
+    def put_chunk(self, chunk: TreeChunk) -> bytes:
+        """Store a tree chunk."""
+        return self.objects.put(self.txn, chunk)

@@ -1,1 +1,0 @@
-"""Storage backends behind one small key-value interface."""

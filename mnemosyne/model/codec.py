@@ -1,0 +1,78 @@
+"""The one canonical encoding, and object ids.
+
+msgpack through msgspec with ``order="deterministic"`` (sorted map keys), so equal
+objects always encode to equal bytes; the id of an object is the blake3 digest
+of exactly the bytes stored.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import blake3
+import msgspec
+
+from mnemosyne.errors import CorruptObject, InvalidInput
+
+if TYPE_CHECKING:
+    from mnemosyne.model.objects import StoredObject
+
+NODE_TAG = b"\xa6node@1"
+"""How a node's stored bytes go on after their array header (the msgpack fixstr tag)."""
+CLAIM_TAG = b"\xa7claim@1"
+"""How a claim's content begins inside a node's stored bytes."""
+
+_encoder = msgspec.msgpack.Encoder(order="deterministic")
+_decoder: msgspec.msgpack.Decoder[Any] | None = None
+
+
+def encode(obj: Any) -> bytes:
+    """Encode ``obj`` canonically.
+
+    Raises:
+        InvalidInput: if the value cannot be encoded (text that is not UTF-8, …).
+    """
+    try:
+        return _encoder.encode(obj)
+    except (msgspec.EncodeError, UnicodeEncodeError, TypeError, OverflowError) as exc:
+        raise InvalidInput(f"cannot encode value: {exc}") from None
+
+
+def object_id(data: bytes) -> bytes:
+    """Return the 32-byte blake3 digest that addresses ``data``."""
+    return blake3.blake3(data).digest()
+
+
+def _object_decoder() -> msgspec.msgpack.Decoder[Any]:
+    global _decoder
+    if _decoder is None:
+        from mnemosyne.model.objects import StoredObject
+
+        _decoder = msgspec.msgpack.Decoder(StoredObject)
+    return _decoder
+
+
+def decode(data: bytes, oid: bytes) -> StoredObject:
+    """Decode stored bytes into their object.
+
+    Raises:
+        CorruptObject: if the bytes are not an object of a known kind and version.
+    """
+    try:
+        obj: StoredObject = _object_decoder().decode(data)
+    except (msgspec.DecodeError, InvalidInput) as exc:
+        raise CorruptObject(f"object {oid.hex()} cannot be decoded: {describe_tag(data) or exc}") from None
+    return obj
+
+
+def describe_tag(data: bytes) -> str | None:
+    """Name an object's kind tag when it is one this version does not know."""
+    try:
+        raw = msgspec.msgpack.decode(data)
+    except msgspec.DecodeError:
+        return None
+    if isinstance(raw, list) and raw and isinstance(raw[0], str):
+        tag = raw[0]
+        if tag not in {"node@1", "tree@1", "commit@1", "contradiction@1"}:
+            return f"object format {tag!r} is not one this version of Mnemosyne reads (newer?)"
+    return None

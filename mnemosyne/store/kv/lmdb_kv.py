@@ -1,0 +1,483 @@
+"""The default backend: LMDB through py-lmdb.
+
+One writer at a time (LMDB's own lock serialises writers across processes),
+snapshot readers that never block, and a memory map that grows on demand: a
+write that fills the map is aborted, the map doubled, and the write run again,
+so users never meet ``MapFullError``.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import IO, Any, ClassVar, TypeVar, cast
+
+import lmdb
+
+from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, StorageFull
+from mnemosyne.store.kv.base import Space, WriteTxn, prefix_end
+from mnemosyne.store.kv.datafile import check_data_file
+
+T = TypeVar("T")
+
+DEFAULT_MAP_SIZE = 1 << 30
+"""Initial map size (1 GiB). The file grows only as pages are written."""
+
+DEFAULT_MAX_MAP_SIZE = 1 << 44
+"""The map doubles on demand up to this size, then writes fail with StorageFull."""
+
+
+class _Gate:
+    """Lets transactions run together but alone with a map resize.
+
+    LMDB requires that no transaction of this process is open while the map size
+    changes; threads sharing a handle pass through this gate.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._active = 0
+        self._resizing = False
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            while self._resizing:
+                self._cond.wait()
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._active -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            while self._resizing:
+                self._cond.wait()
+            self._resizing = True
+            while self._active:
+                self._cond.wait()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._resizing = False
+                self._cond.notify_all()
+
+
+def _is_disk_full(exc: BaseException) -> bool:
+    return (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)) or (
+        "No space left" in str(exc)
+    )
+
+
+class _Txn:
+    __slots__ = ("_dbs", "_txn")
+
+    def __init__(self, txn: lmdb.Transaction, dbs: dict[Space, Any]) -> None:
+        self._txn = txn
+        self._dbs = dbs
+
+    def get(self, space: Space, key: bytes) -> bytes | None:
+        return cast("bytes | None", self._txn.get(key, db=self._dbs[space]))
+
+    def scan(
+        self, space: Space, prefix: bytes, start: bytes | None = None, reverse: bool = False
+    ) -> Iterator[tuple[bytes, bytes]]:
+        cursor = self._txn.cursor(db=self._dbs[space])
+        if not reverse:
+            seek = max(prefix, start) if start is not None else prefix
+            if not cursor.set_range(seek):
+                return
+            for key, value in cursor.iternext():
+                if not bytes(key).startswith(prefix):
+                    return
+                yield cast(bytes, key), cast(bytes, value)
+            return
+        # Place the cursor on the last key at or below the bound.
+        if start is not None:
+            if cursor.set_range(start):
+                positioned = cursor.key() == start or cursor.prev()
+            else:
+                positioned = cursor.last()
+        else:
+            end = prefix_end(prefix)
+            positioned = (cursor.prev() if cursor.set_range(end) else cursor.last()) if end else cursor.last()
+        if not positioned:
+            return
+        for key, value in cursor.iterprev():
+            raw = cast(bytes, key)
+            if not raw.startswith(prefix):
+                if raw < prefix:
+                    return
+                continue  # above the prefix range: only when start lies beyond it
+            yield raw, cast(bytes, value)
+
+    def put(self, space: Space, key: bytes, value: bytes, overwrite: bool = True) -> bool:
+        done: bool = self._txn.put(key, value, db=self._dbs[space], overwrite=overwrite)
+        return done
+
+    def delete(self, space: Space, key: bytes) -> bool:
+        done: bool = self._txn.delete(key, db=self._dbs[space])
+        return done
+
+    def put_many(self, space: Space, items: list[tuple[bytes, bytes]], overwrite: bool = True) -> int:
+        # One C loop instead of a Python call per key: bulk commits write 3 keys a node.
+        _, added = self._txn.cursor(db=self._dbs[space]).putmulti(items, overwrite=overwrite)
+        return int(added)
+
+
+class _Shared:
+    """One LMDB environment per store directory per process (LMDB forbids two)."""
+
+    registry: ClassVar[dict[str, _Shared]] = {}
+    registry_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, path: str, readonly: bool, map_size: int, max_map_size: int, sync: bool) -> None:
+        self.path = path
+        self.readonly = readonly
+        self.max_map_size = max_map_size
+        self.users = 0
+        self.gate = _Gate()
+        # This process's writers queue here, outside the gate, rather than inside it on
+        # LMDB's writer lock: so a writer can always get the gate to itself to abort.
+        self.writer = threading.RLock()
+        self.sync = sync
+        # Every process holding the store open keeps a shared lock on this file, so
+        # compaction (which replaces the data file) can tell it is alone.
+        self.lock_file = _hold_shared_lock(path)
+        self.env = self._open_env(map_size)
+        self.map_size: int = self.env.info()["map_size"]
+        self.dbs: dict[Space, Any] = {}
+        self._open_dbs()
+
+    def _open_env(self, map_size: int) -> lmdb.Environment:
+        return lmdb.open(
+            self.path,
+            subdir=True,
+            create=False,
+            readonly=self.readonly,
+            map_size=map_size,
+            max_dbs=16,
+            max_readers=512,
+            readahead=False,
+            sync=self.sync,
+            metasync=self.sync,
+            lock=True,
+        )
+
+    def _open_dbs(self) -> None:
+        readonly = self.readonly
+        if readonly:
+            # Without an explicit txn: py-lmdb ends a read-only txn without publishing the
+            # handles opened in it, so they would be invalid ("mdb_get: Invalid argument").
+            for space in Space:
+                self.dbs[space] = self.env.open_db(space.value.encode(), create=False)
+        else:
+            with self.env.begin(write=True) as txn:
+                for space in Space:
+                    self.dbs[space] = self.env.open_db(space.value.encode(), txn=txn, create=True)
+
+    def compact(self) -> tuple[int, int]:
+        """Rewrite the data file with live pages only; return sizes before and after.
+
+        Freed pages keep old bytes until reused: this is what makes erased bytes
+        leave the disk. Needs the store to itself, in this process and every other.
+
+        Raises:
+            InvalidInput: another handle or process has the store open.
+        """
+        if self.users > 1:
+            raise InvalidInput("compaction needs the store to itself: it is open more than once here")
+        if self.lock_file is None or not _try_exclusive(self.lock_file):
+            raise InvalidInput("compaction needs the store to itself: another process has it open")
+        data = os.path.join(self.path, "data.mdb")
+        try:
+            with self.gate.exclusive():
+                before = os.path.getsize(data)
+                scratch = tempfile.mkdtemp(prefix=".compact-", dir=self.path)
+                try:
+                    try:
+                        self._rewrite_into(scratch)
+                    except (lmdb.Error, OSError) as exc:
+                        if _is_disk_full(exc):
+                            raise StorageFull(
+                                f"the disk is full: compaction needs room for a second copy ({exc}); "
+                                "the store is unchanged"
+                            ) from None
+                        raise MnemoError(f"compaction failed, the store is unchanged: {exc}") from None
+                    self.env.close()
+                    os.replace(os.path.join(scratch, "data.mdb"), data)
+                    _sync_directory(self.path)
+                finally:
+                    shutil.rmtree(scratch, ignore_errors=True)
+                    self.env = self._open_env(self.map_size)
+                    self._open_dbs()
+                return before, os.path.getsize(data)
+        finally:
+            fcntl.flock(self.lock_file, fcntl.LOCK_SH)
+
+    def _rewrite_into(self, directory: str) -> None:
+        """Write every live record, one by one, into a new environment in ``directory``.
+
+        Not LMDB's compacting copy: that copies live pages whole, and a live page
+        keeps the bytes of records deleted from it in its unused middle (LMDB
+        neither zeroes a page when a record leaves it nor when it reuses a freed
+        page), and branch pages keep separator keys of deleted records. A page
+        built afresh from live records holds live bytes and zeroes only (LMDB
+        zeroes what it does not fill of a new page), so erased bytes cannot
+        survive compaction.
+        """
+        target = lmdb.open(
+            directory,
+            subdir=True,
+            map_size=self.map_size,
+            max_dbs=16,
+            readahead=False,
+            sync=True,
+            metasync=True,
+            meminit=True,
+        )
+        try:
+            with self.env.begin() as source:
+                for space in Space:
+                    name = space.value.encode()
+                    db = target.open_db(name, create=True)
+                    cursor = source.cursor(db=self.dbs[space])
+                    batch: list[tuple[bytes, bytes]] = []
+                    size = 0
+                    for key, value in cursor.iternext():
+                        batch.append((bytes(key), bytes(value)))
+                        size += len(key) + len(value)
+                        if size >= _REWRITE_BATCH:
+                            _append_all(target, db, batch)
+                            batch, size = [], 0
+                    _append_all(target, db, batch)
+            target.sync(True)
+        finally:
+            target.close()
+
+    def close(self) -> None:
+        """Close the environment and release the process's lock on the store."""
+        self.env.close()
+        if self.lock_file is not None:
+            self.lock_file.close()
+
+    def grow(self, failed_size: int) -> None:
+        with self.gate.exclusive():
+            current = self.env.info()["map_size"]
+            if current > failed_size:
+                return  # another thread grew it already
+            if current >= self.max_map_size:
+                raise StorageFull(
+                    f"the store's map is full at {current} bytes (its limit); nothing was written"
+                )
+            self.env.set_mapsize(min(current * 2, self.max_map_size))
+            self.map_size = self.env.info()["map_size"]
+
+    def adopt_new_size(self) -> None:
+        with self.gate.exclusive():
+            self.env.set_mapsize(0)
+            self.map_size = self.env.info()["map_size"]
+
+
+_REWRITE_BATCH = 64 << 20
+"""Bytes of records compaction writes per transaction of the new environment."""
+
+
+def _append_all(env: lmdb.Environment, db: Any, items: list[tuple[bytes, bytes]]) -> None:
+    """Append records (in key order) to a database of a new environment, in one transaction."""
+    if not items:
+        return
+    while True:
+        try:
+            with env.begin(write=True, db=db) as txn:
+                txn.cursor().putmulti(items, append=True)
+            return
+        except lmdb.MapFullError:
+            env.set_mapsize(env.info()["map_size"] * 2)
+
+
+def _sync_directory(path: str) -> None:
+    """Flush a directory's entries, so a rename in it survives a crash."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def _hold_shared_lock(path: str) -> IO[bytes] | None:
+    try:
+        handle = open(os.path.join(path, "mnemo.lock"), "a+b")  # kept open: the lock lives with it
+    except OSError:
+        return None  # a read-only location: compaction will refuse, reads still work
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    return handle
+
+
+def _try_exclusive(handle: IO[bytes]) -> bool:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+class LmdbKV:
+    """Keyspaces in one LMDB environment: the store directory's ``data.mdb``.
+
+    With ``sync`` off, commits are not flushed to disk before returning (faster
+    bulk loads; a crash may lose the latest commits but never corrupts the store).
+    The first handle opened on a path in a process sets its options.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = False,
+        readonly: bool = False,
+        map_size: int = DEFAULT_MAP_SIZE,
+        max_map_size: int = DEFAULT_MAX_MAP_SIZE,
+        sync: bool = True,
+    ) -> None:
+        real = os.path.realpath(os.fspath(path))
+        if create:
+            os.makedirs(real, exist_ok=True)
+        self.readonly = readonly
+        self._closed = False
+        with _Shared.registry_lock:
+            shared = _Shared.registry.get(real)
+            if shared is not None and shared.readonly and not readonly:
+                raise InvalidInput(f"{real} is open read-only in this process; close it first")
+            if shared is None:
+                if not create:
+                    check_data_file(real)  # a truncated file would crash the process on open
+                try:
+                    shared = _Shared(real, readonly, min(map_size, max_map_size), max_map_size, sync)
+                except (lmdb.InvalidError, lmdb.CorruptedError, lmdb.VersionMismatchError) as exc:
+                    raise CorruptObject(f"cannot open store at {real}: {exc}") from None
+                except lmdb.Error as exc:
+                    raise MnemoError(f"cannot open store at {real}: {exc}") from None
+                _Shared.registry[real] = shared
+            shared.users += 1
+        self._shared = shared
+
+    @property
+    def env(self) -> lmdb.Environment:
+        """The LMDB environment (for benchmarks and maintenance)."""
+        return self._shared.env
+
+    @contextmanager
+    def read(self) -> Iterator[_Txn]:
+        """Open a snapshot read transaction."""
+        shared = self._check_open()
+        with shared.gate.shared():
+            txn = self._begin(shared, write=False)
+            try:
+                yield _Txn(txn, shared.dbs)
+            finally:
+                txn.abort()
+
+    def transact(self, fn: Callable[[WriteTxn], T]) -> T:
+        """Run ``fn`` in a write transaction, growing the map and re-running it when full."""
+        shared = self._check_open()
+        if self.readonly:
+            raise InvalidInput("the store is open read-only")
+        with shared.writer:
+            return self._transact(shared, fn)
+
+    def _transact(self, shared: _Shared, fn: Callable[[WriteTxn], T]) -> T:
+        while True:
+            size = 0
+            failed: lmdb.Transaction | None = None
+            try:
+                try:
+                    with shared.gate.shared():
+                        size = shared.map_size
+                        txn = self._begin(shared, write=True)
+                        try:
+                            result = fn(_Txn(txn, shared.dbs))
+                            txn.commit()
+                        except BaseException:
+                            failed = txn
+                            raise
+                        return result
+                finally:
+                    if failed is not None:
+                        # py-lmdb (3.x) makes a write abort wait until no other thread of the
+                        # process is inside an LMDB call; busy readers could postpone that
+                        # forever. Hold new readers back while the current ones finish.
+                        with shared.gate.exclusive():
+                            failed.abort()
+            except lmdb.MapFullError:
+                shared.grow(size)
+            except lmdb.Error as exc:
+                if _is_disk_full(exc):
+                    raise StorageFull(f"the disk is full; nothing was written ({exc})") from None
+                raise MnemoError(f"storage error: {exc}") from None
+            except OSError as exc:
+                if _is_disk_full(exc):
+                    raise StorageFull(f"the disk is full; nothing was written ({exc})") from None
+                raise
+
+    def _begin(self, shared: _Shared, write: bool) -> lmdb.Transaction:
+        for _ in range(3):
+            try:
+                return shared.env.begin(write=write)
+            except lmdb.MapResizedError:
+                # Another process grew the map; adopt its size outside our slot.
+                pass
+            with _released(shared.gate):
+                shared.adopt_new_size()
+        return shared.env.begin(write=write)
+
+    def close(self) -> None:
+        """Release this handle; the environment closes with its last handle."""
+        if self._closed:
+            return
+        self._closed = True
+        shared = self._shared
+        with _Shared.registry_lock:
+            shared.users -= 1
+            if shared.users == 0:
+                _Shared.registry.pop(shared.path, None)
+                shared.close()
+
+    def compact(self) -> tuple[int, int]:
+        """Rewrite the store file without free pages (see ``_Shared.compact``)."""
+        shared = self._check_open()
+        if self.readonly:
+            raise InvalidInput("the store is open read-only")
+        with _Shared.registry_lock, shared.writer:
+            return shared.compact()
+
+    def _check_open(self) -> _Shared:
+        if self._closed:
+            raise MnemoError("the store is closed")
+        return self._shared
+
+
+@contextmanager
+def _released(gate: _Gate) -> Iterator[None]:
+    """Step out of a shared slot for the duration of the block."""
+    with gate._cond:
+        gate._active -= 1
+        gate._cond.notify_all()
+    try:
+        yield
+    finally:
+        with gate._cond:
+            while gate._resizing:
+                gate._cond.wait()
+            gate._active += 1
