@@ -1,30 +1,22 @@
 """The root ``mnemo`` app: global options, command registration, and the error edge.
 
 Every :class:`mnemosyne.MnemoError` becomes one line on stderr (``error: …``)
-and the exit code of ``INTERFACE.md``; usage errors exit 2 (Typer's own), an
-interrupt 130, anything unexpected one line and exit 1. Never a traceback:
-memories can hold secrets.
+and the exit code the README documents (:mod:`.exits`); usage errors exit 2
+(Typer's own), an interrupt 130, a closed output pipe ends quietly with 0, and
+anything else one line and exit 1. Never a traceback: memories can hold secrets.
 """
 
 import errno
+import os
+import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from typer import core as typer_core
 from typer.core import TyperGroup
 
-from mnemosyne import (
-    ClaimConflict,
-    CorruptObject,
-    InvalidInput,
-    MergeConflict,
-    MnemoError,
-    NotFound,
-    RefConflict,
-    StorageFull,
-    __version__,
-)
+from mnemosyne import MnemoError, __version__
 
 from . import (
     cmd_admin,
@@ -36,34 +28,10 @@ from . import (
     cmd_recall,
     cmd_refs,
     cmd_store,
+    exits,
 )
 from .render import note
 from .state import State
-
-EXIT_PROBLEM = 1
-EXIT_INVALID = 2
-EXIT_NOT_FOUND = 3
-EXIT_REF_CONFLICT = 4
-EXIT_CORRUPT = 5
-EXIT_STORAGE_FULL = 6
-
-_EXIT_CODES: tuple[tuple[type[MnemoError], int], ...] = (
-    (NotFound, EXIT_NOT_FOUND),  # Redacted too: it subclasses NotFound
-    (InvalidInput, EXIT_INVALID),
-    (ClaimConflict, EXIT_INVALID),
-    (MergeConflict, EXIT_INVALID),
-    (RefConflict, EXIT_REF_CONFLICT),
-    (CorruptObject, EXIT_CORRUPT),
-    (StorageFull, EXIT_STORAGE_FULL),
-)
-
-
-def exit_code(error: MnemoError) -> int:
-    """The CLI exit code for a library error (``INTERFACE.md``)."""
-    for kind, code in _EXIT_CODES:
-        if isinstance(error, kind):
-            return code
-    return EXIT_PROBLEM
 
 
 def one_line(error: BaseException) -> str:
@@ -116,20 +84,19 @@ class MnemoGroup(TyperGroup):
             raise typer.Exit(_usage_line(error)) from None
         except MnemoError as error:
             note(f"error: {one_line(error)}")
-            raise typer.Exit(exit_code(error)) from None
+            raise typer.Exit(exits.exit_code(error)) from None
         except OSError as error:
             if error.errno == errno.EPIPE:
-                raise  # Typer quiets a closed pipe (``mnemo log | head``)
+                raise _ClosedPipe from None
             note(f"error: {one_line(error)}")
-            raise typer.Exit(EXIT_PROBLEM) from None
+            raise typer.Exit(exits.PROBLEM) from None
 
 
 app = typer.Typer(
     name="mnemo",
     cls=MnemoGroup,
     help="Mnemosyne: version control for AI-agent memory.",
-    epilog="Exit codes: 0 ok, 1 problem found, 2 invalid input or usage, 3 not found, "
-    "4 ref moved (retry), 5 corrupt object, 6 storage full. "
+    epilog=exits.EPILOG + " "
     "Environment: MNEMO_DIR (the store), MNEMO_AUTHOR (who writes), MNEMO_EMBEDDER "
     "(the embedder for search, context and reindex in this process instead of the "
     "store's setting: none, hash, hash-DIM or minilm).",
@@ -198,10 +165,29 @@ app.command("export")(cmd_backup.export)
 app.command("import")(cmd_backup.import_)
 
 
+class _ClosedPipe(Exception):
+    """The reader of our output went away (``mnemo log | head -1``): end quietly."""
+
+
+def _quiet_exit() -> NoReturn:
+    """End after a closed pipe: exit 0, and nothing more written to the closed stream."""
+    # Python would flush stdout again at exit and fail on the closed pipe: point it at /dev/null.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    raise SystemExit(exits.OK)
+
+
 def main() -> None:
     """Run ``mnemo``; the last guard against a traceback."""
     try:
         app()
+    except _ClosedPipe:
+        _quiet_exit()
+    except BrokenPipeError:
+        _quiet_exit()
     except Exception as error:  # the edge: anything the commands did not expect
-        note(f"error: unexpected {type(error).__name__}: {one_line(error)}")
-        raise SystemExit(EXIT_PROBLEM) from None
+        note(f"error: {type(error).__name__}: {one_line(error)}")
+        raise SystemExit(exits.PROBLEM) from None

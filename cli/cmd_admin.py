@@ -9,17 +9,13 @@ from typing import Annotated
 
 import typer
 
-from mnemosyne import FsckReport, InvalidInput, NotFound, Repo
+from mnemosyne import FsckReport, InvalidInput, Store
+from mnemosyne.model.defaults import DEFAULT_TENANT
 
+from . import exits
 from .cmd_recall import progress_bar
-from .render import emit, note, problem_json, say, short
+from .render import emit, note, say, short
 from .state import State, state
-
-EXIT_PROBLEM = 1
-"""The exit code of a command that ran and found a problem (fsck problems)."""
-
-DEFAULT_TENANT = "default"
-"""The tenant a store is created with; it cannot be dropped."""
 
 TenantArg = Annotated[str, typer.Argument(metavar="NAME", help="The tenant name ([a-z0-9][a-z0-9_-]*).")]
 
@@ -32,11 +28,11 @@ tenant_app = typer.Typer(
 )
 
 
-def _open_default(ctx: typer.Context, settings: State, *, readonly: bool) -> Repo:
-    """A handle on the default tenant, closed when the command ends (whatever --tenant says)."""
-    repo = Repo.open(settings.store_path(), readonly=readonly)
-    ctx.call_on_close(repo.close)
-    return repo
+def _open_store(ctx: typer.Context, settings: State, *, readonly: bool) -> Store:
+    """The whole store, closed when the command ends (whatever --tenant says)."""
+    store = Store.open(settings.store_path(), readonly=readonly)
+    ctx.call_on_close(store.close)
+    return store
 
 
 @tenant_app.command("list")
@@ -46,9 +42,9 @@ def tenant_list(ctx: typer.Context) -> None:
     JSON Lines: {"name", "current"}.
     """
     settings = state(ctx)
-    repo = _open_default(ctx, settings, readonly=True)
+    store = _open_store(ctx, settings, readonly=True)
     current = settings.tenant or DEFAULT_TENANT
-    for name in repo.tenants():
+    for name in store.tenants():
         if settings.json:
             emit({"name": name, "current": name == current})
         else:
@@ -60,14 +56,11 @@ def tenant_create(ctx: typer.Context, name: TenantArg) -> None:
     """Create an empty tenant (exit 2 if it exists).
 
     Work in it with the global option: mnemo --tenant NAME COMMAND.
+
+    JSON: {"tenant", "created"}.
     """
     settings = state(ctx)
-    path = settings.store_path()
-    with Repo.open(path, readonly=True) as repo:  # closed first: one LMDB handle per process at a time
-        exists = name in repo.tenants()
-    if exists:
-        raise InvalidInput(f"tenant {name!r} already exists")
-    Repo.open(path, tenant=name, create=True).close()
+    _open_store(ctx, settings, readonly=False).create_tenant(name)
     if settings.json:
         emit({"tenant": name, "created": True})
     else:
@@ -84,16 +77,15 @@ def tenant_drop(
 
     This cannot be undone, so it needs --yes. The default tenant cannot be
     dropped. A tenant created later under the same name starts empty.
+
+    JSON: {"dropped", "keys"}.
     """
     settings = state(ctx)
-    if name == DEFAULT_TENANT:
-        raise InvalidInput("the default tenant cannot be dropped (it is where the store starts)")
-    repo = _open_default(ctx, settings, readonly=not yes)
-    if name not in repo.tenants():
-        raise NotFound(f"no tenant named {name!r}")
+    store = _open_store(ctx, settings, readonly=not yes)
     if not yes:
+        store.check_droppable(name)
         raise InvalidInput(f"dropping tenant {name!r} deletes all its data for good; pass --yes to confirm")
-    deleted = repo.drop_tenant(name)
+    deleted = store.drop_tenant(name)
     if settings.json:
         emit({"dropped": name, "keys": deleted})
     else:
@@ -118,39 +110,24 @@ def fsck(
     Problems are of kind corrupt, missing or index. Exit 1 when any is found.
     --repair fixes index problems (as 'mnemo reindex' does) and nothing else.
 
-    JSON: {"ok", "problems": [{"kind", "object", "message"}], "objects", "commits"},
-    plus "reindexed" (entries written, or null) with --repair.
+    JSON: {"ok", "problems": [{"kind", "object", "message"}], "objects", "commits",
+    "reindexed"}: "reindexed" is the entries a repair wrote (null: no repair ran).
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=not repair)
-    report = repo.fsck()
-    reindexed: int | None = None
-    if repair and report.problems:
-        if all(problem.kind == "index" for problem in report.problems):
-            reindexed = repo.reindex()
-            if not settings.json:
-                for problem in report.problems:
-                    note(f"repairing {problem.kind}: {problem.message}")
-                note(f"rebuilt the derived indexes ({reindexed} entries written); checking again")
-            report = repo.fsck()
-        elif not settings.json:
-            note("cannot repair: some problems are not index problems (only indexes are rebuilt)")
+    report = repo.fsck(repair=repair)
     if settings.json:
-        document = {
-            "ok": report.ok,
-            "problems": [problem_json(problem) for problem in report.problems],
-            "objects": report.objects,
-            "commits": report.commits,
-        }
-        if repair:
-            document["reindexed"] = reindexed
-        emit(document)
+        emit(report)
     else:
+        if report.reindexed is not None:
+            note(f"rebuilt the derived indexes ({report.reindexed} entries written) and checked again")
+        elif repair and report.problems:
+            note("cannot repair: some problems are not index problems (only indexes are rebuilt)")
         _print_problems(report)
         verdict = "ok" if report.ok else f"{len(report.problems)} problem(s)"
         say(f"checked {report.objects} objects, {report.commits} commits: {verdict}")
     if not report.ok:
-        raise typer.Exit(EXIT_PROBLEM)
+        raise typer.Exit(exits.PROBLEM)
 
 
 def _print_problems(report: FsckReport) -> None:
@@ -178,10 +155,6 @@ def reindex(
     """
     settings = state(ctx)
     repo = settings.open(ctx)
-    if vectors and repo.embedder() is None:
-        raise InvalidInput(
-            "--vectors needs an embedder: 'mnemo config set embedder hash|minilm' or MNEMO_EMBEDDER"
-        )
     written = repo.reindex()
     with progress_bar("recall index") as progress:
         indexed = repo.reindex_recall(vectors=vectors, progress=progress)

@@ -8,25 +8,17 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, Annotated
 
 import typer
 
-from mnemosyne import (
-    ExportReport,
-    ImportReport,
-    InvalidInput,
-    NotFound,
-    TenantCounts,
-    export_store,
-    import_store,
-)
+from mnemosyne import ExportReport, ImportReport, InvalidInput, NotFound, TenantCounts
+from mnemosyne.api.backup import export_store, import_store
+from mnemosyne.model.jsonform import to_builtins
 
+from . import exits
 from .render import emit, note, say, short
 from .state import STORE_DIR, State, state
-
-EXIT_PROBLEM = 1
-"""The exit code of a command that ran and found a problem (fsck problems after an import)."""
 
 FileArg = Annotated[
     str,
@@ -45,7 +37,7 @@ def export(ctx: typer.Context, file: FileArg) -> None:
     memory). With '-' the export goes to standard output and the summary to
     standard error.
 
-    JSON: {"file", "bytes", "digest", "tenants": [{"name", "objects", "refs", "reflog", "redactions"}]}.
+    JSON: {"file", "size", "digest", "tenants": [{"name", "objects", "refs", "reflog", "redactions"}]}.
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
@@ -88,8 +80,7 @@ def import_(ctx: typer.Context, file: FileArg) -> None:
     transaction; then the derived indexes are rebuilt and every tenant is
     checked with fsck (exit 1 if it finds problems).
 
-    JSON: {"path", "bytes", "digest", "tenants": [...], "ok", "problems": [{"tenant", "kind",
-    "object", "message"}]}.
+    JSON: {"path", "size", "digest", "tenants": [...], "fsck": {tenant: fsck report}, "ok"}.
     """
     settings = state(ctx)
     if settings.tenant is not None:
@@ -106,7 +97,7 @@ def import_(ctx: typer.Context, file: FileArg) -> None:
             report = import_store(path, handle)
     _import_summary(settings, report, path)
     if not report.ok:
-        raise typer.Exit(EXIT_PROBLEM)
+        raise typer.Exit(exits.PROBLEM)
 
 
 def _import_path(settings: State) -> Path:
@@ -115,16 +106,6 @@ def _import_path(settings: State) -> Path:
         return settings.store_path()
     except NotFound:
         return Path(STORE_DIR)
-
-
-def _counts_json(counts: TenantCounts) -> dict[str, Any]:
-    return {
-        "name": counts.name,
-        "objects": counts.objects,
-        "refs": counts.refs,
-        "reflog": counts.reflog,
-        "redactions": counts.redactions,
-    }
 
 
 def _counts_lines(tenants: list[TenantCounts]) -> list[str]:
@@ -144,12 +125,7 @@ def _export_summary(settings: State, report: ExportReport, file: str, *, to_stde
     # With '-' the export itself is on stdout, so the summary must not be.
     out = note if to_stderr else say
     if settings.json:
-        document = {
-            "file": file,
-            "bytes": report.size,
-            "digest": report.digest,
-            "tenants": [_counts_json(t) for t in report.tenants],
-        }
+        document = {"file": file, **to_builtins(report)}
         if to_stderr:
             note(json.dumps(document, ensure_ascii=False))
         else:
@@ -168,19 +144,7 @@ def _import_summary(settings: State, report: ImportReport, path: Path) -> None:
     location = str(path.resolve())
     problems = [(name, p) for name, fsck in report.fsck.items() for p in fsck.problems]
     if settings.json:
-        emit(
-            {
-                "path": location,
-                "bytes": report.size,
-                "digest": report.digest,
-                "tenants": [_counts_json(t) for t in report.tenants],
-                "ok": report.ok,
-                "problems": [
-                    {"tenant": name, "kind": p.kind, "object": p.object, "message": p.message}
-                    for name, p in problems
-                ],
-            }
-        )
+        emit({"path": location, **to_builtins(report)})
         return
     say(
         f"Imported {_tenants(len(report.tenants))} into {location} "

@@ -6,25 +6,13 @@ form its timeline; each is in force until the next one starts. These commands
 open the store read-only.
 """
 
-from datetime import datetime
 from typing import Annotated
 
 import typer
 
-from mnemosyne import Claim, Node, Repo
+from mnemosyne import Claim, Node
 
-from .render import (
-    claim_text,
-    compact,
-    contradiction_json,
-    emit,
-    fact_json,
-    node_json,
-    provenance_text,
-    say,
-    short,
-    when,
-)
+from .render import claim_text, compact, emit, provenance_text, say, short, when
 from .state import AsOfOpt, AtOpt, state, time_or_none
 
 SubjectArg = Annotated[str, typer.Argument(metavar="SUBJECT", help="Whom or what the claims are about.")]
@@ -59,7 +47,8 @@ def facts(
     --as-of asks what the store believed then; --valid-at what held in the world.
 
     Human output: predicate = value, valid interval, id, short hash, provenance.
-    JSON Lines: node JSON plus "commit", the commit that recorded that version.
+    JSON Lines: one fact each: {"id", "node", "commit", "effective_from",
+    "effective_to", "supersedes"}, "commit" the commit that recorded it.
 
     \b
     Example:
@@ -67,21 +56,12 @@ def facts(
     """  # noqa: D301 (\b keeps Click from rewrapping the next paragraph)
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
-    moment = time_or_none(as_of)
-    found = repo.facts(subject, predicate, valid_at=time_or_none(valid_at), as_of=moment, at=at)
-    for node in found:
+    found = repo.facts(subject, predicate, valid_at=time_or_none(valid_at), as_of=time_or_none(as_of), at=at)
+    for fact in found:
         if settings.json:
-            document = node_json(node)
-            document["commit"] = _recorded_by(repo, node, at, moment)
-            emit(document)
+            emit(fact)
         else:
-            say(claim_text(node))
-
-
-def _recorded_by(repo: Repo, node: Node, at: str | None, as_of: datetime | None) -> str | None:
-    """The id of the newest commit that changed ``node.id`` in the snapshot read."""
-    newest = next(repo.log(at, node=node.id, limit=1, as_of=as_of), None)
-    return newest.id if newest is not None else None
+            say(claim_text(fact.node))
 
 
 def timeline(
@@ -100,13 +80,14 @@ def timeline(
 
     Human output: a table of effective interval, value, id, short hash, the
     commit that recorded it and when, and what it supersedes.
+    JSON Lines: one fact each (as for facts).
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
     found = repo.timeline(subject, predicate, as_of=time_or_none(as_of), at=at)
     if settings.json:
         for fact in found:
-            emit(fact_json(fact))
+            emit(fact)
         return
     if not found:
         return
@@ -148,13 +129,13 @@ def contradictions(
     stays open (and facts shows both claims) until a commit corrects or removes
     one of them.
 
-    JSON Lines: {"subject", "predicate", "claims": [node JSON, ...]}.
+    JSON Lines: {"subject", "predicate", "claims": [node, ...], "record"}.
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
-    for found in repo.contradictions(rev):
+    for found in repo.contradictions(at=rev):
         if settings.json:
-            emit(contradiction_json(found))
+            emit(found)
             continue
         say(f"{found.subject} {found.predicate}:")
         for node in found.claims:

@@ -8,58 +8,17 @@ a grace period, and with ``--compact`` rewrites the store file so freed pages
 (which LMDB does not scrub) no longer hold erased bytes.
 """
 
-import re
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from mnemosyne import Commit, GcReport, InvalidInput, NotFound, Redaction, Repo
+from mnemosyne import GcReport, InvalidInput
+from mnemosyne.model.defaults import EXPIRED_REASON
+from mnemosyne.model.times import parse_duration
 
-from .render import emit, iso, note, say, short, when
+from .render import emit, erasure_text, note, say, short, when
 from .state import AuthorOpt, author_or_default, state
-
-EXPIRED_REASON = "expired"
-"""The reason recorded by ``forget --expired`` when none is given."""
-
-_DURATION = re.compile(r"(\d+)([wdhms])")
-_UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
-
-
-def parse_duration(text: str, option: str) -> timedelta:
-    """A duration such as ``14d``, ``12h``, ``30m``, ``0s`` or ``1d12h``.
-
-    Units: ``w`` weeks, ``d`` days, ``h`` hours, ``m`` minutes, ``s`` seconds.
-
-    Raises:
-        InvalidInput: anything else (the message names ``option``).
-    """
-    parts = _DURATION.findall(text)
-    if not text or "".join(number + unit for number, unit in parts) != text:
-        raise InvalidInput(f"{option}: {text!r} is not a duration (use e.g. 14d, 12h, 30m, 0s or 1d12h)")
-    total = timedelta()
-    for number, unit in parts:
-        total += timedelta(**{_UNITS[unit]: int(number)})
-    return total
-
-
-def redaction_json(record: Redaction) -> dict[str, Any]:
-    """One redaction record as JSON."""
-    return {
-        "hash": record.hash,
-        "id": record.id,
-        "time": iso(record.time),
-        "author": record.author,
-        "reason": record.reason,
-    }
-
-
-def _head(repo: Repo) -> Commit | None:
-    """The current branch's tip, or None before its first commit."""
-    try:
-        return repo.resolve("HEAD")
-    except NotFound:
-        return None
 
 
 def forget(
@@ -103,8 +62,9 @@ def forget(
 
     With --expired (and no ID): erase every version past its expires_at.
 
-    JSON: {"redactions": [{"hash", "id", "time", "author", "reason"}], "commit": ID|null},
-    where "commit" is the commit that removed ID from the current branch, if any.
+    JSON: {"redactions": [{"id", "hash", "time", "author", "reason"}],
+    "already_erased": [...], "commit": the commit that removed ID from the
+    current branch, or null}.
     """
     settings = state(ctx)
     if expired and (node_id is not None or version is not None):
@@ -115,28 +75,24 @@ def forget(
         raise InvalidInput("give a --reason for erasing: it is kept in the redaction record")
     who = author_or_default(author)
     repo = settings.open(ctx)
-    before = _head(repo)
     if node_id is None:
-        records = repo.forget_expired(reason or EXPIRED_REASON, author=who)
+        report = repo.forget_expired(reason or EXPIRED_REASON, author=who)
     else:
-        records = repo.forget(node_id, reason or "", author=who, version=version)
-    after = _head(repo)
-    moved = after is not None and (before is None or after.id != before.id)
-    commit = after.id if moved and after is not None else None
+        report = repo.forget(node_id, reason or "", author=who, version=version)
     if settings.json:
-        emit({"redactions": [redaction_json(record) for record in records], "commit": commit})
+        emit(report)
         return
-    for record in records:
+    for record in report.redactions:
         stamp = when(record.time)
         say(f"erased {short(record.hash)}  {record.id}  {stamp}  {record.author}  {record.reason}")
-    if commit is not None and after is not None:
-        note(f"removed from branch {repo.head} in commit {short(commit)}: {after.message}")
-    if records:
+    if report.commit is not None:
+        note(f"removed from branch {repo.head} in commit {short(report.commit.id)}: {report.commit.message}")
+    if report.redactions:
         note("freed pages may still hold the erased bytes until 'mnemo gc --now --compact'")
     elif node_id is None:
         note("nothing to erase: no version is past its expires_at")
-    else:
-        note(f"nothing to erase: the versions of {node_id} were erased before (their first records stand)")
+    for record in report.already_erased:
+        note(f"already erased: {short(record.hash)}  {record.id}  {erasure_text(record)}")
 
 
 def gc(
@@ -193,24 +149,10 @@ def gc(
     else:
         report = repo.gc(grace=wait, compact=compact, expire_reflog=horizon)
     if settings.json:
-        emit(gc_json(report))
+        emit(report)
         return
     for line in gc_text(report):
         say(line)
-
-
-def gc_json(report: GcReport) -> dict[str, Any]:
-    """The ``gc`` document: the report's fields."""
-    return {
-        "objects_removed": report.objects_removed,
-        "bytes_removed": report.bytes_removed,
-        "commits_removed": report.commits_removed,
-        "pending": report.pending,
-        "reflog_entries_removed": report.reflog_entries_removed,
-        "compacted": report.compacted,
-        "file_bytes_before": report.file_bytes_before,
-        "file_bytes_after": report.file_bytes_after,
-    }
 
 
 def gc_text(report: GcReport) -> list[str]:

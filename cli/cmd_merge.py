@@ -1,44 +1,16 @@
 """Commands that bring histories together or search them: ``merge``, ``bisect``."""
 
 import json
-from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 
-from mnemosyne import Claim, Commit, InvalidInput, Node, NotFound, Redacted, Repo
-from mnemosyne.history.branches import MergeResult, Resolution
-from mnemosyne.history.merge import Contradiction
+from mnemosyne import Claim, Commit, Contradiction, InvalidInput, MergeResult, Node, NotFound, Redacted
+from mnemosyne.model.choices import CHOICES, Choice, MergeStrategy
 
-from .cmd_read import erasure_of
-from .render import (
-    blame_json,
-    blame_text,
-    commit_json,
-    commit_text,
-    compact,
-    conflict_json,
-    contradiction_json,
-    emit,
-    note,
-    say,
-    short,
-    summary,
-)
+from . import exits
+from .render import blame_text, commit_text, compact, emit, note, say, short, summary
 from .state import AuthorOpt, State, author_or_default, state
-
-EXIT_PROBLEM = 1
-"""The exit code of a command that ran and found a problem (merge conflicts left)."""
-
-CHOICES: dict[str, Resolution] = {"ours": "ours", "theirs": "theirs", "base": "base", "delete": "delete"}
-"""What ``--resolve ID=CHOICE`` may pick for a conflicting id."""
-
-
-class MergeStrategy(StrEnum):
-    """The side ``merge --strategy`` takes for every conflict."""
-
-    OURS = "ours"
-    THEIRS = "theirs"
 
 
 def merge(
@@ -95,6 +67,9 @@ def merge(
     contradictions: reported as warnings, recorded in the merge commit, and kept
     open (see 'mnemo contradictions') until a commit corrects one of them.
 
+    JSON: {"commit", "conflicts", "contradictions", "fast_forward",
+    "up_to_date", "previous"}: "commit" is null while conflicts stop the merge.
+
     \b
     Example:
       mnemo merge agent-b --resolve users/mira/lang=theirs
@@ -103,26 +78,22 @@ def merge(
     resolutions = _resolutions(resolve or [])
     repo = settings.open(ctx)
     target = into or repo.head
-    before = _tip_or_none(repo, target)
-    if before is None and target != repo.head:
-        # The library would create the branch by fast-forwarding it; merging names an existing one.
-        raise NotFound(f"no branch named {target!r} (create it with 'mnemo branch {target} --from {source}')")
     result = repo.merge(
         source,
         into=into,
-        resolutions=resolutions or None,
-        strategy=strategy.value if strategy is not None else None,
+        resolutions=dict(resolutions) or None,
+        strategy=strategy,
         message=message,
         author=author_or_default(author),
     )
-    _report_merge(settings, result, source, target, before)
+    _report_merge(settings, result, source, target)
     if result.conflicts:
-        raise typer.Exit(EXIT_PROBLEM)
+        raise typer.Exit(exits.PROBLEM)
 
 
-def _resolutions(items: list[str]) -> dict[str, Resolution]:
+def _resolutions(items: list[str]) -> dict[str, Choice]:
     """Parse ``--resolve ID=CHOICE`` options (the last ``=`` splits: ids may contain ``=``)."""
-    out: dict[str, Resolution] = {}
+    out: dict[str, Choice] = {}
     for item in items:
         node_id, sep, choice = item.rpartition("=")
         if not sep or not node_id:
@@ -131,30 +102,14 @@ def _resolutions(items: list[str]) -> dict[str, Resolution]:
             raise InvalidInput(f"--resolve {item!r}: {choice!r} is not one of {', '.join(CHOICES)}")
         if node_id in out:
             raise InvalidInput(f"--resolve names {node_id} more than once")
-        out[node_id] = CHOICES[choice]
+        out[node_id] = cast(Choice, choice)
     return out
 
 
-def _tip_or_none(repo: Repo, branch: str) -> Commit | None:
-    """The branch's tip, or None when it has no commits."""
-    tips = dict(repo.branch_tips())
-    return tips.get(branch)
-
-
-def _report_merge(
-    settings: State, result: MergeResult, source: str, target: str, before: Commit | None
-) -> None:
+def _report_merge(settings: State, result: MergeResult, source: str, target: str) -> None:
     """Print a merge's outcome; contradictions go to stderr as warnings in human mode."""
     if settings.json:
-        emit(
-            {
-                "commit": result.commit.id if result.commit is not None else None,
-                "conflicts": [conflict_json(conflict) for conflict in result.conflicts],
-                "contradictions": [contradiction_json(found) for found in result.contradictions],
-                "fast_forward": result.fast_forward,
-                "up_to_date": result.up_to_date,
-            }
-        )
+        emit(result)
         return
     for found in result.contradictions:
         note(_contradiction_warning(found))
@@ -169,6 +124,7 @@ def _report_merge(
     made = result.commit
     assert made is not None  # no conflicts left: the library always returns a commit
     if result.fast_forward:
+        before = result.previous
         start = short(before.id) if before is not None else "(no commits)"
         say(f"Updating {start}..{short(made.id)}")
         say(f"Fast-forward: {target} is now at {short(made.id)} {summary(made.message)}")
@@ -219,7 +175,7 @@ def bisect(
     then the blame of ID there (who wrote it, from what), unless ID is absent.
     Expiry is ignored: a node counts as present in the commits that hold it.
 
-    JSON: {"commit": {log line}, "blame": {blame document} | null}.
+    JSON: {"commit": the commit, "blame": the blame of ID there, or null}.
 
     \b
     Example:
@@ -257,27 +213,25 @@ def bisect(
 
     def predicate(commit: Commit) -> bool:
         try:
-            node = repo.get(node_id, at=commit.id, include_expired=True)
+            node = repo.get(node_id, at=commit, include_expired=True)
         except Redacted:
             return present is not None  # there, but its content is erased
         return holds(node)
 
     found = repo.bisect(predicate, good, bad)
     try:
-        blamed = repo.blame(node_id, at=found.id)
-    except NotFound:  # absent there (or its version was erased)
+        blamed = repo.blame(node_id, at=found)
+    except NotFound:  # absent there
         blamed = None
-    erased_hash, erased = erasure_of(repo, blamed, found.id) if blamed is not None else (None, None)
     if settings.json:
-        document = blame_json(blamed, erased_hash) if blamed is not None else None
-        emit({"commit": commit_json(found), "blame": document})
+        emit({"commit": found, "blame": blamed})
         return
     say(f"{short(found.id)} is the first bad commit")
     for line in commit_text(found):
         say(line)
     if blamed is not None:
         say("")
-        for line in blame_text(blamed, erased_hash, erased):
+        for line in blame_text(blamed):
             say(line)
     else:
         note(f"{node_id} is not in {short(found.id)}: no blame to show")

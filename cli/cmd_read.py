@@ -9,25 +9,22 @@ from typing import Annotated
 
 import typer
 
-from mnemosyne import Blame, NotFound, Redacted, Repo
+from mnemosyne import NotFound
+from mnemosyne.model.jsonform import to_builtins
+from mnemosyne.model.times import rfc3339
 
 from . import diffview
 from .render import (
-    blame_json,
     blame_text,
-    commit_json,
     commit_oneline,
     commit_text,
-    diff_json,
     emit,
-    iso,
-    node_json,
+    erasure_text,
     node_text,
     preview,
     say,
     short,
     summary,
-    version_json,
     when,
 )
 from .state import AsOfOpt, AtOpt, state, time_or_none
@@ -46,7 +43,10 @@ def show(
     as_of: AsOfOpt = None,
     include_expired: ExpiredOpt = False,
 ) -> None:
-    """Show one node: its fields, provenance and content."""
+    """Show one node: its fields, provenance and content.
+
+    JSON: the node, with every field and its "hash".
+    """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
     moment = time_or_none(as_of)
@@ -54,13 +54,14 @@ def show(
     if node is None:
         place = (at or "HEAD") + (f" as of {as_of}" if as_of else "")
         expired = None if include_expired else repo.get(node_id, at=at, as_of=moment, include_expired=True)
-        if expired is not None:
+        if expired is not None and expired.expires_at is not None:
             raise NotFound(
-                f"{node_id} expired at {iso(expired.expires_at)} in {place} (see it with --include-expired)"
+                f"{node_id} expired at {rfc3339(expired.expires_at)} in {place} "
+                "(see it with --include-expired)"
             )
         raise NotFound(f"{node_id} is not in {place}")
     if settings.json:
-        emit(node_json(node))
+        emit(node)
         return
     for line in node_text(node):
         say(line)
@@ -81,13 +82,14 @@ def ls(
     """List the nodes of a snapshot, ordered by id.
 
     Human output: short hash, kind, id and a glimpse of the content.
+    JSON Lines: one node each.
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
     nodes = repo.nodes(at=at, as_of=time_or_none(as_of), prefix=prefix, include_expired=include_expired)
     for node in nodes:
         if settings.json:
-            emit(node_json(node))
+            emit(node)
         else:
             say(f"{short(node.hash)}  {node.kind:<5}  {node.id}  {preview(node)}")
 
@@ -105,7 +107,13 @@ def log(
     limit: Annotated[
         int | None,
         typer.Option(
-            "-n", "--max-count", metavar="N", min=0, help="Show at most N commits.", show_default=False
+            "-n",
+            "--max-count",
+            "--limit",
+            metavar="N",
+            min=0,
+            help="Show at most N commits.",
+            show_default=False,
         ),
     ] = None,
     as_of: AsOfOpt = None,
@@ -115,13 +123,15 @@ def log(
 
     REV is a branch, HEAD, a commit id or a prefix of at least 4 hex characters,
     REV~N, or BRANCH@{TIME}.
+
+    JSON Lines: one commit each.
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
     first = True
-    for entry in repo.log(rev, node=node, limit=limit, as_of=time_or_none(as_of)):
+    for entry in repo.log(at=rev, node=node, limit=limit, as_of=time_or_none(as_of)):
         if settings.json:
-            emit(commit_json(entry))
+            emit(entry)
         elif oneline:
             say(commit_oneline(entry))
         else:
@@ -138,19 +148,22 @@ def history(ctx: typer.Context, node_id: IdArg, at: AtOpt = None) -> None:
     A version is current (in the tree at the tip), expired (current, but past
     its expires_at), superseded (a later version replaced it), deleted (the id
     was removed after it) or redacted (its content was erased with 'mnemo
-    forget'; JSON "node" is null).
+    forget'; JSON "node" is null and "redaction" says who erased it, when and why).
+
+    JSON Lines: one version each: {"id", "hash", "node", "commit", "status",
+    "ended_by", "superseded_by", "redaction"}.
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
-    versions = repo.history(node_id, ref=at)
+    versions = repo.history(node_id, at=at)
     if not versions:
         raise NotFound(f"{node_id} has no history in {at or 'HEAD'}")
     for version in versions:
         if settings.json:
-            emit(version_json(version))
+            emit(version)
         else:
             commit = version.commit
-            erased = "  (erased)" if version.node is None else ""
+            erased = f"  ({erasure_text(version.redaction)})" if version.node is None else ""
             say(
                 f"{short(version.hash)}  {version.status:<10}  {short(commit.id)}  "
                 f"{when(commit.record_time)}  {commit.author}  {summary(commit.message)}{erased}"
@@ -163,33 +176,18 @@ def blame(ctx: typer.Context, node_id: IdArg, at: AtOpt = None) -> None:
     Then each line of text content (or each field of a JSON object) with the
     commit that wrote it. When that version's content was erased ('mnemo
     forget'), the commit is still shown and the content is marked erased
-    (JSON: "node" and "provenance" null, "redacted" true, "lines" empty).
+    (JSON: "node" null, "redacted" true, "lines" empty, "redaction" the record).
+
+    JSON: {"id", "hash", "node", "commit", "lines", "redacted", "redaction"}.
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
     found = repo.blame(node_id, at=at)
-    erased_hash, erased = erasure_of(repo, found, at)
     if settings.json:
-        emit(blame_json(found, erased_hash))
+        emit(found)
         return
-    for line in blame_text(found, erased_hash, erased):
+    for line in blame_text(found):
         say(line)
-
-
-def erasure_of(repo: Repo, found: Blame, at: str | None) -> tuple[str | None, str | None]:
-    """For a blame of an erased version: its hash and what its redaction record says.
-
-    ``(None, None)`` when the version was not erased.
-    """
-    if not found.redacted:
-        return None, None
-    versions = repo.history(found.id, ref=at)
-    erased_hash = versions[0].hash if versions else None
-    try:
-        repo.get(found.id, at=at, include_expired=True)
-    except Redacted as error:
-        return erased_hash, str(error)
-    return erased_hash, None
 
 
 def diff(
@@ -202,15 +200,19 @@ def diff(
 
     Each id is marked + (added), - (removed) or ~ (modified); text content gets
     a unified diff, JSON objects a per-key diff; a version whose content was
-    erased shows as [redacted] with its short hash (JSON: its id is listed in
-    "redacted" too). With --stat: counts per
+    erased shows as [redacted] with its short hash. With --stat: counts per
     namespace (the id up to its last '/').
+
+    JSON: {"a", "b", "added", "removed", "modified"}, each a list of changes
+    {"id", "old", "new", "old_hash", "new_hash", "redacted"} (a side is null when
+    absent, or erased: then its hash is set and "redacted" is true); with
+    --stat, also "stat": [{"namespace", "added", "removed", "modified"}].
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
     changes = repo.diff(a, b)
     if settings.json:
-        document = diff_json(changes)
+        document = to_builtins(changes)
         if stat:
             document["stat"] = [asdict(row) for row in diffview.stat(changes)]
         emit(document)

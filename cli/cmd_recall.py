@@ -19,42 +19,17 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 
-from mnemosyne import InvalidInput, MnemoError
-from mnemosyne.recall.search import Context, Hit, ReadRecord
+from mnemosyne import Hit, InvalidInput, ReadRecord
+from mnemosyne.model.choices import Kind, SearchMode
+from mnemosyne.model.defaults import CONTEXT_BUDGET, CONTEXT_K, SEARCH_K
 from mnemosyne.store.settings import KEYS
 
-from .render import emit, iso, node_json, note, preview, provenance_text, say, short, when
-from .state import EMBEDDER_ENV, AsOfOpt, AtOpt, state, time_or_none
-
-DEFAULT_K = 10
-"""Hits ``search`` returns by default (the library's default)."""
-
-DEFAULT_BUDGET = 1000
-"""The token budget ``context`` fills by default (the library's default)."""
-
-DEFAULT_CONTEXT_K = 50
-"""How many of the best hits ``context`` considers by default (the library's default)."""
-
-
-class Kind(StrEnum):
-    """Which kind of node ``--kind`` keeps."""
-
-    NOTE = "note"
-    CLAIM = "claim"
-
-
-class Mode(StrEnum):
-    """Which rankings ``--mode`` uses."""
-
-    HYBRID = "hybrid"
-    LEXICAL = "lexical"
-    SEMANTIC = "semantic"
-
+from .render import emit, note, preview, provenance_text, say, short, when
+from .state import EMBEDDER_ENV, AsOfOpt, AtOpt, state, time_or_none, writable
 
 QueryArg = Annotated[str, typer.Argument(metavar="QUERY", help="What to recall, in words.")]
 PrefixOpt = Annotated[
@@ -91,7 +66,7 @@ def search(
     query: QueryArg,
     k: Annotated[
         int, typer.Option("-k", "--k", metavar="N", min=1, help="Return at most N hits.")
-    ] = DEFAULT_K,
+    ] = SEARCH_K,
     prefix: PrefixOpt = None,
     at: AtOpt = None,
     as_of: AsOfOpt = None,
@@ -110,9 +85,9 @@ def search(
         ),
     ] = None,
     mode: Annotated[
-        Mode,
+        SearchMode,
         typer.Option("--mode", help="Rank by words and meaning, by words only, or by meaning only."),
-    ] = Mode.HYBRID,
+    ] = "hybrid",
     run_id: RunIdOpt = None,
 ) -> None:
     """Recall memories by words and meaning from one snapshot (default: HEAD).
@@ -123,8 +98,12 @@ def search(
     embedder: the store's setting ('mnemo config set embedder hash|minilm'), or
     MNEMO_EMBEDDER for this process; without one, hybrid search is lexical.
 
+    The words of an id count too: "mira language" finds users/mira/prefs/language.
+    A store whose directory this process cannot write is searched read-only
+    (nothing new is indexed or recorded).
+
     Human output: score, id, short hash, a glimpse of the content, provenance.
-    JSON Lines: {"id", "hash", "score", "node", "lexical_rank", "semantic_rank"}.
+    JSON Lines: {"id", "hash", "node", "score", "lexical_rank", "semantic_rank"}.
 
     \b
     Examples:
@@ -133,11 +112,7 @@ def search(
     """  # noqa: D301 (\b keeps Click from rewrapping the examples)
     settings = state(ctx)
     wanted = parse_meta(meta or [])
-    repo = settings.open(ctx)
-    if mode is Mode.SEMANTIC and repo.embedder() is None:
-        raise InvalidInput(
-            "semantic search needs an embedder: 'mnemo config set embedder hash|minilm' or MNEMO_EMBEDDER"
-        )
+    repo = settings.open(ctx, readonly=not writable(settings.store_path()))
     hits = repo.search(
         query,
         k=k,
@@ -145,14 +120,14 @@ def search(
         as_of=time_or_none(as_of),
         prefix=prefix,
         valid_at=time_or_none(valid_at),
-        kind=kind.value if kind is not None else None,
+        kind=kind,
         meta=wanted or None,
-        mode=mode.value,
+        mode=mode,
         run_id=run_id,
     )
     if settings.json:
         for hit in hits:
-            emit(hit_json(hit))
+            emit(hit)
         return
     if not hits:
         note("no memories match")
@@ -182,18 +157,6 @@ def parse_meta(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def hit_json(hit: Hit) -> dict[str, Any]:
-    """One ``search`` line: the hit's id, hash, score, node JSON and its rank in each ranking."""
-    return {
-        "id": hit.id,
-        "hash": hit.hash,
-        "score": hit.score,
-        "node": node_json(hit.node),
-        "lexical_rank": hit.lexical_rank,
-        "semantic_rank": hit.semantic_rank,
-    }
-
-
 def hit_text(hit: Hit, width: int = 0) -> str:
     """One hit for people: score, id, short hash, a glimpse of the content, provenance."""
     provenance = provenance_text(hit.provenance)
@@ -211,11 +174,11 @@ def context(
     budget: Annotated[
         int,
         typer.Option("--budget", metavar="N", min=1, help="The token budget (one token per 4 characters)."),
-    ] = DEFAULT_BUDGET,
+    ] = CONTEXT_BUDGET,
     k: Annotated[
         int,
         typer.Option("-k", "--k", metavar="N", min=1, help="Consider the best N hits."),
-    ] = DEFAULT_CONTEXT_K,
+    ] = CONTEXT_K,
     prefix: PrefixOpt = None,
     at: AtOpt = None,
     as_of: AsOfOpt = None,
@@ -234,7 +197,7 @@ def context(
     "items": [{"id", "hash", "text", "tokens", "score", "claim_in_force"}]}.
     """
     settings = state(ctx)
-    repo = settings.open(ctx)
+    repo = settings.open(ctx, readonly=not writable(settings.store_path()))
     built = repo.context(
         query,
         budget_tokens=budget,
@@ -246,32 +209,12 @@ def context(
         run_id=run_id,
     )
     if settings.json:
-        emit(context_json(built))
+        emit(built)
         return
     if built.items:
         say(built.render())
     count = len(built.items)
     note(f"{built.tokens} of {built.budget_tokens} tokens, {count} {'memory' if count == 1 else 'memories'}")
-
-
-def context_json(built: Context) -> dict[str, Any]:
-    """The ``context`` document."""
-    return {
-        "query": built.query,
-        "budget_tokens": built.budget_tokens,
-        "tokens": built.tokens,
-        "items": [
-            {
-                "id": item.id,
-                "hash": item.hash,
-                "text": item.text,
-                "tokens": item.tokens,
-                "score": item.score,
-                "claim_in_force": item.claim_in_force,
-            }
-            for item in built.items
-        ],
-    }
 
 
 # -- reads ---------------------------------------------------------------------------
@@ -294,21 +237,9 @@ def reads(
     repo = settings.open(ctx, readonly=True)
     for record in repo.reads(run_id):
         if settings.json:
-            emit(read_json(record))
+            emit(record)
         else:
             say(read_text(record))
-
-
-def read_json(record: ReadRecord) -> dict[str, Any]:
-    """One ``reads`` line."""
-    return {
-        "run_id": record.run_id,
-        "time": iso(record.time),
-        "kind": record.kind,
-        "query": record.query,
-        "ids": list(record.ids),
-        "hashes": list(record.hashes),
-    }
 
 
 def read_text(record: ReadRecord) -> str:
@@ -391,14 +322,7 @@ def config_set(
     """
     settings = state(ctx)
     repo = settings.open(ctx)
-    try:
-        stored = repo.config(key, value)
-    except MnemoError:
-        raise
-    except ValueError:  # hash-DIM with a DIM that is not a number (the library lets int() fail)
-        if key == "embedder":
-            raise InvalidInput(f"unknown embedder {value!r} (none, hash, hash-DIM, minilm)") from None
-        raise InvalidInput(f"invalid value {value!r} for {key}") from None
+    stored = repo.config(key, value)
     if settings.json:
         emit({"key": key, "value": stored})
         return

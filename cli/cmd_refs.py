@@ -35,7 +35,11 @@ def branch(
       mnemo branch -d NAME           delete one
 
     The list marks the current branch with '*'. Deleting keeps the branch's
-    reflog, so as-of reads stay honest.
+    reflog, so as-of reads stay honest. On a branch with no commits yet, a new
+    branch has none either: the first commit on it starts it.
+
+    JSON Lines (list): {"name", "commit", "current"}; create: {"name", "commit"}
+    (null: no commits yet); delete: {"deleted", "commit"}.
     """  # noqa: D301 (\b keeps Click from rewrapping the next paragraph)
     settings = state(ctx)
     if delete:
@@ -44,8 +48,7 @@ def branch(
         if start is not None:
             raise typer.BadParameter("cannot be used with --delete", param_hint="--from")
         repo = settings.open(ctx)
-        tip = dict(repo.branch_tips()).get(name)
-        repo.delete_branch(name, author=author_or_default(author))
+        tip = repo.delete_branch(name, author=author_or_default(author))
         if settings.json:
             emit({"deleted": name, "commit": tip.id if tip else None})
         else:
@@ -66,15 +69,20 @@ def branch(
                 say(f"{mark} {branch_name:<{width}}  {short(tip_commit.id)} {summary(tip_commit.message)}")
         return
     repo = settings.open(ctx)
-    made = repo.branch(name, start, author=author_or_default(author))
+    made = repo.branch(name, at=start, author=author_or_default(author))
     if settings.json:
-        emit({"name": name, "commit": made.id})
+        emit({"name": name, "commit": made.id if made is not None else None})
+    elif made is None:
+        say(f"Created branch {name} (no commits yet: its first commit starts it)")
     else:
         say(f"Created branch {name} at {short(made.id)} {summary(made.message)}")
 
 
 def switch(ctx: typer.Context, name: NameArg) -> None:
-    """Make NAME the current branch."""
+    """Make NAME the current branch.
+
+    JSON: {"head"}.
+    """
     settings = state(ctx)
     repo = settings.open(ctx)
     repo.switch(name)
@@ -94,6 +102,8 @@ def reset(
 
     The move is recorded in the branch's reflog, so reads as of an earlier time
     still see what the branch held then.
+
+    JSON: {"branch", "commit"}.
     """
     settings = state(ctx)
     repo = settings.open(ctx)
@@ -118,12 +128,14 @@ def revert(
     """Undo one commit with a new commit on the current branch.
 
     Fails (exit 2) if an id that commit changed has changed again since.
+
+    JSON: {"commit": the new commit, "reverted": the id of the commit undone}.
     """
     settings = state(ctx)
     repo = settings.open(ctx)
     target = repo.resolve(rev)
-    made = repo.revert(target.id, author=author_or_default(author), message=message)
+    made = repo.revert(target, author=author_or_default(author), message=message)
     if settings.json:
-        emit({"commit": made.id, "reverted": target.id})
+        emit({"commit": made, "reverted": target.id})
     else:
         say(f"[{repo.head} {short(made.id)}] {summary(made.message)}")

@@ -1,16 +1,15 @@
 """Commands that create a store and write to it: ``init``, ``commit``, ``rm``."""
 
 import sys
-from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from mnemosyne import Commit, InvalidInput, NotFound, Repo, new_id
+from mnemosyne import CommitResult, InvalidInput, NotFound, Store
+from mnemosyne.model.choices import ClaimPolicy
+from mnemosyne.model.jsonform import read_nodes
 
-from .nodes_in import read_nodes
 from .render import emit, say, short, summary
 from .state import STORE_DIR, AuthorOpt, State, author_or_default, state
 
@@ -30,20 +29,13 @@ ParentOpt = Annotated[
 ]
 
 
-class ClaimPolicy(StrEnum):
-    """What ``commit`` does with a claim that starts when another on its (subject, predicate) does."""
-
-    REFUSE = "refuse"
-    REPLACE = "replace"
-    KEEP = "keep"
-
-
 def init(
     ctx: typer.Context,
     path: Annotated[
         Path | None,
         typer.Argument(
-            help="Where to create the store (default: --repo, $MNEMO_DIR, else ./.mnemo).",
+            help="Where to create the store (default: --repo, $MNEMO_DIR, else ./.mnemo); "
+            "missing parent directories are created.",
             show_default=False,
         ),
     ] = None,
@@ -51,27 +43,23 @@ def init(
     """Create a store.
 
     With --tenant, also create that tenant (in a new or an existing store).
+
+    JSON: {"path", "tenant", "created_store"}.
     """
     settings = state(ctx)
     where = path or settings.repo or Path(STORE_DIR)
     created = True
     if settings.tenant is None:
-        repo = Repo.init(where)
+        Store.init(where).close()
     else:
         try:
-            Repo.open(where, readonly=True).close()
+            store = Store.open(where)
             created = False
         except NotFound:
-            Repo.init(where).close()
-        try:
-            Repo.open(where, tenant=settings.tenant, readonly=True).close()
-        except NotFound:
-            pass
-        else:
-            raise InvalidInput(f"tenant {settings.tenant!r} already exists in {where}")
-        repo = Repo.open(where, tenant=settings.tenant, create=True)
-    tenant = repo.tenant
-    repo.close()
+            store = Store.init(where)
+        with store:
+            store.create_tenant(settings.tenant)
+    tenant = settings.tenant or "default"
     location = str(where.resolve())
     if settings.json:
         emit({"path": location, "tenant": tenant, "created_store": created})
@@ -108,17 +96,22 @@ def commit(
             help="A claim starting when another on its (subject, predicate) does, with another value: "
             "refuse (exit 2), replace the other claims, or keep both (a contradiction).",
         ),
-    ] = ClaimPolicy.REFUSE,
+    ] = "refuse",
 ) -> None:
     """Commit nodes read from JSON.
 
     The input is one JSON object, a JSON array, or JSON Lines. The commit is
     atomic, on the tip of the current branch (or --branch). A node is
     {"id", "content", "kind", "provenance", "event_time", "meta", "expires_at"};
-    only content is required. A node without an id gets a
-    generated one, reported in the output. A claim is
+    only content is required. A node without an id gets a generated one,
+    reported in the output; an empty id is refused. A "hash", when given, must
+    be the hash of the node described. A claim is
     {"kind": "claim", "content": {"subject", "predicate", "value", "valid_from"}}.
-    Times are RFC 3339; a bare date is midnight UTC.
+    Times are RFC 3339; a bare date is midnight UTC. When nothing would change
+    (the same versions written again), nothing is committed: 'nothing to
+    commit' and exit 0.
+
+    JSON: the commit, with "put_ids", "deleted_ids" and "created".
 
     \b
     Example:
@@ -126,7 +119,7 @@ def commit(
     """  # noqa: D301 (\b keeps Click from rewrapping the next paragraph)
     settings = state(ctx)
     text, source = _read_input(file, allow_empty)
-    nodes = read_nodes(text, source, lambda: new_id(datetime.now(UTC)))
+    nodes = read_nodes(text, source)
     if not nodes and not allow_empty:
         raise InvalidInput(f"{source}: no nodes to commit (pass --allow-empty to commit anyway)")
     repo = settings.open(ctx)
@@ -137,9 +130,9 @@ def commit(
         branch=branch,
         parent=parent,
         allow_empty=allow_empty,
-        on_claim_conflict=on_claim_conflict.value,
+        on_claim_conflict=on_claim_conflict,
     )
-    report(settings, made, branch or repo.head, [node.id for node in nodes], "+")
+    report(settings, made, branch or repo.head)
 
 
 def rm(
@@ -150,23 +143,31 @@ def rm(
     branch: BranchOpt = None,
     parent: ParentOpt = None,
 ) -> None:
-    """Commit the removal of ids (history keeps their versions)."""
+    """Commit the removal of ids (history keeps their versions).
+
+    JSON: the commit, with "put_ids", "deleted_ids" and "created".
+    """
     settings = state(ctx)
     repo = settings.open(ctx)
     made = repo.commit(
         delete=ids, message=message, author=author_or_default(author), branch=branch, parent=parent
     )
-    report(settings, made, branch or repo.head, ids, "-")
+    report(settings, made, branch or repo.head)
 
 
-def report(settings: State, made: Commit, branch: str, ids: list[str], mark: str) -> None:
-    """Print what a write did: ``{"commit", "ids"}``, or git's ``[branch abc1234] message``."""
+def report(settings: State, made: CommitResult, branch: str) -> None:
+    """Print what a write did: the commit as JSON, or git's ``[branch abc1234] message``."""
     if settings.json:
-        emit({"commit": made.id, "ids": ids})
+        emit(made)
+        return
+    if not made.created:
+        say(f"nothing to commit: branch {branch} is unchanged at {short(made.id)}")
         return
     say(f"[{branch} {short(made.id)}] {summary(made.message)}")
-    for node_id in ids:
-        say(f" {mark} {node_id}")
+    for node_id in made.put_ids:
+        say(f" + {node_id}")
+    for node_id in made.deleted_ids:
+        say(f" - {node_id}")
 
 
 def _read_input(file: str | None, allow_empty: bool) -> tuple[str, str]:

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mnemosyne import Change, Diff, Node
+from mnemosyne.model.jsonform import node_builtins
 
-from .render import REDACTED, compact, node_json, short
+from .render import REDACTED, compact, short
 
 INDENT = "    "
 ROOT_NAMESPACE = "."
@@ -40,7 +41,7 @@ def diff_lines(diff: Diff) -> Iterator[str]:
 def _side(mark: str, node: Node | None, hash_: str | None) -> list[str]:
     """One side of a change shown whole: its content, or ``[redacted]`` and its hash."""
     if node is not None:
-        return [f"{mark}{line}" for line in _whole(node_json(node)["content"])]
+        return [f"{mark}{line}" for line in _whole(node_builtins(node)["content"])]
     if hash_ is not None:  # the version is named but its bytes were erased
         return [f"{mark}{REDACTED} {short(hash_)}"]
     return []  # absent on this side
@@ -50,7 +51,7 @@ def _change_lines(change: Change) -> list[str]:
     if change.old is None or change.new is None:
         # Added, removed, or a side erased: nothing to compare line by line.
         return _side("-", change.old, change.old_hash) + _side("+", change.new, change.new_hash)
-    old, new = node_json(change.old), node_json(change.new)
+    old, new = node_builtins(change.old), node_builtins(change.new)
     lines = _content_diff(old["content"], new["content"])
     for field in ("kind", "event_time", "expires_at"):
         if old[field] != new[field]:

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from mnemosyne import InvalidInput, MnemoError, NotFound, Repo, parse_time
+from mnemosyne.model.defaults import DEFAULT_AUTHOR, DEFAULT_TENANT
 
 STORE_DIR = ".mnemo"
 """The directory name looked for upward from the current directory."""
@@ -78,22 +79,20 @@ class State:
             "(use --repo PATH, set MNEMO_DIR, or run 'mnemo init')"
         )
 
-    def open(self, ctx: typer.Context, *, readonly: bool = False) -> Repo:
+    def open(self, ctx: typer.Context, *, readonly: bool = False, tenant: str | None = None) -> Repo:
         """Open the store for this command; it is closed when the command ends.
 
         Args:
             ctx: the command's context (the handle is released when it closes).
             readonly: open for reading only.
+            tenant: the tenant to bind to instead of ``--tenant``.
 
         Returns:
             The open store, bound to ``--tenant`` (or the default tenant), using the
             embedder ``MNEMO_EMBEDDER`` names when it is set.
         """
         path = self.store_path()
-        if self.tenant is None:
-            repo = Repo.open(path, readonly=readonly)
-        else:
-            repo = Repo.open(path, tenant=self.tenant, readonly=readonly)
+        repo = Repo.open(path, tenant=tenant or self.tenant or DEFAULT_TENANT, readonly=readonly)
         ctx.call_on_close(repo.close)
         embedder = os.environ.get(EMBEDDER_ENV)
         if embedder:
@@ -122,7 +121,12 @@ def author_or_default(author: str | None) -> str:
         user = getpass.getuser()
     except (KeyError, OSError):  # no passwd entry and no LOGNAME/USER: containers
         user = ""
-    return user or "unknown"
+    return user or DEFAULT_AUTHOR
+
+
+def writable(path: Path) -> bool:
+    """Whether this process may write the store at ``path`` (else it is opened read-only)."""
+    return os.access(path, os.W_OK) and os.access(path / "data.mdb", os.W_OK)
 
 
 def time_or_none(text: str | None) -> datetime | None:

@@ -2,14 +2,21 @@
 
 Every memory is an immutable, hashed :class:`Node`; every change is a
 :class:`Commit` with a record time; history can be logged, blamed, diffed,
-branched and read as of any moment.
+branched and read as of any moment. :class:`Store` is a whole store,
+:class:`Repo` one tenant of it.
+
+The recall and backup parts (numpy, the embedders) are imported when first
+used, so ``import mnemosyne`` stays quick for a process that never searches.
 """
 
-from mnemosyne.admin.backup import ExportReport, ImportReport, TenantCounts, export_store, import_store
-from mnemosyne.admin.fsck import FsckReport, Problem
-from mnemosyne.admin.gc import GcReport
-from mnemosyne.api.repo import Repo, system_clock
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mnemosyne.api.handle import system_clock
+from mnemosyne.api.repo import Repo
 from mnemosyne.api.retry import with_retry
+from mnemosyne.api.store import Store
 from mnemosyne.errors import (
     ClaimConflict,
     CorruptObject,
@@ -21,17 +28,63 @@ from mnemosyne.errors import (
     RefConflict,
     StorageFull,
 )
-from mnemosyne.history.blame import Blame, BlameLine
-from mnemosyne.history.branches import MergeResult
-from mnemosyne.history.merge import Conflict, Contradiction
-from mnemosyne.history.revisions import parse_time
+from mnemosyne.model.choices import ClaimPolicy, MergeStrategy, SearchMode
 from mnemosyne.model.ids import new_id
+from mnemosyne.model.jsonform import from_json, to_json
 from mnemosyne.model.objects import Claim, Commit, Node, Provenance, Redaction
-from mnemosyne.model.results import Change, Diff, Fact, Version
-from mnemosyne.recall.embedders import Embedder, HashEmbedder, default_embedder
-from mnemosyne.recall.search import Context, ContextItem, Hit, ReadRecord
+from mnemosyne.model.reports import (
+    CompactReport,
+    ExportReport,
+    ForgetReport,
+    FsckReport,
+    GcReport,
+    ImportReport,
+    Problem,
+    TenantCounts,
+)
+from mnemosyne.model.results import (
+    Blame,
+    BlameLine,
+    Change,
+    CommitResult,
+    Conflict,
+    Context,
+    ContextItem,
+    Contradiction,
+    Diff,
+    Fact,
+    Hit,
+    MergeResult,
+    ReadRecord,
+    Version,
+)
+from mnemosyne.model.times import parse_time
+from mnemosyne.model.version import VERSION as __version__
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:
+    from mnemosyne.api.backup import export_store, import_store
+    from mnemosyne.recall.embedders import Embedder, HashEmbedder, default_embedder
+
+_LAZY = {
+    "export_store": "mnemosyne.api.backup",
+    "import_store": "mnemosyne.api.backup",
+    "Embedder": "mnemosyne.recall.embedders",
+    "HashEmbedder": "mnemosyne.recall.embedders",
+    "default_embedder": "mnemosyne.recall.embedders",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The parts that load heavier modules, imported on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mnemosyne' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Blame",
@@ -39,7 +92,10 @@ __all__ = [
     "Change",
     "Claim",
     "ClaimConflict",
+    "ClaimPolicy",
     "Commit",
+    "CommitResult",
+    "CompactReport",
     "Conflict",
     "Context",
     "ContextItem",
@@ -49,6 +105,7 @@ __all__ = [
     "Embedder",
     "ExportReport",
     "Fact",
+    "ForgetReport",
     "FsckReport",
     "GcReport",
     "HashEmbedder",
@@ -57,6 +114,7 @@ __all__ = [
     "InvalidInput",
     "MergeConflict",
     "MergeResult",
+    "MergeStrategy",
     "MnemoError",
     "Node",
     "NotFound",
@@ -67,15 +125,19 @@ __all__ = [
     "Redaction",
     "RefConflict",
     "Repo",
+    "SearchMode",
     "StorageFull",
+    "Store",
     "TenantCounts",
     "Version",
     "__version__",
     "default_embedder",
     "export_store",
+    "from_json",
     "import_store",
     "new_id",
     "parse_time",
     "system_clock",
+    "to_json",
     "with_retry",
 ]

@@ -33,19 +33,9 @@ from mnemosyne import (
     Redacted,
     Repo,
 )
-from mnemosyne.admin.backup import (
-    DERIVED_SPACES,
-    EXPORT_VERSION,
-    EXPORTED_SPACES,
-    FORMAT_NAME,
-    LAZY_SPACES,
-    LOCAL_SPACES,
-    export_store,
-    import_store,
-    read_records,
-    write_records,
-)
-from mnemosyne.store.kv.base import Space
+from mnemosyne.admin.export_file import EXPORT_VERSION, FORMAT_NAME, read_records, write_records
+from mnemosyne.api.backup import export_store, import_store
+from mnemosyne.store.kv.base import DERIVED_SPACES, EXPORTED_SPACES, LAZY_SPACES, LOCAL_SPACES, Space
 
 pytestmark = pytest.mark.usefixtures("clean_cli_env")
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from cli_harness import CliStore, assert_error, invoke
-from mnemo_cli.app import app, exit_code, main
+from mnemo_cli.app import app, main
+from mnemo_cli.exits import exit_code
 
 import mnemosyne
 

@@ -4,26 +4,26 @@
 and writes an append-only redaction record per version under its hash. Trees and
 commits keep naming the hash, so every other object still verifies; reading the
 erased version raises ``Redacted`` with who, when and why. Ids are keys and stay.
-LMDB reuses freed pages but does not scrub them: erasure that must leave no bytes
-on disk is followed by ``gc(compact=True)``.
+Every derived index drops what it held of the version in the same transaction,
+and the current branch drops the id in a normal commit when it held an erased
+version. LMDB reuses freed pages but does not scrub them: erasure that must
+leave no bytes on disk is followed by ``gc(compact=True)``.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-import msgspec
-
-from mnemosyne.admin.fsck import reindex
-from mnemosyne.errors import NotFound, Redacted
-from mnemosyne.index import recall_queue as recall_queue
+from mnemosyne.errors import InvalidInput, NotFound, Redacted
+from mnemosyne.history.commits import apply_commit
+from mnemosyne.index.build import reindex
 from mnemosyne.index.view import WriteView
-from mnemosyne.model.objects import Claim, Node, Redaction
+from mnemosyne.model import codec
+from mnemosyne.model.objects import Claim, Commit, Node, Redaction
+from mnemosyne.model.reports import ForgetReport
 from mnemosyne.recall import index as recall_index
 from mnemosyne.recall.search import scrub_reads
-from mnemosyne.store.kv.base import Space
-
-_encoder = msgspec.msgpack.Encoder()
+from mnemosyne.store.refs import BRANCH_PREFIX
 
 
 def versions_of(view: WriteView, node_id: str) -> list[bytes]:
@@ -41,22 +41,24 @@ def versions_of(view: WriteView, node_id: str) -> list[bytes]:
 
 def erase(
     view: WriteView, node_id: str, hashes: list[bytes], *, author: str, reason: str, now: datetime
-) -> tuple[list[Redaction], bool]:
+) -> tuple[list[Redaction], list[Redaction], bool]:
     """Delete the bytes of ``hashes`` (versions of ``node_id``) and record each erasure.
 
-    Versions already erased are skipped (their first record stands: records are
-    append-only).
-
     Returns:
-        The new redaction records, and whether an erased version was a claim (the
-        claim index, whose keys hold subject and predicate, must then be rebuilt).
+        The new redaction records; the first records of versions erased before
+        (they stand: records are append-only); and whether an erased version was
+        a claim (the claim index, whose keys hold subject and predicate, must then
+        be rebuilt).
     """
     records: list[Redaction] = []
+    before: list[Redaction] = []
     had_claim = False
+    txn = view.txn
     scope = view.stores.scope
     for oid in hashes:
-        earlier = view.objects.redaction(view.txn, oid)
-        if earlier is not None and view.txn.get(Space.OBJECTS, scope + oid) is None:
+        earlier = view.objects.redaction(txn, oid)
+        if earlier is not None and not view.objects.contains(txn, oid):
+            before.append(earlier)
             continue  # erased already, and not written again since
         try:
             node = view.node(oid)
@@ -65,33 +67,99 @@ def erase(
         if node.id != node_id:
             raise NotFound(f"version {oid.hex()[:12]} belongs to {node.id}, not {node_id}")
         had_claim = had_claim or isinstance(node.content, Claim)
-        record = Redaction(id=node_id, hash=oid.hex(), time=now, author=author, reason=reason)
-        recall_index.unindex_node(view.txn, scope, oid, node)
-        view.txn.delete(Space.OBJECTS, scope + oid)
-        view.txn.put(Space.REDACTIONS, scope + oid, _encoder.encode(record), overwrite=False)
-        view.objects.forget_cached(oid)
+        recall_index.unindex_node(txn, scope, oid, node)
         # The same bytes written again after an erasure go again; the first record stands.
-        records.append(earlier or record)
-    recall_queue.drop(view.txn, scope, [bytes.fromhex(r.hash) for r in records])
-    scrub_reads(view.txn, scope, {r.hash for r in records})
-    return records, had_claim
-
-
-def refresh_claim_index(view: WriteView) -> None:
-    """Rebuild the derived indexes so no claim-tree key names an erased claim.
-
-    The old claim-tree chunks become unreachable; ``gc`` removes them.
-    """
-    reindex(view.stores, view.txn)
+        records.append(
+            view.objects.erase(
+                txn, oid, Redaction(id=node_id, hash=oid.hex(), time=now, author=author, reason=reason)
+            )
+        )
+    erased = [bytes.fromhex(r.hash) for r in records]
+    view.stores.queue.drop(txn, erased)
+    scrub_reads(txn, scope, {r.hash for r in records})
+    return records, before, had_claim
 
 
 def expired_versions(view: WriteView, now: datetime) -> dict[str, list[bytes]]:
-    """Every stored node version past its ``expires_at``, by id (reads every object)."""
+    """Every stored node version past its ``expires_at``, by id (reads every node)."""
     found: dict[str, list[bytes]] = {}
-    scope = view.stores.scope
-    for key, _ in view.txn.scan(Space.OBJECTS, scope):
-        oid = key[len(scope) :]
+    for oid, data in view.objects.scan(view.txn):
+        if data[1:8] != codec.NODE_TAG:
+            continue
         obj = view.objects.load(view.txn, oid)
         if isinstance(obj, Node) and obj.expires_at is not None and obj.expires_at <= now:
             found.setdefault(obj.id, []).append(oid)
     return found
+
+
+def forget(
+    view: WriteView, node_id: str, version: str | None, *, reason: str, author: str, now: datetime
+) -> ForgetReport:
+    """Erase every version of ``node_id`` (or the one ``version`` names); see the module docstring.
+
+    Raises:
+        NotFound: the id has no such version in this tenant.
+        InvalidInput: an ambiguous or malformed version prefix.
+    """
+    versions = versions_of(view, node_id)
+    if version is not None:
+        wanted = version.lower()
+        if len(wanted) < 4 or any(c not in "0123456789abcdef" for c in wanted):
+            raise InvalidInput(f"version {version!r} is not a hash or a prefix of at least 4 hex characters")
+        versions = [v for v in versions if v.hex().startswith(wanted)]
+        if len(versions) > 1:
+            raise InvalidInput(f"version {version!r} is ambiguous; give more hex characters")
+    if not versions:
+        raise NotFound(f"{node_id} has no {'such version' if version else 'versions'} in this store")
+    records, before, had_claim = erase(view, node_id, versions, author=author, reason=reason, now=now)
+    commit = drop_erased(view, {node_id: set(versions)}, author, f"forget {node_id}: {reason}", now)
+    if had_claim:
+        reindex(view)  # so no claim-tree key names an erased claim (old chunks: gc's)
+    return ForgetReport(redactions=records, already_erased=before, commit=commit)
+
+
+def forget_expired(view: WriteView, *, reason: str, author: str, now: datetime) -> ForgetReport:
+    """Erase every node version past its ``expires_at`` at ``now``."""
+    found = expired_versions(view, now)
+    records: list[Redaction] = []
+    before: list[Redaction] = []
+    any_claim = False
+    for node_id, hashes in found.items():
+        erased, earlier, had_claim = erase(view, node_id, hashes, author=author, reason=reason, now=now)
+        records.extend(erased)
+        before.extend(earlier)
+        any_claim = any_claim or had_claim
+    commit = drop_erased(
+        view, {k: set(v) for k, v in found.items()}, author, f"forget expired: {reason}", now
+    )
+    if any_claim:
+        reindex(view)
+    return ForgetReport(redactions=records, already_erased=before, commit=commit)
+
+
+def drop_erased(
+    view: WriteView, erased: dict[str, set[bytes]], author: str, message: str, now: datetime
+) -> Commit | None:
+    """Remove from the current branch the ids whose version there was erased; the commit, or None."""
+    branch = view.refs.head_branch(view.txn)
+    tip = view.refs.read(view.txn, BRANCH_PREFIX + branch)
+    if tip is None:
+        return None
+    root = view.commit(tip).tree
+    gone = sorted(i for i, hashes in erased.items() if view.tree.get(root, i) in hashes)
+    if not gone:
+        return None
+    made = apply_commit(
+        view,
+        branch=branch,
+        parent=None,
+        nodes=[],
+        removals=gone,
+        author=author,
+        message=message,
+        meta=None,
+        allow_empty=False,
+        on_claim_conflict="refuse",
+        now=now,
+    )
+    return Commit.from_object(bytes.fromhex(made.id), view.commit(bytes.fromhex(made.id)))

@@ -16,6 +16,7 @@ import blake3
 import msgspec
 
 from mnemosyne.errors import CorruptObject, InvalidInput
+from mnemosyne.model.reports import TenantCounts
 from mnemosyne.store.tenancy import FORMAT
 
 FORMAT_NAME = "mnemosyne-export"
@@ -38,42 +39,30 @@ _READ_CHUNK = 1 << 20  # a damaged length must not make us allocate gigabytes at
 _WRITE_BUFFER = 1 << 20
 
 
-class TenantCounts(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """How many records of each kind one tenant has in an export.
+class Header(msgspec.Struct, tag_field="kind", tag="header", kw_only=True, forbid_unknown_fields=True):
+    """The first record: what the file is, its export version and the store format it holds."""
 
-    Attributes:
-        name: the tenant.
-        objects: stored objects (nodes, tree chunks, commits, contradiction records).
-        refs: refs, ``HEAD`` included.
-        reflog: reflog entries, of every ref (deleted branches' too).
-        redactions: redaction records of erased versions.
-    """
-
-    name: str
-    objects: int = 0
-    refs: int = 0
-    reflog: int = 0
-    redactions: int = 0
-
-
-class _Header(msgspec.Struct, tag_field="kind", tag="header", kw_only=True, forbid_unknown_fields=True):
     format: str
     version: int
     store_format: int
     producer: str
 
 
-class _Tenant(msgspec.Struct, tag_field="kind", tag="tenant", kw_only=True, forbid_unknown_fields=True):
+class TenantRecord(msgspec.Struct, tag_field="kind", tag="tenant", kw_only=True, forbid_unknown_fields=True):
+    """Starts a tenant's records."""
+
     name: str
 
 
-class _Object(msgspec.Struct, tag_field="kind", tag="object", kw_only=True, forbid_unknown_fields=True):
+class ObjectRecord(msgspec.Struct, tag_field="kind", tag="object", kw_only=True, forbid_unknown_fields=True):
+    """One stored object: its id and its exact stored bytes."""
+
     tenant: str
     id: bytes
     data: bytes
 
 
-class _Entry(msgspec.Struct, tag_field="kind", kw_only=True, forbid_unknown_fields=True):
+class EntryRecord(msgspec.Struct, tag_field="kind", kw_only=True, forbid_unknown_fields=True):
     """A raw key and value of one tenant's keyspace; the subclass's tag names which."""
 
     tenant: str
@@ -81,24 +70,26 @@ class _Entry(msgspec.Struct, tag_field="kind", kw_only=True, forbid_unknown_fiel
     value: bytes
 
 
-class _Ref(_Entry, tag="ref"):
-    pass
+class RefRecord(EntryRecord, tag="ref"):
+    """One ref: its name and stored value."""
 
 
-class _Reflog(_Entry, tag="reflog"):
-    pass
+class ReflogRecord(EntryRecord, tag="reflog"):
+    """One reflog entry: its key (ref name, 00, time) and stored value."""
 
 
-class _Redaction(_Entry, tag="redaction"):
-    pass
+class RedactionRecord(EntryRecord, tag="redaction"):
+    """One redaction record: the erased version's hash and the stored record."""
 
 
-class _End(msgspec.Struct, tag_field="kind", tag="end", kw_only=True, forbid_unknown_fields=True):
+class End(msgspec.Struct, tag_field="kind", tag="end", kw_only=True, forbid_unknown_fields=True):
+    """The last record: every tenant's counts, and the digest of everything before it."""
+
     tenants: list[TenantCounts]
     digest: bytes
 
 
-_Record = _Header | _Tenant | _Object | _Ref | _Reflog | _Redaction | _End
+Record = Header | TenantRecord | ObjectRecord | RefRecord | ReflogRecord | RedactionRecord | End
 
 
 _KINDS = ("header", "tenant", "object", "ref", "reflog", "redaction", "end")
@@ -107,13 +98,13 @@ _KINDS = ("header", "tenant", "object", "ref", "reflog", "redaction", "end")
 _encoder = msgspec.msgpack.Encoder(order="deterministic")
 
 
-_record_decoder: msgspec.msgpack.Decoder[_Record] = msgspec.msgpack.Decoder(_Record)
+_record_decoder: msgspec.msgpack.Decoder[Record] = msgspec.msgpack.Decoder(Record)
 
 
-_end_decoder = msgspec.msgpack.Decoder(_End)
+_end_decoder = msgspec.msgpack.Decoder(End)
 
 
-class _Writer:
+class Writer:
     """Frames records, hashes them, and writes them in large pieces."""
 
     def __init__(self, out: IO[bytes]) -> None:
@@ -122,7 +113,8 @@ class _Writer:
         self.buffer = bytearray()
         self.size = 0
 
-    def record(self, record: _Record) -> None:
+    def record(self, record: Record) -> None:
+        """Frame, hash and buffer one record."""
         body = _encoder.encode(record)
         frame = _LENGTH.pack(len(body)) + body
         self.hasher.update(frame)
@@ -131,19 +123,21 @@ class _Writer:
             self.flush()
 
     def end(self, tenants: list[TenantCounts]) -> bytes:
+        """Write the end record with the digest of everything before it; return the digest."""
         digest = self.hasher.digest()
-        body = _encoder.encode(_End(tenants=tenants, digest=digest))
+        body = _encoder.encode(End(tenants=tenants, digest=digest))
         self.buffer += _LENGTH.pack(len(body)) + body
         self.flush()
         return digest
 
     def flush(self) -> None:
+        """Write what is buffered."""
         self.out.write(self.buffer)
         self.size += len(self.buffer)
         self.buffer = bytearray()
 
 
-class _Reader:
+class Reader:
     """Reads framed records, hashing each one only once a record follows it.
 
     So when the end record has been read (and when the file has been read to its
@@ -182,6 +176,7 @@ class _Reader:
         return body
 
     def damaged(self, why: str) -> CorruptObject:
+        """The error for a truncated or damaged export."""
         return CorruptObject(f"{self.source} is truncated or corrupt: {why}; nothing was imported")
 
 
@@ -198,7 +193,7 @@ def _read_exactly(inp: IO[bytes], n: int) -> bytes:
     return b"".join(parts)
 
 
-def _header(reader: _Reader) -> _Header:
+def read_header(reader: Reader) -> Header:
     """Read and check the header: refuse what is not an export, or a newer one."""
     body = reader.next(limit=_MAX_HEADER)
     if body is None:
@@ -218,7 +213,7 @@ def _header(reader: _Reader) -> _Header:
             f"{EXPORT_VERSION}: upgrade Mnemosyne to import it"
         )
     try:
-        header = msgspec.convert(raw, _Header)
+        header = msgspec.convert(raw, Header)
     except msgspec.ValidationError as exc:
         raise reader.damaged(f"its header is malformed ({exc})") from None
     if header.store_format > FORMAT:
@@ -229,15 +224,15 @@ def _header(reader: _Reader) -> _Header:
     return header
 
 
-def _verify(inp: IO[bytes], start: int, source: str) -> _End:
+def verify(inp: IO[bytes], start: int, source: str) -> End:
     """First pass: the header, the framing and the digest, before anything is written.
 
     So damage is reported as damage, not as whatever odd record it happens to
     produce, and a truncated file never gets as far as the store.
     """
     inp.seek(start)
-    reader = _Reader(inp, source)
-    _header(reader)
+    reader = Reader(inp, source)
+    read_header(reader)
     last = b""
     while (body := reader.next()) is not None:
         last = body
@@ -247,14 +242,14 @@ def _verify(inp: IO[bytes], start: int, source: str) -> _End:
     return end
 
 
-def _decode_end(body: bytes, reader: _Reader) -> _End:
+def _decode_end(body: bytes, reader: Reader) -> End:
     try:
         return _end_decoder.decode(body)
     except (msgspec.DecodeError, msgspec.ValidationError):
         raise reader.damaged("it has no end record") from None
 
 
-def _decode(body: bytes, reader: _Reader) -> _Record:
+def decode_record(body: bytes, reader: Reader) -> Record:
     """Decode one record, telling an unknown kind (a newer export) from damage."""
     try:
         return _record_decoder.decode(body)
@@ -272,7 +267,8 @@ def _decode(body: bytes, reader: _Reader) -> _Record:
         raise InvalidInput(f"{reader.source}: record {reader.count} is malformed: {exc}") from None
 
 
-def _describe(inp: IO[bytes]) -> str:
+def describe(inp: IO[bytes]) -> str:
+    """How messages name an input stream: its file name, or "the export"."""
     name = getattr(inp, "name", None)
     return name if isinstance(name, str) else "the export"
 
@@ -283,7 +279,7 @@ def read_records(inp: IO[bytes]) -> Iterator[dict[str, Any]]:
     Raises:
         CorruptObject: the input ends inside a record.
     """
-    reader = _Reader(inp, _describe(inp))
+    reader = Reader(inp, describe(inp))
     while (body := reader.next()) is not None:
         record = msgspec.msgpack.decode(body)
         yield record if isinstance(record, dict) else {"kind": None, "value": record}

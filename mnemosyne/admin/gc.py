@@ -12,41 +12,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-import msgspec
-
-from mnemosyne.admin.fsck import ref_tips, reindex, topological
+from mnemosyne.index.build import ref_tips, reindex, topological
 from mnemosyne.index.view import View, WriteView
-from mnemosyne.model import codec
 from mnemosyne.model.objects import TreeChunk
-from mnemosyne.store.kv.base import Space
-from mnemosyne.store.prolly import EMPTY
-from mnemosyne.store.refs import time_key
+from mnemosyne.model.reports import GcReport
+from mnemosyne.store.prolly import EMPTY_ID
 
-_PENDING = b"gc-pending/"
-
-
-class GcReport(msgspec.Struct, frozen=True, kw_only=True):
-    """What a collection did.
-
-    Attributes:
-        objects_removed: objects deleted (unreachable for longer than the grace period).
-        bytes_removed: their stored size.
-        commits_removed: how many of them were commits.
-        pending: unreachable objects kept until their grace period ends.
-        reflog_entries_removed: reflog entries pruned by ``expire_reflog``.
-        compacted: whether the store file was rewritten without free pages.
-        file_bytes_before: the store file's size before compaction (when compacted).
-        file_bytes_after: its size after.
-    """
-
-    objects_removed: int
-    bytes_removed: int
-    commits_removed: int
-    pending: int
-    reflog_entries_removed: int
-    compacted: bool = False
-    file_bytes_before: int | None = None
-    file_bytes_after: int | None = None
+_COMMIT_TAG = b"\xa8commit@1"
 
 
 def reachable(view: View) -> set[bytes]:
@@ -57,7 +29,7 @@ def reachable(view: View) -> set[bytes]:
     """
     commits = topological(view, ref_tips(view))
     live: set[bytes] = set(commits)
-    live.add(codec.object_id(codec.encode(EMPTY)))
+    live.add(EMPTY_ID)
     for oid in commits:
         commit = view.commit(oid)
         live.update(commit.contradictions)
@@ -85,63 +57,39 @@ def _mark_tree(view: View, root: bytes, live: set[bytes]) -> None:
             live.update(chunk.values)
 
 
-def expire_reflogs(view: WriteView, horizon: datetime) -> int:
-    """Delete reflog entries older than ``horizon``, keeping each ref's newest entry."""
-    scope = view.stores.scope
-    newest: dict[bytes, bytes] = {}
-    old: list[bytes] = []
-    cutoff = time_key(horizon)
-    for key, _ in view.txn.scan(Space.REFLOG, scope):
-        # <ref name> 00 <8-byte time>: the time may itself contain zero bytes.
-        name, stamp = key[len(scope) : -9], key[-8:]
-        newest[name] = key
-        if stamp < cutoff:
-            old.append(key)
-    doomed = [key for key in old if key not in set(newest.values())]
-    for key in doomed:
-        view.txn.delete(Space.REFLOG, key)
-    return len(doomed)
-
-
 def collect(view: WriteView, *, grace: timedelta, now: datetime, expire_reflog: timedelta | None) -> GcReport:
     """Remove objects unreachable for longer than ``grace``; see the module docstring."""
     txn = view.txn
-    scope = view.stores.scope
-    pruned = expire_reflogs(view, now - expire_reflog) if expire_reflog is not None else 0
+    pending_marks = view.stores.pending
+    pruned = view.refs.expire(txn, now - expire_reflog) if expire_reflog is not None else 0
     live = reachable(view)
-    pending_prefix = _PENDING + scope
-    removed = removed_bytes = removed_commits = pending = 0
+    removed_bytes = removed_commits = pending = 0
     doomed: list[bytes] = []
-    for key, data in txn.scan(Space.OBJECTS, scope):
-        oid = key[len(scope) :]
+    for oid, data in view.objects.scan(txn):
         if oid in live:
             continue
-        seen = txn.get(Space.META, pending_prefix + oid)
-        first = datetime.fromtimestamp(int.from_bytes(seen, "big") / 1e6, tz=now.tzinfo) if seen else now
-        if now - first >= grace:
+        seen = pending_marks.first_seen(txn, oid)
+        if now - (seen or now) >= grace:
             doomed.append(oid)
             removed_bytes += len(data)
-            if data[1:10] == b"\xa8commit@1":
+            if data[1:10] == _COMMIT_TAG:
                 removed_commits += 1
         else:
             pending += 1
             if seen is None:
-                micros = int(now.timestamp() * 1e6)
-                txn.put(Space.META, pending_prefix + oid, micros.to_bytes(8, "big"))
+                pending_marks.mark(txn, oid, now)
     for oid in doomed:
-        txn.delete(Space.OBJECTS, scope + oid)
-        txn.delete(Space.META, pending_prefix + oid)
-        view.objects.forget_cached(oid)
-        removed += 1
+        view.objects.remove(txn, oid)
+        pending_marks.unmark(txn, oid)
     # Objects reachable again (a ref moved back to them) leave the pending list.
-    for key, _ in list(txn.scan(Space.META, pending_prefix)):
-        if key[len(pending_prefix) :] in live:
-            txn.delete(Space.META, key)
+    for oid in list(pending_marks.marked(txn)):
+        if oid in live:
+            pending_marks.unmark(txn, oid)
     if removed_commits:
         # Index entries of removed commits would name missing objects.
-        reindex(view.stores, txn)
+        reindex(view)
     return GcReport(
-        objects_removed=removed,
+        objects_removed=len(doomed),
         bytes_removed=removed_bytes,
         commits_removed=removed_commits,
         pending=pending,

@@ -1,5 +1,7 @@
-"""``Repo``: the Python API of a Mnemosyne store.
+"""``Repo``: the Python API of one tenant of a store.
 
+A thin facade over the objects that own each job (history, branches, recall,
+erasure, maintenance), all sharing one :class:`~mnemosyne.api.handle.Handle`.
 Returns data (Structs and iterators) and raises the :mod:`mnemosyne.errors`
 tree; never prints, never reads the environment, and takes its clock as a
 parameter so record time is testable.
@@ -7,78 +9,120 @@ parameter so record time is testable.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
 
-import msgspec
-
-from mnemosyne.admin.fsck import FsckReport, fsck, reindex
-from mnemosyne.api.branches import BranchMethods
-from mnemosyne.api.erasure import ForgettingMethods
-from mnemosyne.api.handle import Clock, aware
-from mnemosyne.api.recall import RecallMethods
-from mnemosyne.errors import InvalidInput, NotFound
-from mnemosyne.history import branches as branching
-from mnemosyne.history import queries, walk
-from mnemosyne.history.blame import Blame, blame
-from mnemosyne.history.commits import ClaimPolicy, apply_commit
-from mnemosyne.history.merge import Contradiction
-from mnemosyne.history.revisions import resolve
-from mnemosyne.index.view import WriteView
-from mnemosyne.model.ids import new_id
-from mnemosyne.model.objects import Commit, Node
-from mnemosyne.model.results import Change, Diff, Fact, Version
-from mnemosyne.model.validation import check_id, check_json
-from mnemosyne.recall.embedders import Embedder
-from mnemosyne.store.kv.base import WriteTxn
-from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV
-from mnemosyne.store.kv.memory import MemoryKV
-from mnemosyne.store.refs import check_branch_name
-from mnemosyne.store.tenancy import (
+from mnemosyne.api.branches import Branches
+from mnemosyne.api.erasure import Erasure
+from mnemosyne.api.handle import Clock, Handle, system_clock
+from mnemosyne.api.history import History
+from mnemosyne.api.maintenance import Maintenance
+from mnemosyne.api.recall import Recall
+from mnemosyne.api.store import Location, Store
+from mnemosyne.errors import InvalidInput
+from mnemosyne.history.branches import Resolution
+from mnemosyne.history.revisions import Rev
+from mnemosyne.model.choices import ClaimPolicy, MergeStrategy, SearchMode
+from mnemosyne.model.defaults import (
+    CONTEXT_BUDGET,
+    CONTEXT_K,
+    DEFAULT_AUTHOR,
     DEFAULT_TENANT,
-    check_bound,
-    check_tenant_name,
-    drop_tenant,
-    initialise,
-    open_tenant,
-    scope,
-    tenant_names,
+    EXPIRED_REASON,
+    GC_GRACE,
+    SEARCH_K,
 )
+from mnemosyne.model.objects import Commit, Node
+from mnemosyne.model.reports import ForgetReport, FsckReport, GcReport
+from mnemosyne.model.results import (
+    Blame,
+    CommitResult,
+    Context,
+    Contradiction,
+    Diff,
+    Fact,
+    Hit,
+    MergeResult,
+    ReadRecord,
+    Version,
+)
+from mnemosyne.model.times import TimeLike
+from mnemosyne.store import tenancy
+from mnemosyne.store.kv.base import KV
+from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE
 
-_DATA_FILE = "data.mdb"
+if TYPE_CHECKING:
+    from mnemosyne.recall.embedders import Embedder
+
+_UNSET: Any = object()
 
 
-def system_clock() -> datetime:
-    """The default clock: the system's time in UTC."""
-    return datetime.now(UTC)
+def _renamed(old: str, new: str, old_value: Any, new_value: Any) -> Any:
+    """The value of a renamed keyword argument, warning when the old name was used."""
+    if old_value is _UNSET:
+        return new_value
+    if new_value is not None:
+        raise InvalidInput(f"give {new}= alone ({old}= is its old name)")
+    warnings.warn(f"{old}= is deprecated; use {new}=", DeprecationWarning, stacklevel=3)
+    return old_value
 
 
-def _open_kv(
-    path: Path, create: bool, readonly: bool, map_size: int, max_map_size: int, sync: bool
-) -> LmdbKV:
-    return LmdbKV(
-        path, create=create, readonly=readonly, map_size=map_size, max_map_size=max_map_size, sync=sync
-    )
-
-
-class Repo(RecallMethods, ForgettingMethods, BranchMethods):
+class Repo:
     """A store of agent memory, bound to one tenant.
 
-    Open one with :meth:`init`, :meth:`open` or :meth:`in_memory`; use it as a
-    context manager or call :meth:`close`. A ``Repo`` may be shared by threads
-    (reads run concurrently, writes are serialised); open it again in a forked
-    child rather than carrying it across ``fork()``.
+    Open one with :meth:`init`, :meth:`open`, :meth:`in_memory` or
+    :meth:`Store.repo`; use it as a context manager or call :meth:`close`. A
+    ``Repo`` may be shared by threads (reads run concurrently, writes are
+    serialised); open it again in a forked child rather than carrying it across
+    ``fork()``. Every revision argument (``at=``, ``a``, ``b``, ``to``, …) takes
+    revision text or a :class:`Commit`; every time argument (``as_of=``,
+    ``valid_at=``) a timezone-aware datetime or RFC 3339 text.
     """
+
+    def __init__(self, store: Store, handle: Handle, *, owned: bool) -> None:
+        """Use :meth:`init`, :meth:`open`, :meth:`in_memory` or :meth:`Store.repo` instead."""
+        self.store = store
+        self._owned = owned
+        self._handle = handle
+        self._history = History(handle)
+        self._branches = Branches(handle)
+        self._recall = Recall(handle)
+        self._erasure = Erasure(handle, store.compact)
+        self._maintenance = Maintenance(handle)
+
+    @classmethod
+    def bind(
+        cls,
+        store: Store,
+        tenant: str,
+        *,
+        create: bool,
+        clock: Clock,
+        embedder: Embedder | str | None,
+        owned: bool,
+    ) -> Repo:
+        """A handle on ``tenant`` of an open store (see :meth:`Store.repo`)."""
+        tenancy.check_tenant_name(tenant)
+        scope = tenancy.open_tenant(store.kv, tenant, create, store.where)
+        repo = cls(store, Handle(store.kv, scope, tenant, clock), owned=owned)
+        if embedder is not None:
+            try:
+                repo.use_embedder(embedder)
+            except BaseException:
+                repo.close()
+                raise
+        return repo
 
     # -- opening -------------------------------------------------------------
 
     @classmethod
     def init(
         cls,
-        path: str | os.PathLike[str],
+        path: Location,
         *,
         clock: Clock = system_clock,
         map_size: int = DEFAULT_MAP_SIZE,
@@ -88,31 +132,18 @@ class Repo(RecallMethods, ForgettingMethods, BranchMethods):
     ) -> Repo:
         """Create a new store in the directory ``path`` and open its default tenant.
 
-        Keyword arguments are those of :meth:`open`.
+        Keyword arguments are those of :meth:`open` (see :meth:`Store.init`).
 
         Raises:
             InvalidInput: if a store (or any other file) is already there.
         """
-        where = _store_path(path)
-        if where.exists():
-            if (where / _DATA_FILE).exists():
-                raise InvalidInput(f"a store already exists at {where}")
-            if not where.is_dir():
-                raise InvalidInput(f"{where} exists and is not a directory")
-            if any(where.iterdir()):
-                raise InvalidInput(f"{where} exists and is not empty")
-        kv = _open_kv(where, True, False, map_size, max_map_size, sync)
-        try:
-            kv.transact(initialise)
-        except BaseException:
-            kv.close()
-            raise
-        return cls(kv, scope(0), DEFAULT_TENANT, clock, where)._with(embedder)
+        store = Store.init(path, map_size=map_size, max_map_size=max_map_size, sync=sync)
+        return cls._owning(store, DEFAULT_TENANT, False, clock, embedder)
 
     @classmethod
     def open(
         cls,
-        path: str | os.PathLike[str],
+        path: Location,
         *,
         tenant: str = DEFAULT_TENANT,
         create: bool = False,
@@ -123,7 +154,7 @@ class Repo(RecallMethods, ForgettingMethods, BranchMethods):
         sync: bool = True,
         embedder: Embedder | str | None = None,
     ) -> Repo:
-        """Open an existing store.
+        """Open an existing store, bound to one tenant: ``Store.open(path).repo(tenant)`` in one call.
 
         Args:
             path: the store directory.
@@ -133,47 +164,70 @@ class Repo(RecallMethods, ForgettingMethods, BranchMethods):
             clock: where record time comes from.
             map_size: initial LMDB map size in bytes.
             max_map_size: the map grows on demand up to this size.
+            sync: flush every commit to disk before returning (off: faster bulk
+                loads, and a crash may lose the latest commits, never the store).
             embedder: the embedder for semantic search (an ``Embedder`` or a name:
                 ``hash``, ``hash-DIM``, ``minilm``, ``none``); default: the store's
                 ``embedder`` setting.
-            sync: flush every commit to disk before returning (off: faster bulk
-                loads, and a crash may lose the latest commits, never the store).
 
         Raises:
             NotFound: no store at ``path``, or an unknown tenant without ``create``.
             InvalidInput: a store of a newer format, or a bad tenant name.
         """
-        where = _store_path(path)
-        try:
-            present = (where / _DATA_FILE).is_file()
-        except OSError:  # a name too long for the file system, …
-            present = False
-        if not present:
-            raise NotFound(f"no store at {where} (create one with 'mnemo init')")
-        check_tenant_name(tenant)
-        kv = _open_kv(where, False, readonly, map_size, max_map_size, sync)
-        try:
-            scope = open_tenant(kv, tenant, create, where)
-        except BaseException:
-            kv.close()
-            raise
-        return cls(kv, scope, tenant, clock, where)._with(embedder)
+        tenancy.check_tenant_name(tenant)
+        store = Store.open(path, readonly=readonly, map_size=map_size, max_map_size=max_map_size, sync=sync)
+        return cls._owning(store, tenant, create, clock, embedder)
 
     @classmethod
     def in_memory(cls, *, clock: Clock = system_clock, embedder: Embedder | str | None = None) -> Repo:
         """A store held in memory only: for tests and throwaway experiments."""
-        kv = MemoryKV()
-        kv.transact(initialise)
-        return cls(kv, scope(0), DEFAULT_TENANT, clock, None)._with(embedder)
+        return cls._owning(Store.in_memory(), DEFAULT_TENANT, False, clock, embedder)
 
-    def _with(self, embedder: Embedder | str | None) -> Repo:
-        if embedder is not None:
-            try:
-                self.use_embedder(embedder)
-            except BaseException:
-                self.close()
-                raise
+    @classmethod
+    def _owning(
+        cls, store: Store, tenant: str, create: bool, clock: Clock, embedder: Embedder | str | None
+    ) -> Repo:
+        try:
+            return cls.bind(store, tenant, create=create, clock=clock, embedder=embedder, owned=True)
+        except BaseException:
+            store.close()
+            raise
+
+    def close(self) -> None:
+        """Release the handle; a handle that opened its store closes the store too."""
+        if self._owned:
+            self.store.close()
+
+    def __enter__(self) -> Self:
         return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Repo {self.store.where} tenant={self.tenant}>"
+
+    @property
+    def tenant(self) -> str:
+        """The tenant this handle is bound to."""
+        return self._handle.tenant
+
+    @property
+    def path(self) -> Path | None:
+        """The store's directory (None in memory)."""
+        return self.store.path
+
+    @property
+    def readonly(self) -> bool:
+        """Whether the handle refuses writes."""
+        return self._handle.readonly
+
+    @property
+    def kv(self) -> KV:
+        """The storage backend (for maintenance tools and benchmarks)."""
+        return self._handle.kv
 
     # -- writing -------------------------------------------------------------
 
@@ -183,17 +237,19 @@ class Repo(RecallMethods, ForgettingMethods, BranchMethods):
         delete: Iterable[str] = (),
         *,
         message: str = "",
-        author: str = "unknown",
+        author: str = DEFAULT_AUTHOR,
         branch: str | None = None,
-        parent: str | None = None,
+        parent: Rev | None = None,
         meta: dict[str, Any] | None = None,
         allow_empty: bool = False,
         on_claim_conflict: ClaimPolicy = "refuse",
-    ) -> Commit:
+    ) -> CommitResult:
         """Record new versions of nodes and removals of ids as one atomic commit.
 
         The commit applies to the branch tip found inside its write transaction, so
-        concurrent writers never lose each other's commits.
+        concurrent writers never lose each other's commits. A commit whose puts and
+        removals change nothing writes nothing and returns the tip as it is
+        (``created`` False), so a write retried after a timeout never fails.
 
         Args:
             put: node versions to write; a node without an id gets a generated one.
@@ -211,173 +267,144 @@ class Repo(RecallMethods, ForgettingMethods, BranchMethods):
                 ``facts`` then returns both until a later commit resolves it).
 
         Returns:
-            The new commit.
+            The commit (a :class:`Commit`) with the ids written (``put_ids``,
+            generated ones included) and removed (``deleted_ids``), and ``created``.
 
         Raises:
-            InvalidInput: bad nodes, ids or meta; an id both written and removed; nothing
-                to commit.
+            InvalidInput: bad nodes, ids or meta; an id both written and removed.
             NotFound: removing an id that is not in the branch; an unknown ``parent``.
             RefConflict: ``parent`` was given and the branch has moved past it.
             ClaimConflict: a claim conflicts with another and the policy is ``"refuse"``.
         """
-        if on_claim_conflict not in ("refuse", "replace", "keep"):
-            raise InvalidInput("on_claim_conflict must be 'refuse', 'replace' or 'keep'")
-        if isinstance(put, Node) or isinstance(delete, str) or not _iterable(put, delete):
-            raise InvalidInput("put takes an iterable of Nodes and delete an iterable of ids")
-        nodes = list(put)
-        removals = [check_id(i) for i in delete]
-        for node in nodes:
-            if not isinstance(node, Node):
-                raise InvalidInput(f"put takes Node objects, not {type(node).__name__}")
-        if not isinstance(message, str) or not isinstance(author, str):
-            raise InvalidInput("message and author must be strings")
-        if meta is not None:
-            if not isinstance(meta, dict):
-                raise InvalidInput("commit meta must be a JSON map")
-            check_json(meta, "commit meta")
-        when_hint = self._now()
-        nodes = [n if n.id else _with_id(n, new_id(when_hint)) for n in nodes]
-        seen: set[str] = set()
-        for node_id in [n.id for n in nodes] + removals:
-            if node_id in seen:
-                raise InvalidInput(f"{node_id} appears more than once in one commit")
-            seen.add(node_id)
-        target = check_branch_name(branch) if branch is not None else None
+        return self._history.commit(
+            put,
+            delete,
+            message=message,
+            author=author,
+            branch=branch,
+            parent=parent,
+            meta=meta,
+            allow_empty=allow_empty,
+            on_claim_conflict=on_claim_conflict,
+        )
 
-        def work(txn: WriteTxn) -> Commit:
-            check_bound(txn, self.tenant, self._scope)
-            view = WriteView(self._stores, txn)
-            return apply_commit(
-                view,
-                branch=target or view.refs.head_branch(txn),
-                parent=parent,
-                nodes=nodes,
-                removals=removals,
-                author=author,
-                message=message,
-                meta=meta,
-                allow_empty=allow_empty,
-                on_claim_conflict=on_claim_conflict,
-                now=self._now(),
-            )
+    def revert(
+        self, commit: Rev, *, author: str = DEFAULT_AUTHOR, message: str | None = None
+    ) -> CommitResult:
+        """Undo one commit with a new commit on the current branch.
 
-        return self._kv.transact(work)
+        Raises:
+            MergeConflict: an id the commit changed has changed again since.
+            InvalidInput: the commit is a merge.
+        """
+        return self._history.revert(commit, author=author, message=message)
 
     # -- reading -------------------------------------------------------------
 
-    def resolve(self, rev: str = "HEAD", as_of: datetime | None = None) -> Commit:
-        """The commit a revision names (see ``INTERFACE.md`` for the syntax)."""
-        with self._view() as view:
-            oid = resolve(view, rev, as_of=aware(as_of) if as_of is not None else None)
-            return Commit.from_object(oid, view.commit(oid))
+    def resolve(self, rev: Rev = "HEAD", *, as_of: TimeLike | None = None) -> Commit:
+        """The commit a revision names (see the README's "Revisions and times").
+
+        Raises:
+            NotFound: nothing by that name (HEAD on a branch with no commits yet too).
+        """
+        return self._history.resolve(rev, as_of)
 
     def get(
         self,
         id: str,
-        at: str | None = None,
-        as_of: datetime | None = None,
         *,
+        at: Rev | None = None,
+        as_of: TimeLike | None = None,
         include_expired: bool = False,
     ) -> Node | None:
         """The version of ``id`` in a snapshot (default: HEAD), or None when absent.
 
         Args:
             id: the node id.
-            at: a revision (see ``INTERFACE.md``); default HEAD.
+            at: a revision; default HEAD.
             as_of: read the branch as it was at this record time, per its reflog.
             include_expired: return a node even past its ``expires_at`` (judged at
                 ``as_of`` when given, else now by the store's clock).
+
+        Raises:
+            Redacted: the version there was erased.
         """
-        check_id(id)
-        with self._view() as view:
-            tip = self._tip(view, at, as_of)
-            if tip is None:
-                return None
-            value = view.tree.get(view.commit(tip).tree, id)
-            if value is None:
-                return None
-            node = view.node(value)
-            if not include_expired and queries.expired(node, self._judged_at(as_of)):
-                return None
-            return node
+        return self._history.get(id, at, as_of, include_expired)
 
     def nodes(
         self,
-        at: str | None = None,
-        as_of: datetime | None = None,
-        prefix: str | None = None,
         *,
+        at: Rev | None = None,
+        as_of: TimeLike | None = None,
+        prefix: str | None = None,
         include_expired: bool = False,
     ) -> Iterator[Node]:
         """The nodes of a snapshot (default: HEAD), ordered by id, optionally under ``prefix``.
 
-        Expired nodes are left out unless ``include_expired``.
+        Expired nodes are left out unless ``include_expired``; erased ones always.
         """
-        if prefix is not None and not isinstance(prefix, str):
-            raise InvalidInput(f"prefix must be a string, not {type(prefix).__name__}")
-        with self._view() as view:
-            tip = self._tip(view, at, as_of)
-            root = view.commit(tip).tree if tip is not None else None
-        nodes = walk.nodes(self._view, root, prefix or "")
-        if include_expired:
-            return nodes
-        now = self._judged_at(as_of)
-        return (node for node in nodes if not queries.expired(node, now))
+        return self._history.nodes(at, as_of, prefix, include_expired)
 
     def log(
         self,
-        ref: str | None = None,
+        *,
+        at: Rev | None = None,
         node: str | None = None,
         limit: int | None = None,
-        as_of: datetime | None = None,
+        as_of: TimeLike | None = None,
+        ref: Rev | None = _UNSET,
     ) -> Iterator[Commit]:
-        """Commits reachable from ``ref`` (default: HEAD), newest first, streaming.
+        """Commits reachable from ``at`` (default: HEAD), newest first, streaming.
 
         With ``node``, only the commits that changed that id (through the change
-        index, without reading the others).
+        index, without reading the others). ``ref=`` is the old name of ``at=``.
         """
-        if node is not None:
-            check_id(node)
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise InvalidInput("limit must be a non-negative integer")
-        with self._view() as view:
-            tip = self._tip(view, ref, as_of)
-            if tip is None:
-                return iter(())
-            if node is None:
-                return walk.commits(self._view, tip, limit)
-            found = []
-            for oid, _ in walk.changes_of(view, node, tip):
-                found.append(Commit.from_object(oid, view.commit(oid)))
-                if limit is not None and len(found) >= limit:
-                    break
-            return iter(found)
+        return self._history.log(_renamed("ref", "at", ref, at), node, limit, as_of)
 
-    def history(self, id: str, ref: str | None = None) -> list[Version]:
-        """Every version of ``id`` in ``ref``'s history (default: HEAD), newest first."""
-        check_id(id)
-        with self._view() as view:
-            tip = self._tip(view, ref, None)
-            if tip is None:
-                return []
-            return queries.history(view, id, tip, self._now())
+    def history(self, id: str, *, at: Rev | None = None, ref: Rev | None = _UNSET) -> list[Version]:
+        """Every version of ``id`` in ``at``'s history (default: HEAD), newest first.
 
-    # -- claims and valid time ---------------------------------------------------
+        Each version has its status (``current``, ``superseded``, ``deleted``,
+        ``expired``, ``redacted``), the commit that wrote it and the one that ended
+        it; an erased one has its redaction record. ``ref=`` is the old name of ``at=``.
+        """
+        return self._history.history(id, _renamed("ref", "at", ref, at))
+
+    def blame(self, id: str, *, at: Rev | None = None) -> Blame:
+        """Who wrote the current version of ``id``, when, from what; per line or field.
+
+        Raises:
+            NotFound: if the id is not in the snapshot.
+        """
+        return self._history.blame(id, at)
+
+    def diff(self, a: Rev, b: Rev, *, as_of: TimeLike | None = None) -> Diff:
+        """What changed from revision ``a`` to revision ``b``.
+
+        Walks only the parts of the two trees whose hashes differ. With ``as_of``,
+        both revisions must name refs and are read as they were at that time.
+        """
+        return self._history.diff(a, b, as_of)
+
+    # -- claims and valid time -----------------------------------------------
 
     def facts(
         self,
         subject: str,
         predicate: str | None = None,
-        valid_at: datetime | None = None,
-        as_of: datetime | None = None,
-        at: str | None = None,
-    ) -> list[Node]:
-        """The claim nodes in force on ``subject`` at valid time ``valid_at``.
+        *,
+        valid_at: TimeLike | None = None,
+        as_of: TimeLike | None = None,
+        at: Rev | None = None,
+    ) -> list[Fact]:
+        """The claims in force on ``subject`` at valid time ``valid_at``, as facts.
 
         One claim per predicate: the one with the latest ``valid_from`` not after
         ``valid_at``, unless its own ``valid_to`` has passed. Two claims are returned
         for one predicate only when they start together with different values and
-        were kept on purpose (``on_claim_conflict="keep"``).
+        were kept on purpose (``on_claim_conflict="keep"``), or a merge left them
+        contradicting each other. Each fact carries its node, the commit that
+        recorded it and its effective interval.
 
         Args:
             subject: whose facts.
@@ -386,163 +413,332 @@ class Repo(RecallMethods, ForgettingMethods, BranchMethods):
             as_of: read the branch as it was at this record time ("what did we believe").
             at: a revision to read instead of HEAD.
         """
-        with self._view() as view:
-            tip = self._tip(view, at, as_of)
-            if tip is None:
-                return []
-            now = self._judged_at(as_of)
-            when = aware(valid_at, "valid_at") if valid_at is not None else now
-            return queries.facts(view, tip, subject, predicate, when, now)
-
-    def contradictions(self, ref: str | None = None) -> list[Contradiction]:
-        """Open contradictions at ``ref`` (default: HEAD): merged claims that disagree.
-
-        A contradiction stays open while both claims are in the snapshot unchanged;
-        an ordinary commit that corrects or removes either one resolves it.
-        """
-        with self._view() as view:
-            tip = self._tip(view, ref, None)
-            return queries.open_contradictions(view, tip) if tip is not None else []
+        return self._history.facts(subject, predicate, valid_at, as_of, at)
 
     def timeline(
-        self, subject: str, predicate: str, as_of: datetime | None = None, at: str | None = None
+        self, subject: str, predicate: str, *, as_of: TimeLike | None = None, at: Rev | None = None
     ) -> list[Fact]:
         """Every claim on one (subject, predicate), ordered by ``valid_from``.
 
         Each comes with the commit that recorded it, its effective interval and the
         claim it superseded in valid time.
         """
-        with self._view() as view:
-            tip = self._tip(view, at, as_of)
-            if tip is None:
-                return []
-            return queries.timeline(view, tip, subject, predicate, self._judged_at(as_of))
+        return self._history.timeline(subject, predicate, as_of, at)
 
-    def blame(self, id: str, at: str | None = None) -> Blame:
-        """Who wrote the current version of ``id``, when, from what; per line or field.
+    def contradictions(self, *, at: Rev | None = None, ref: Rev | None = _UNSET) -> list[Contradiction]:
+        """Open contradictions at ``at`` (default: HEAD): merged claims that disagree.
+
+        A contradiction stays open while both claims are in the snapshot unchanged;
+        an ordinary commit that corrects or removes either one resolves it.
+        ``ref=`` is the old name of ``at=``.
+        """
+        return self._history.contradictions(_renamed("ref", "at", ref, at))
+
+    # -- branches ------------------------------------------------------------
+
+    @property
+    def head(self) -> str:
+        """The name of the current branch."""
+        return self._branches.head()
+
+    def branches(self) -> list[str]:
+        """Names of the branches that have commits, sorted."""
+        return self._branches.names()
+
+    def branch_tips(self) -> list[tuple[str, Commit]]:
+        """Each branch with the commit at its tip, sorted by name."""
+        return self._branches.tips()
+
+    def branch(
+        self, name: str, *, at: Rev | None = None, author: str = DEFAULT_AUTHOR, start: Rev | None = _UNSET
+    ) -> Commit | None:
+        """Create branch ``name`` at revision ``at`` (default: HEAD); return the commit it starts at.
+
+        From HEAD on a branch with no commits yet, the new branch has none either
+        (as ``git switch -c`` does) and None is returned: the first commit on it
+        starts it. ``start=`` is the old name of ``at=``.
 
         Raises:
-            NotFound: if the id is not in the snapshot.
+            InvalidInput: a bad name, or the branch exists.
+            NotFound: ``at`` does not resolve.
         """
-        check_id(id)
-        with self._view() as view:
-            tip = self._tip(view, at, None)
-            if tip is None:
-                raise NotFound(f"{id} is not in the store: there are no commits yet")
-            return blame(view, id, tip)
+        return self._branches.create(name, _renamed("start", "at", start, at), author)
 
-    def diff(self, a: str, b: str, as_of: datetime | None = None) -> Diff:
-        """What changed from revision ``a`` to revision ``b``.
+    def delete_branch(self, name: str, *, author: str = DEFAULT_AUTHOR) -> Commit | None:
+        """Delete a branch; return the commit it pointed at (None: it had none). Its reflog stays.
 
-        Walks only the parts of the two trees whose hashes differ. With ``as_of``,
-        both revisions must name refs and are read as they were at that time.
+        Raises:
+            NotFound: no such branch.
+            InvalidInput: it is the current branch.
         """
-        when = aware(as_of) if as_of is not None else None
-        with self._view() as view:
-            oid_a = resolve(view, a, as_of=when)
-            oid_b = resolve(view, b, as_of=when)
-            root_a = view.commit(oid_a).tree
-            root_b = view.commit(oid_b).tree
-            added: list[Change] = []
-            removed: list[Change] = []
-            modified: list[Change] = []
-            for key, old, new in view.tree.diff(root_a, root_b):
-                change = Change(
-                    key,
-                    queries.readable(view, old) if old is not None else None,
-                    queries.readable(view, new) if new is not None else None,
-                    old.hex() if old is not None else None,
-                    new.hex() if new is not None else None,
-                )
-                if old is None:
-                    added.append(change)
-                elif new is None:
-                    removed.append(change)
-                else:
-                    modified.append(change)
-            return Diff(a=oid_a.hex(), b=oid_b.hex(), added=added, removed=removed, modified=modified)
+        return self._branches.delete(name, author)
 
-    # -- tenants -----------------------------------------------------------------
+    def switch(self, name: str) -> None:
+        """Make ``name`` the current branch.
 
-    def tenants(self) -> list[str]:
-        """Names of the store's tenants, sorted."""
-        with self._kv.read() as txn:
-            return tenant_names(txn)
+        Raises:
+            NotFound: no such branch.
+        """
+        self._branches.switch(name)
 
-    def drop_tenant(self, name: str) -> int:
-        """Delete a whole tenant: its objects, refs, reflogs and indexes.
+    def reset(self, branch: str, to: Rev, *, author: str = DEFAULT_AUTHOR) -> Commit:
+        """Move ``branch`` to revision ``to`` (reflogged, so as-of reads stay honest)."""
+        return self._branches.reset(branch, to, author)
 
-        The handle's own tenant cannot be dropped (open another tenant's handle to
-        do it). A tenant later created under the same name starts empty, in a new
-        key scope. Handles still bound to the dropped tenant refuse every read and
-        write with ``NotFound`` from then on, so they neither see the new tenant's
-        data nor write into the dropped scope.
+    def merge(
+        self,
+        source: Rev,
+        *,
+        into: str | None = None,
+        resolutions: Mapping[str, Resolution] | None = None,
+        strategy: MergeStrategy | None = None,
+        message: str | None = None,
+        author: str = DEFAULT_AUTHOR,
+    ) -> MergeResult:
+        """Merge revision ``source`` into branch ``into`` (default: the current branch).
+
+        Fast-forwards when possible; otherwise merges three ways per id against the
+        merge base (see :mod:`mnemosyne.history.merge` for the table). With conflicts
+        and no resolutions nothing is written and ``commit`` is None: call again with
+        ``resolutions`` ({id: "ours" | "theirs" | "base" | "delete" | Node}) or a
+        ``strategy`` ("ours" | "theirs") for every conflict.
+
+        Raises:
+            MergeConflict: resolutions name ids not in conflict, or leave some unresolved.
+            NotFound: ``source`` or ``into`` does not exist.
+        """
+        return self._branches.merge(source, into, resolutions, strategy, message, author)
+
+    def is_ancestor(self, ancestor: Rev, descendant: Rev) -> bool:
+        """Whether revision ``ancestor`` is reachable from ``descendant`` (or is it)."""
+        return self._branches.is_ancestor(ancestor, descendant)
+
+    def bisect(self, predicate: Callable[[Commit], bool], good: Rev, bad: Rev) -> Commit:
+        """The first commit after ``good`` on ``bad``'s first-parent line where ``predicate`` holds.
+
+        Binary search: about log2(n) evaluations of ``predicate`` for n commits
+        between the two, found through skip pointers without walking them all.
+        ``predicate`` receives a commit; read the memory there with ``at=commit``.
+
+        Raises:
+            InvalidInput: ``good`` is not a first-parent ancestor of ``bad``, the
+                predicate is false at ``bad`` or already true at ``good``.
+        """
+        return self._branches.bisect(predicate, good, bad)
+
+    # -- recall --------------------------------------------------------------
+
+    def use_embedder(self, embedder: Embedder | str | None) -> None:
+        """Use ``embedder`` for this handle.
+
+        An ``Embedder``, a name (``hash``, ``hash-DIM``, ``minilm``, ``none``), or
+        None for no semantic search. Without a call, the store's ``embedder``
+        setting decides.
+        """
+        self._recall.use(embedder)
+
+    def embedder(self) -> Embedder | None:
+        """The embedder this handle uses (loaded on first use from the store's setting)."""
+        return self._recall.embedder()
+
+    def config(self, key: str, value: str | None = None) -> str:
+        """Read a store setting, or change it when ``value`` is given (see :meth:`Store.config`)."""
+        found = self.store.config(key, value)
+        if value is not None and key == "embedder":
+            self._recall.settings_changed()
+        return found
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = SEARCH_K,
+        at: Rev | None = None,
+        as_of: TimeLike | None = None,
+        prefix: str | None = None,
+        valid_at: TimeLike | None = None,
+        kind: str | None = None,
+        meta: dict[str, Any] | None = None,
+        mode: SearchMode = "hybrid",
+        run_id: str | None = None,
+    ) -> list[Hit]:
+        """Recall memories by words and meaning, from one snapshot only.
+
+        Hybrid by default: BM25 over the text and the words of the id, fused by
+        reciprocal rank with cosine similarity of embeddings (when an embedder is
+        set). Filters apply before ranking, so a hit is always the version current
+        in the snapshot read (default: HEAD; ``at``/``as_of`` as for ``get``):
+        never a deleted, superseded, expired or erased one.
+
+        Args:
+            query: what to look for.
+            k: how many hits at most.
+            at: a revision to search instead of HEAD.
+            as_of: search the branch as it was at this record time.
+            prefix: only ids under this namespace.
+            valid_at: claims must be in force at this valid time (notes pass).
+            kind: only ``note`` or only ``claim`` nodes.
+            meta: exact matches on meta keys.
+            mode: ``hybrid``, ``lexical`` or ``semantic`` (which needs an embedder).
+            run_id: record the versions returned in the read log under this id.
+        """
+        return self._recall.search(
+            query,
+            k=k,
+            at=at,
+            as_of=as_of,
+            prefix=prefix,
+            valid_at=valid_at,
+            kind=kind,
+            meta=meta,
+            mode=mode,
+            run_id=run_id,
+        )
+
+    def context(
+        self,
+        query: str,
+        budget_tokens: int = CONTEXT_BUDGET,
+        *,
+        k: int = CONTEXT_K,
+        at: Rev | None = None,
+        as_of: TimeLike | None = None,
+        prefix: str | None = None,
+        valid_at: TimeLike | None = None,
+        run_id: str | None = None,
+    ) -> Context:
+        """The smallest cited context for ``query`` that fits ``budget_tokens``.
+
+        The best memories (as ranked by :meth:`search`, hybrid) that fit, with claims
+        no longer in force last, each with its id and hash; tokens are estimated as
+        one per four characters. Hits and claim checks come from one snapshot.
+        ``Context.render()`` gives the text to put in a prompt.
+        """
+        return self._recall.context(
+            query,
+            budget_tokens=budget_tokens,
+            k=k,
+            at=at,
+            as_of=as_of,
+            prefix=prefix,
+            valid_at=valid_at,
+            run_id=run_id,
+        )
+
+    def reads(self, run_id: str) -> list[ReadRecord]:
+        """What searches and contexts recorded under ``run_id`` returned, oldest first."""
+        return self._recall.reads(run_id)
+
+    def reindex_recall(
+        self, *, vectors: bool = False, progress: Callable[[int, int], None] | None = None
+    ) -> int:
+        """Rebuild the recall indexes from the stored node versions.
+
+        Args:
+            vectors: also drop and recompute every embedding of the current model.
+            progress: called with (done, total) as versions are indexed.
 
         Returns:
-            The number of keys deleted.
+            How many node versions were indexed.
+        """
+        return self._recall.reindex(vectors, progress)
+
+    # -- erasure and collection ----------------------------------------------
+
+    def forget(
+        self, id: str, reason: str, *, author: str = DEFAULT_AUTHOR, version: str | None = None
+    ) -> ForgetReport:
+        """Erase for real: delete the bytes of every version of ``id`` (or of one version).
+
+        Content, provenance and meta of each erased version leave the object store
+        and the derived indexes; an append-only redaction record (hash, time, author,
+        reason) takes its place. Trees and commits keep the hash, so history still
+        verifies; reading an erased version raises ``Redacted``. The current branch
+        drops the id in a normal commit when its version there was erased. Freed
+        pages keep old bytes until ``gc(compact=True)`` rewrites the file.
+
+        Args:
+            id: the node id (ids are keys and stay; personal data belongs in content).
+            reason: why, kept in the redaction record.
+            author: who, kept in the redaction record.
+            version: one version's hash (or a unique prefix of at least 4 hex
+                characters) to erase just that one.
+
+        Returns:
+            The redaction records made now, the first records of versions erased
+            before (``already_erased``), and the commit that dropped the id.
 
         Raises:
-            NotFound: no such tenant.
-            InvalidInput: it is this handle's tenant.
+            NotFound: the id has no such version in this tenant.
+            InvalidInput: no reason, or an ambiguous version prefix.
         """
-        check_tenant_name(name)
-        if name == self.tenant:
-            raise InvalidInput(f"cannot drop tenant {name!r} from a handle bound to it")
-        return self._kv.transact(lambda txn: drop_tenant(txn, name))
+        return self._erasure.forget(id, reason, author, version)
 
-    # -- integrity -------------------------------------------------------------
+    def forget_expired(self, reason: str = EXPIRED_REASON, *, author: str = DEFAULT_AUTHOR) -> ForgetReport:
+        """Erase every node version past its ``expires_at`` (judged by the store's clock)."""
+        return self._erasure.forget_expired(reason, author)
 
-    def fsck(self) -> FsckReport:
-        """Re-hash every object; check refs, reflogs, commits, trees and derived indexes.
+    def gc(
+        self,
+        grace: timedelta = GC_GRACE,
+        compact: bool = False,
+        expire_reflog: timedelta | None = None,
+    ) -> GcReport:
+        """Remove objects unreachable from every ref and retained reflog entry.
+
+        An object goes only after it has been unreachable for ``grace`` (the first
+        collection that finds it starts its clock; ``timedelta(0)`` removes at once).
+        Reflogs are kept forever unless ``expire_reflog`` prunes entries older than
+        that (as-of reads before the horizon then give ``NotFound``).
+
+        Args:
+            grace: how long an object must stay unreachable before it is removed.
+            compact: afterwards rewrite the store file from its live records only, so
+                erased bytes leave the disk; needs the store to itself (no other
+                handle in this process, no other process).
+            expire_reflog: prune reflog entries older than this.
+
+        Raises:
+            InvalidInput: ``compact`` while another handle or process has the store open.
+        """
+        return self._erasure.gc(grace, compact, expire_reflog)
+
+    # -- maintenance ---------------------------------------------------------
+
+    def fsck(self, *, repair: bool = False) -> FsckReport:
+        """Re-hash every object; check refs, reflogs, commits, trees and every derived index.
+
+        With ``repair``, when the only problems are derived indexes out of date,
+        rebuild them and check again (``reindexed`` says how many entries).
 
         Returns:
             A report; ``ok`` is False when anything is wrong, and ``problems`` says what.
         """
-        with self._view() as view:
-            return fsck(view)
+        return self._maintenance.fsck(repair)
 
     def reindex(self) -> int:
-        """Rebuild the derived indexes (commit graph, change index) from the commits.
+        """Rebuild the derived indexes (commit graph, change and claim indexes) from the commits.
+
+        Queues every stored version for the recall indexes too (the next search
+        rebuilds their postings).
 
         Returns:
             The number of index entries written.
         """
+        return self._maintenance.reindex()
 
-        def work(txn: WriteTxn) -> int:
-            check_bound(txn, self.tenant, self._scope)
-            return reindex(self._stores, txn)
+    def tenants(self) -> list[str]:
+        """Names of the store's tenants, sorted."""
+        return self.store.tenants()
 
-        return self._kv.transact(work)
-
-    def revert(self, commit: str, *, author: str = "unknown", message: str | None = None) -> Commit:
-        """Undo one commit with a new commit on the current branch.
+    def drop_tenant(self, name: str) -> int:
+        """Delete a whole tenant (see :meth:`Store.drop_tenant`); not this handle's own.
 
         Raises:
-            MergeConflict: an id the commit changed has changed again since.
+            InvalidInput: it is this handle's tenant, or the default tenant.
+            NotFound: no such tenant.
         """
-        with self._view() as view:
-            tip = self._tip(view, None, None)
-            if tip is None:
-                raise NotFound("the current branch has no commits")
-            oid, summary, puts, removals = branching.inverse(view, commit, tip)
-        return self.commit(
-            puts,
-            removals,
-            message=message or f"Revert {oid.hex()[:7]}: {summary}",
-            author=author,
-            parent=tip.hex(),
-        )
-
-
-def _store_path(path: str | os.PathLike[str]) -> Path:
-    if not isinstance(path, str | os.PathLike):
-        raise InvalidInput(f"a store path must be a string or a path, not {type(path).__name__}")
-    return Path(path)
-
-
-def _iterable(*values: object) -> bool:
-    return all(isinstance(value, Iterable) for value in values)
-
-
-def _with_id(node: Node, node_id: str) -> Node:
-    return msgspec.structs.replace(node, id=node_id)
+        tenancy.check_tenant_name(name)
+        if name == self.tenant:
+            raise InvalidInput(f"cannot drop tenant {name!r} from a handle bound to it")
+        return self.store.drop_tenant(name)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import itertools
 import json
-from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -18,48 +17,11 @@ import msgspec
 from mnemosyne.errors import NotFound, Redacted
 from mnemosyne.history.walk import changes_of
 from mnemosyne.index.view import View
-from mnemosyne.model.objects import Claim, Commit, Node
+from mnemosyne.model.objects import Claim, Commit
+from mnemosyne.model.results import Blame, BlameLine
 
 MAX_VERSIONS = 1000
 """How many older versions blame reads at most to attribute lines."""
-
-
-class BlameLine(msgspec.Struct, frozen=True, kw_only=True):
-    """One line of text (or one field of a JSON object) and the commit that wrote it.
-
-    Attributes:
-        key: the field name for JSON-object content; None for text lines.
-        text: the line, or the field's value as compact JSON.
-        commit: id of the commit that wrote it.
-        author: that commit's author.
-        record_time: that commit's record time.
-    """
-
-    key: str | None
-    text: str
-    commit: str
-    author: str
-    record_time: datetime
-
-
-class Blame(msgspec.Struct, frozen=True, kw_only=True):
-    """The answer to "where did this belief come from".
-
-    Attributes:
-        id: the node id.
-        node: the current version (its provenance says which step, observation
-            or tool call formed it); None when that version was erased.
-        commit: the commit that wrote the current version.
-        lines: per-line attribution for text, per-field for JSON objects and
-            claims, else one entry for the whole value; empty when erased.
-        redacted: the current version was erased (``node`` is None).
-    """
-
-    id: str
-    node: Node | None
-    commit: Commit
-    lines: list[BlameLine]
-    redacted: bool = False
 
 
 def _units(content: Any) -> tuple[list[str | None], list[str]] | None:
@@ -97,7 +59,16 @@ def blame(view: View, node_id: str, tip: bytes) -> Blame:
     try:
         node = view.node(current)
     except Redacted:
-        return Blame(id=node_id, node=None, commit=writer_commit, lines=[], redacted=True)
+        redaction = view.objects.redaction(view.txn, current)
+        return Blame(
+            id=node_id,
+            hash=current.hex(),
+            node=None,
+            commit=writer_commit,
+            lines=[],
+            redacted=True,
+            redaction=redaction,
+        )
 
     units = _units(node.content)
     if units is None:
@@ -109,7 +80,7 @@ def blame(view: View, node_id: str, tip: bytes) -> Blame:
             author=writer_commit.author,
             record_time=writer_commit.record_time,
         )
-        return Blame(id=node_id, node=node, commit=writer_commit, lines=[line])
+        return Blame(id=node_id, hash=current.hex(), node=node, commit=writer_commit, lines=[line])
 
     keys, texts = units
     # owner[i]: index into ``versions`` of the oldest version line i survives in.
@@ -160,7 +131,7 @@ def blame(view: View, node_id: str, tip: bytes) -> Blame:
         c = commits[index]
         line = BlameLine(key=keys[i], text=text, commit=c.id, author=c.author, record_time=c.record_time)
         lines.append(_through_merge(view, node_id, versions[index][0], line))
-    return Blame(id=node_id, node=node, commit=writer_commit, lines=lines)
+    return Blame(id=node_id, hash=current.hex(), node=node, commit=writer_commit, lines=lines)
 
 
 def _through_merge(view: View, node_id: str, commit: bytes, line: BlameLine) -> BlameLine:

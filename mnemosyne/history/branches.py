@@ -8,77 +8,62 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Literal
 
 import msgspec
 
 from mnemosyne.errors import InvalidInput, MergeConflict, NotFound
 from mnemosyne.history.commits import record_commit
 from mnemosyne.history.merge import (
-    Conflict,
-    ConflictKind,
-    Contradiction,
     ThreeWay,
     contradictions,
     merge_bases,
     record,
     three_way,
 )
-from mnemosyne.history.revisions import resolve
+from mnemosyne.history.revisions import Rev, label, resolve
 from mnemosyne.index.view import View, WriteView
-from mnemosyne.model import codec
-from mnemosyne.model.objects import Claim, Commit, Node
-from mnemosyne.store.prolly import EMPTY
+from mnemosyne.model.choices import Choice, MergeStrategy
+from mnemosyne.model.objects import Claim, Commit, Node, has_id
+from mnemosyne.model.results import Conflict, ConflictKind, Contradiction, MergeResult
+from mnemosyne.store.prolly import EMPTY_ID
 from mnemosyne.store.refs import BRANCH_PREFIX
 
-Resolution = Literal["ours", "theirs", "base", "delete"] | Node
-Strategy = Literal["ours", "theirs"]
+Resolution = Choice | Node
+"""How one conflict is resolved: a side, the base, deletion, or a node to write."""
 
 
-class MergeResult(msgspec.Struct, frozen=True, kw_only=True):
-    """The outcome of :meth:`Repo.merge`.
+def create(view: WriteView, name: str, start: Rev | None, now: datetime, author: str) -> Commit | None:
+    """Create branch ``name`` at ``start`` (default: HEAD); return the commit it starts at.
 
-    Attributes:
-        commit: the merge commit, the new tip after a fast-forward, the unchanged
-            tip when there was nothing to merge, or None while conflicts are unresolved.
-        conflicts: ids both sides changed incompatibly (empty once resolved).
-        contradictions: claims that disagree across the two sides; reported and
-            recorded in the merge commit, they do not block it.
-        fast_forward: the branch just moved to the source's tip.
-        up_to_date: the source was already merged; nothing changed.
+    From HEAD on a branch with no commits yet, the new branch has none either (as
+    ``git switch -c`` does): the first commit on it starts it, and None is returned.
     """
-
-    commit: Commit | None
-    conflicts: list[Conflict]
-    contradictions: list[Contradiction]
-    fast_forward: bool = False
-    up_to_date: bool = False
-
-
-def create(view: WriteView, name: str, start: str | None, now: datetime, author: str) -> Commit:
-    """Create branch ``name`` at ``start`` (default: HEAD)."""
     ref = BRANCH_PREFIX + name
-    if view.refs.exists(view.txn, ref):
+    if view.refs.exists(view.txn, ref) or view.refs.head_branch(view.txn) == name:
         raise InvalidInput(f"branch {name!r} already exists")
-    oid = resolve(view, "HEAD" if start is None else start)  # "" is no revision, not HEAD
     when = view.refs.next_time(view.txn, ref, now)
-    view.refs.update(
-        view.txn, ref, None, oid, when=when, author=author, reason=f"branch: from {start or 'HEAD'}"
-    )
+    if start is None and view.refs.read(view.txn, BRANCH_PREFIX + view.refs.head_branch(view.txn)) is None:
+        view.refs.create_unborn(
+            view.txn, ref, when=when, author=author, reason="branch: from HEAD (no commits)"
+        )
+        return None
+    oid = resolve(view, "HEAD" if start is None else start)  # "" is no revision, not HEAD
+    origin = label(start) if start is not None else "HEAD"
+    view.refs.update(view.txn, ref, None, oid, when=when, author=author, reason=f"branch: from {origin}")
     return Commit.from_object(oid, view.commit(oid))
 
 
-def delete(view: WriteView, name: str, now: datetime, author: str) -> Commit:
-    """Delete branch ``name``; return the commit it pointed at. Its reflog stays."""
+def delete(view: WriteView, name: str, now: datetime, author: str) -> Commit | None:
+    """Delete branch ``name``; return the commit it pointed at (None: it had none). Its reflog stays."""
     ref = BRANCH_PREFIX + name
-    tip = view.refs.read(view.txn, ref)
-    if tip is None:
+    if not view.refs.exists(view.txn, ref):
         raise NotFound(f"no branch named {name!r}")
     if view.refs.head_branch(view.txn) == name:
         raise InvalidInput(f"cannot delete {name!r}: it is the current branch (switch first)")
+    tip = view.refs.read(view.txn, ref)
     when = view.refs.next_time(view.txn, ref, now)
     view.refs.update(view.txn, ref, tip, None, when=when, author=author, reason="branch: deleted")
-    return Commit.from_object(tip, view.commit(tip))
+    return Commit.from_object(tip, view.commit(tip)) if tip is not None else None
 
 
 def switch(view: WriteView, name: str) -> None:
@@ -88,7 +73,7 @@ def switch(view: WriteView, name: str) -> None:
     view.refs.set_head(view.txn, name)
 
 
-def reset(view: WriteView, branch: str, to: str, now: datetime, author: str) -> Commit:
+def reset(view: WriteView, branch: str, to: Rev, now: datetime, author: str) -> Commit:
     """Move ``branch`` to revision ``to``."""
     ref = BRANCH_PREFIX + branch
     tip = view.refs.read(view.txn, ref)
@@ -96,7 +81,7 @@ def reset(view: WriteView, branch: str, to: str, now: datetime, author: str) -> 
         raise NotFound(f"no branch named {branch!r}")
     oid = resolve(view, to)
     when = view.refs.next_time(view.txn, ref, now)
-    view.refs.update(view.txn, ref, tip, oid, when=when, author=author, reason=f"reset: to {to}")
+    view.refs.update(view.txn, ref, tip, oid, when=when, author=author, reason=f"reset: to {label(to)}")
     return Commit.from_object(oid, view.commit(oid))
 
 
@@ -109,7 +94,7 @@ def _virtual_base(view: WriteView, bases: list[bytes]) -> bytes:
     tree = view.commit(bases[0]).tree
     for other in bases[1:]:
         inner = merge_bases(view, bases[0], other)
-        inner_tree = view.commit(inner[0]).tree if inner else view.put_chunk(EMPTY)
+        inner_tree = view.commit(inner[0]).tree if inner else view.empty_tree()
         step = three_way(view, inner_tree, tree, view.commit(other).tree, later_is_theirs=True)
         for oid, node in step.merged.items():
             view.objects.put(view.txn, node)
@@ -135,10 +120,10 @@ def _conflict(
 def merge(
     view: WriteView,
     *,
-    source: str,
+    source: Rev,
     into: str,
     resolutions: Mapping[str, Resolution] | None,
-    strategy: Strategy | None,
+    strategy: MergeStrategy | None,
     message: str | None,
     author: str,
     now: datetime,
@@ -160,14 +145,16 @@ def merge(
         if wanted:
             raise MergeConflict(f"stale resolutions: {', '.join(sorted(wanted))} are not in conflict")
 
-    if ours is None and into != view.refs.head_branch(txn):
+    name = label(source)
+    if ours is None and not view.refs.exists(txn, ref) and into != view.refs.head_branch(txn):
         raise NotFound(f"no branch named {into!r} to merge into")
+    previous = Commit.from_object(ours, view.commit(ours)) if ours is not None else None
     if ours is None or view.graph.is_ancestor(txn, ours, theirs):
         no_conflicts_expected()
         if ours != theirs:
             when = view.refs.next_time(txn, ref, now)
             view.refs.update(
-                txn, ref, ours, theirs, when=when, author=author, reason=f"merge {source}: fast-forward"
+                txn, ref, ours, theirs, when=when, author=author, reason=f"merge {name}: fast-forward"
             )
         return MergeResult(
             commit=Commit.from_object(theirs, view.commit(theirs)),
@@ -175,20 +162,22 @@ def merge(
             contradictions=[],
             fast_forward=ours != theirs,
             up_to_date=ours == theirs,
+            previous=previous,
         )
     if view.graph.is_ancestor(txn, theirs, ours):
         no_conflicts_expected()
         return MergeResult(
-            commit=Commit.from_object(ours, view.commit(ours)),
+            commit=previous,
             conflicts=[],
             contradictions=[],
             up_to_date=True,
+            previous=previous,
         )
 
     ours_obj = view.commit(ours)
     theirs_obj = view.commit(theirs)
     bases = merge_bases(view, ours, theirs)
-    base_tree = _virtual_base(view, bases) if bases else view.put_chunk(EMPTY)
+    base_tree = _virtual_base(view, bases) if bases else view.empty_tree()
     plan = three_way(
         view, base_tree, ours_obj.tree, theirs_obj.tree, theirs_obj.record_time > ours_obj.record_time
     )
@@ -205,7 +194,8 @@ def merge(
         return MergeResult(
             commit=None,
             conflicts=[_conflict(view, entry) for entry in plan.conflicts],
-            contradictions=[_contradiction(a, b) for a, b in pairs],
+            contradictions=[_contradiction(a, b, None) for a, b in pairs],
+            previous=previous,
         )
     written = _resolve(view, plan, in_conflict, wanted, strategy)
     root, changes = view.tree.update(ours_obj.tree, sorted(plan.edits.items()))
@@ -222,19 +212,20 @@ def merge(
         written,
         parents=(ours, theirs),
         author=author,
-        message=message or f"Merge {source} into {into}",
+        message=message or f"Merge {name} into {into}",
         meta=None,
         now=now,
         contradictions=records,
-        reason=f"merge {source}",
+        reason=f"merge {name}",
     )
-    return MergeResult(commit=commit, conflicts=[], contradictions=[_contradiction(a, b) for a, b in pairs])
+    found = [_contradiction(a, b, record) for (a, b), record in zip(pairs, records, strict=True)]
+    return MergeResult(commit=commit, conflicts=[], contradictions=found, previous=previous)
 
 
-def _contradiction(a: Node, b: Node) -> Contradiction:
+def _contradiction(a: Node, b: Node, record: bytes | None) -> Contradiction:
     claim = a.content
     assert isinstance(claim, Claim)
-    return Contradiction(claim.subject, claim.predicate, (a, b))
+    return Contradiction(claim.subject, claim.predicate, (a, b), record.hex() if record is not None else None)
 
 
 def _resolve(
@@ -242,7 +233,7 @@ def _resolve(
     plan: ThreeWay,
     in_conflict: Mapping[str, tuple[str, str, bytes | None, bytes | None, bytes | None]],
     wanted: dict[str, Resolution],
-    strategy: Strategy | None,
+    strategy: MergeStrategy | None,
 ) -> dict[bytes, Node]:
     """Turn resolutions into edits on top of ours; store merged and supplied nodes."""
     written: dict[bytes, Node] = {}
@@ -260,7 +251,7 @@ def _resolve(
         elif choice == "delete":
             plan.edits[node_id] = None
         elif isinstance(choice, Node):
-            node = choice if choice.id else msgspec.structs.replace(choice, id=node_id)
+            node = choice if has_id(choice) else msgspec.structs.replace(choice, id=node_id)
             if node.id != node_id:
                 raise InvalidInput(f"the node resolving {node_id} has id {node.id}")
             oid = view.objects.put(view.txn, node)
@@ -271,7 +262,7 @@ def _resolve(
     return written
 
 
-def inverse(view: View, rev: str, tip: bytes) -> tuple[bytes, str, list[Node], list[str]]:
+def inverse(view: View, rev: Rev, tip: bytes) -> tuple[bytes, str, list[Node], list[str]]:
     """What undoing commit ``rev`` on top of ``tip`` writes: ``(commit, summary, puts, removals)``.
 
     Raises:
@@ -282,7 +273,7 @@ def inverse(view: View, rev: str, tip: bytes) -> tuple[bytes, str, list[Node], l
     obj = view.commit(oid)
     if len(obj.parents) > 1:
         raise InvalidInput("reverting a merge commit is not supported")
-    base = view.commit(obj.parents[0]).tree if obj.parents else empty_tree_id()
+    base = view.commit(obj.parents[0]).tree if obj.parents else EMPTY_ID
     tip_root = view.commit(tip).tree
     puts: list[Node] = []
     removals: list[str] = []
@@ -295,8 +286,3 @@ def inverse(view: View, rev: str, tip: bytes) -> tuple[bytes, str, list[Node], l
             puts.append(view.node(old))
     summary = obj.message.splitlines()[0] if obj.message else ""
     return oid, summary, puts, removals
-
-
-def empty_tree_id() -> bytes:
-    """The id of the empty tree."""
-    return codec.object_id(codec.encode(EMPTY))

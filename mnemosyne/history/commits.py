@@ -9,20 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
+
+import msgspec
 
 from mnemosyne.errors import ClaimConflict, InvalidInput, NotFound, RefConflict
-from mnemosyne.history.revisions import resolve
+from mnemosyne.history.revisions import Rev, resolve
 from mnemosyne.index import claims
-from mnemosyne.index import recall_queue as recall_queue
 from mnemosyne.index.build import index_commit
 from mnemosyne.index.view import View, WriteView
-from mnemosyne.model.objects import Claim, Commit, CommitObject, Node
-from mnemosyne.model.validation import rfc3339
-from mnemosyne.store.prolly import EMPTY, Change
+from mnemosyne.model.choices import ClaimPolicy
+from mnemosyne.model.ids import new_id
+from mnemosyne.model.objects import Claim, Commit, CommitObject, Node, has_id
+from mnemosyne.model.results import CommitResult
+from mnemosyne.model.times import rfc3339
+from mnemosyne.store.prolly import Change
 from mnemosyne.store.refs import BRANCH_PREFIX, TICK
-
-ClaimPolicy = Literal["refuse", "replace", "keep"]
 
 
 def record_commit(
@@ -62,7 +64,7 @@ def record_commit(
     index_commit(view, oid, obj, changes, written)
     # Recall indexes catch up lazily, at the next search: a commit only queues what
     # it wrote (rebuilding the other indexes queues nothing; reindex requeues all).
-    recall_queue.add(txn, view.stores.scope, [new for _, _, new in changes if new is not None])
+    view.stores.queue.add(txn, [new for _, _, new in changes if new is not None])
     summary = message.splitlines()[0] if message else ""
     view.refs.update(txn, ref, tip, oid, when=when, author=author, reason=f"{reason}: {summary}")
     return Commit.from_object(oid, obj)
@@ -72,7 +74,7 @@ def apply_commit(
     view: WriteView,
     *,
     branch: str,
-    parent: str | None,
+    parent: Rev | None,
     nodes: list[Node],
     removals: list[str],
     author: str,
@@ -81,15 +83,29 @@ def apply_commit(
     allow_empty: bool,
     on_claim_conflict: ClaimPolicy,
     now: datetime,
-) -> Commit:
+) -> CommitResult:
     """Commit ``nodes`` and ``removals`` on top of ``branch``'s current tip.
+
+    Nodes without an id get a generated one (time-ordered, from ``now``). When
+    nothing would change and ``allow_empty`` is off, nothing is written and the
+    result is the tip as it was (``created`` False): a retried write is a no-op.
 
     Raises:
         RefConflict: ``parent`` names a commit other than the tip.
-        NotFound: a removal names an id that is not in the branch.
-        InvalidInput: nothing would change and ``allow_empty`` is off.
+        NotFound: a removal names an id that is not in the branch (in a commit
+            that changes something else).
+        InvalidInput: an id appears twice; nothing to commit on a branch with no
+            commits yet.
         ClaimConflict: see :func:`claim_conflicts`.
     """
+    nodes = [node if has_id(node) else msgspec.structs.replace(node, id=new_id(now)) for node in nodes]
+    seen: set[str] = set()
+    for node_id in [n.id for n in nodes] + removals:
+        if node_id in seen:
+            raise InvalidInput(f"{node_id} appears more than once in one commit")
+        seen.add(node_id)
+    put_ids = tuple(node.id for node in nodes)
+    deleted_ids = tuple(removals)
     txn = view.txn
     tip = view.refs.read(txn, BRANCH_PREFIX + branch)
     if parent is not None:
@@ -99,7 +115,7 @@ def apply_commit(
                 f"branch {branch} moved: expected {expected.hex()[:7]}, "
                 f"found {tip.hex()[:7] if tip else 'no commits'}"
             )
-    base = view.commit(tip).tree if tip is not None else view.put_chunk(EMPTY)
+    base = view.commit(tip).tree if tip is not None else view.empty_tree()
     claim_root = view.graph.entry(txn, tip).claims if tip is not None else b""
     replaced = claim_conflicts(view, claim_root, nodes, removals, on_claim_conflict)
     written: dict[bytes, Node] = {}
@@ -110,16 +126,20 @@ def apply_commit(
     edits.extend((node_id, None) for node_id in removals + replaced)
     edits.sort(key=lambda edit: edit[0])
     root, changes = view.tree.update(base, edits)
-    if removals:
+    if removals and changes:
+        # (A commit that changes nothing at all is a retry: it is a no-op below.)
         removed = {key for key, _, new in changes if new is None}
         missing = [i for i in removals if i not in removed]
         if missing:
             raise NotFound(f"cannot remove {missing[0]}: it is not in branch {branch}")
     if not changes and not allow_empty:
-        raise InvalidInput(
-            "nothing to commit: the snapshot would not change (an empty commit must be allowed explicitly)"
-        )
-    return record_commit(
+        if tip is None:
+            raise InvalidInput(f"nothing to commit: branch {branch!r} has no commits and nothing was given")
+        # Nothing changes (a retried write): no commit, no objects; the tip as it is.
+        # Stored node bytes are unreachable until a commit names them; gc removes them.
+        current = Commit.from_object(tip, view.commit(tip))
+        return _result(current, put_ids, deleted_ids, created=False)
+    made = record_commit(
         view,
         branch,
         tip,
@@ -132,6 +152,14 @@ def apply_commit(
         meta=meta,
         now=now,
     )
+    return _result(made, put_ids, deleted_ids, created=True)
+
+
+def _result(
+    commit: Commit, put_ids: tuple[str, ...], deleted_ids: tuple[str, ...], created: bool
+) -> CommitResult:
+    fields = {name: getattr(commit, name) for name in commit.__struct_fields__}
+    return CommitResult(**fields, put_ids=put_ids, deleted_ids=deleted_ids, created=created)
 
 
 def claim_conflicts(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
@@ -32,36 +32,7 @@ from mnemosyne.errors import Redacted
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model import codec
 from mnemosyne.model.objects import Claim, ContradictionObject, Node, ObjectId
-
-ConflictKind = Literal["edit/edit", "delete/edit", "edit/delete", "add/add"]
-
-
-class Conflict(msgspec.Struct, frozen=True):
-    """An id both sides changed in ways that cannot both hold.
-
-    Attributes:
-        id: the node id.
-        kind: ``edit/edit``, ``delete/edit`` (ours deleted, theirs edited),
-            ``edit/delete`` or ``add/add``.
-        base: the version at the merge base (None if absent).
-        ours: our version (None if deleted).
-        theirs: their version (None if deleted).
-    """
-
-    id: str
-    kind: ConflictKind
-    base: Node | None
-    ours: Node | None
-    theirs: Node | None
-
-
-class Contradiction(msgspec.Struct, frozen=True):
-    """Two claims on one (subject, predicate) that disagree about overlapping valid time."""
-
-    subject: str
-    predicate: str
-    claims: tuple[Node, ...]
-
+from mnemosyne.model.results import ConflictKind
 
 _P1, _P2, _STALE, _RESULT = 1, 2, 4, 8
 
@@ -247,10 +218,3 @@ def record(view: WriteView, pairs: Iterable[tuple[Node, Node]]) -> tuple[bytes, 
         )
         oids.append(view.objects.put(view.txn, obj))
     return tuple(oids)
-
-
-def still_open(view: View, tree: bytes, oid: bytes) -> bool:
-    """Whether both claims of a contradiction record are still in the snapshot unchanged."""
-    obj = view.objects.load(view.txn, oid)
-    assert isinstance(obj, ContradictionObject)
-    return all(view.tree.get(tree, node_id) == value for node_id, value in obj.claims)

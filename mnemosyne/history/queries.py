@@ -1,7 +1,7 @@
 """Read-side queries over one snapshot: versions of an id, facts, timelines, contradictions.
 
 Each function takes a :class:`~mnemosyne.index.view.View` and the commit to read, so
-``Repo`` only resolves revisions and times and hands over.
+the API only resolves revisions and times and hands over.
 """
 
 from __future__ import annotations
@@ -10,11 +10,10 @@ from datetime import datetime
 
 from mnemosyne.errors import Redacted
 from mnemosyne.history import walk
-from mnemosyne.history.merge import Contradiction
 from mnemosyne.index import claims
 from mnemosyne.index.view import View
 from mnemosyne.model.objects import Claim, Commit, ContradictionObject, Node
-from mnemosyne.model.results import Fact, Status, Version
+from mnemosyne.model.results import Contradiction, Fact, Status, Version
 
 
 def expired(node: Node, now: datetime) -> bool:
@@ -46,8 +45,10 @@ def history(view: View, node_id: str, tip: bytes, now: datetime) -> list[Version
             node = readable(view, value)
             status: Status
             ended_by = superseded_by = None
+            redaction = None
             if node is None:
                 status = "redacted"
+                redaction = view.objects.redaction(view.txn, value)
                 if newer is not None:
                     ended_by = newer[0].hex()
             elif newer is None:
@@ -65,6 +66,7 @@ def history(view: View, node_id: str, tip: bytes, now: datetime) -> list[Version
                     status=status,
                     ended_by=ended_by,
                     superseded_by=superseded_by,
+                    redaction=redaction,
                 )
             )
         newer = (oid, value)
@@ -80,14 +82,60 @@ def open_contradictions(view: View, tip: bytes) -> list[Contradiction]:
         nodes = [readable(view, value) for _, value in obj.claims]
         if all(node is not None for node in nodes):
             # An erased claim no longer contradicts anything.
-            out.append(Contradiction(obj.subject, obj.predicate, tuple(n for n in nodes if n is not None)))
+            found = tuple(n for n in nodes if n is not None)
+            out.append(Contradiction(obj.subject, obj.predicate, found, oid.hex()))
     return out
+
+
+def writer(view: View, node_id: str, tip: bytes) -> Commit:
+    """The commit that wrote the version of ``node_id`` current at ``tip``."""
+    oid = next(walk.changes_of(view, node_id, tip))[0]
+    return Commit.from_object(oid, view.commit(oid))
+
+
+def _supersedes(previous: Fact | None, start: datetime, commit: Commit) -> str | None:
+    """The claim a fact starting at ``start`` cut short, if ``previous`` (just before it) is one."""
+    if (
+        previous is not None
+        and previous.effective_to == start
+        and _claim(previous.node).valid_to != start
+        and previous.commit.record_time < commit.record_time
+    ):
+        # It cut short a claim that was already recorded: it replaced that value.
+        # (One that ended by its own valid_to just where this one begins was not cut short.)
+        return previous.id
+    return None
+
+
+def _fact(
+    view: View, tip: bytes, root: bytes, node_id: str, node: Node, now: datetime, with_before: bool = True
+) -> Fact:
+    """The fact of one claim in force, its neighbours on its timeline read by seeks."""
+    claim = _claim(node)
+    before, next_start = claims.neighbours(view, root, node_id, claim, now)
+    end = (
+        claim.valid_to
+        if next_start is None or (claim.valid_to and claim.valid_to < next_start)
+        else next_start
+    )
+    commit = writer(view, node_id, tip)
+    previous = None
+    if before is not None and with_before:
+        previous = _fact(view, tip, root, before[0], before[1], now, with_before=False)
+    return Fact(
+        id=node_id,
+        node=node,
+        commit=commit,
+        effective_from=claim.valid_from,
+        effective_to=end,
+        supersedes=_supersedes(previous, claim.valid_from, commit),
+    )
 
 
 def facts(
     view: View, tip: bytes, subject: str, predicate: str | None, valid_at: datetime, now: datetime
-) -> list[Node]:
-    """The claims in force on ``subject`` at ``valid_at`` in ``tip``'s snapshot."""
+) -> list[Fact]:
+    """The claims in force on ``subject`` at ``valid_at`` in ``tip``'s snapshot, as facts."""
     root = view.graph.entry(view.txn, tip).claims
     names = [predicate] if predicate is not None else list(claims.predicates(view, root, subject))
     found: list[Node] = []
@@ -103,7 +151,7 @@ def facts(
             covers = claim.valid_from <= valid_at and (claim.valid_to is None or valid_at < claim.valid_to)
             if covers and not expired(node, now) and all(n.hash != node.hash for n in found):
                 found.append(node)
-    return found
+    return [_fact(view, tip, root, node.id, node, now) for node in found]
 
 
 def timeline(view: View, tip: bytes, subject: str, predicate: str, now: datetime) -> list[Fact]:
@@ -114,25 +162,14 @@ def timeline(view: View, tip: bytes, subject: str, predicate: str, now: datetime
     out: list[Fact] = []
     previous: Fact | None = None
     for (node_id, node), (start, end) in zip(entries, spans, strict=True):
-        writer = next(walk.changes_of(view, node_id, tip))[0]
-        commit = Commit.from_object(writer, view.commit(writer))
-        supersedes = None
-        if (
-            previous is not None
-            and previous.effective_to == start
-            and _claim(previous.node).valid_to != start
-            and previous.commit.record_time < commit.record_time
-        ):
-            # It cut short a claim that was already recorded: it replaced that value.
-            # (One that ended by its own valid_to just where this one begins was not cut short.)
-            supersedes = previous.id
+        commit = writer(view, node_id, tip)
         fact = Fact(
             id=node_id,
             node=node,
             commit=commit,
             effective_from=start,
             effective_to=end,
-            supersedes=supersedes,
+            supersedes=_supersedes(previous, start, commit),
         )
         out.append(fact)
         previous = fact

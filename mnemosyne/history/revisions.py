@@ -8,37 +8,25 @@ and ``REF@{TIME}`` (what the ref pointed at at that time, per its reflog).
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 
 from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.index.view import View
-from mnemosyne.model.objects import CommitObject
-from mnemosyne.store.kv.base import Space
+from mnemosyne.model.objects import Commit, CommitObject
+from mnemosyne.model.times import parse_time
 from mnemosyne.store.refs import BRANCH_PREFIX, HEAD
+
+Rev = str | Commit
+"""A revision as a caller may give it: its text, or a :class:`Commit` (from ``resolve``, ``log``, …)."""
 
 _REV = re.compile(r"(?P<base>[^~^@{}]+)(?:@\{(?P<time>[^}]*)\})?(?P<ops>(?:[~^][0-9]*)*)")
 _OP = re.compile(r"([~^])([0-9]*)")
 _HEX = re.compile(r"[0-9a-f]{4,64}")
 
 
-def parse_time(text: str) -> datetime:
-    """Parse an RFC 3339 time; a bare date means midnight UTC.
-
-    Raises:
-        InvalidInput: if ``text`` is not such a time.
-    """
-    try:
-        value = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise InvalidInput(f"{text!r} is not an RFC 3339 time (e.g. 2026-06-04T00:00:00Z)") from None
-    if value.tzinfo is None:
-        if len(text.strip()) == 10:
-            return value.replace(tzinfo=UTC)
-        raise InvalidInput(f"time {text!r} has no timezone; add Z for UTC")
-    try:
-        return value.astimezone(UTC)
-    except OverflowError:  # 9999-12-31T23:00:00-05:00 is past the last datetime
-        raise InvalidInput(f"time {text!r} is out of range once converted to UTC") from None
+def label(rev: Rev) -> str:
+    """How messages name a revision: its text, or a commit's short id."""
+    return rev.id[:12] if isinstance(rev, Commit) else rev
 
 
 def ref_name(view: View, name: str) -> str | None:
@@ -51,20 +39,26 @@ def ref_name(view: View, name: str) -> str | None:
     return None
 
 
-def resolve(view: View, rev: str, as_of: datetime | None = None) -> bytes:
+def resolve(view: View, rev: Rev, as_of: datetime | None = None) -> bytes:
     """Resolve a revision to a commit id.
 
     Args:
         view: the stores to read.
-        rev: the revision text.
+        rev: the revision text, or a commit (which must be in this tenant).
         as_of: read the ref as it was at this time; ``rev`` must then name a ref.
 
     Raises:
-        InvalidInput: malformed or ambiguous revision, or ``as_of`` with a commit id.
+        InvalidInput: malformed or ambiguous revision, or ``as_of`` with a commit.
         NotFound: nothing by that name, or the ref did not exist then.
     """
+    if isinstance(rev, Commit):
+        if as_of is not None:
+            raise InvalidInput("an as-of time needs a branch name or HEAD, not a commit")
+        oid = bytes.fromhex(rev.id)
+        view.commit(oid)  # a commit of another store or tenant is not found here
+        return oid
     if not isinstance(rev, str):
-        raise InvalidInput("a revision must be a string")
+        raise InvalidInput(f"a revision must be text or a Commit, not {type(rev).__name__}")
     match = _REV.fullmatch(rev.strip())
     if not match:
         raise InvalidInput(f"{rev!r} is not a revision (branch, HEAD, commit id, REV~N, REF@{{TIME}})")
@@ -92,24 +86,30 @@ def resolve(view: View, rev: str, as_of: datetime | None = None) -> bytes:
             raise NotFound(f"branch {name[len(BRANCH_PREFIX) :]!r} has no commits yet")
         oid = found
     elif base == HEAD:
-        raise NotFound("HEAD's branch has no commits yet")
+        raise NotFound(f"HEAD's branch {view.refs.head_branch(view.txn)!r} has no commits yet")
     else:
         oid = _by_prefix(view, base)
     for op, count in _OP.findall(match["ops"]):
         number = int(count) if count else 1
         if op == "~":
-            for _ in range(number):
-                oid = _parent(view, oid, 0, rev)
+            start = oid
+            for step in range(number):
+                parents = view.commit(oid).parents
+                if not parents:
+                    raise NotFound(
+                        f"{rev}: {start.hex()[:7]} has only {step} first-parent ancestor"
+                        f"{'' if step == 1 else 's'}, not {number}"
+                    )
+                oid = parents[0]
         elif number:
-            oid = _parent(view, oid, number - 1, rev)
+            parents = view.commit(oid).parents
+            if number > len(parents):
+                raise NotFound(
+                    f"{rev}: commit {oid.hex()[:7]} has {len(parents)} "
+                    f"parent{'' if len(parents) == 1 else 's'}, not a parent number {number}"
+                )
+            oid = parents[number - 1]
     return oid
-
-
-def _parent(view: View, oid: bytes, index: int, rev: str) -> bytes:
-    parents = view.commit(oid).parents
-    if index >= len(parents):
-        raise NotFound(f"{rev}: commit {oid.hex()[:7]} has no parent number {index + 1}")
-    return parents[index]
 
 
 def _by_prefix(view: View, text: str) -> bytes:
@@ -121,10 +121,8 @@ def _by_prefix(view: View, text: str) -> bytes:
         view.commit(oid)
         return oid
     even = bytes.fromhex(lowered[: len(lowered) // 2 * 2])
-    scope = view.objects.scope
     found: list[bytes] = []
-    for key, _ in view.txn.scan(Space.OBJECTS, scope + even):
-        oid = key[len(scope) :]
+    for oid, _ in view.objects.scan(view.txn, even):
         if not oid.hex().startswith(lowered):
             continue
         try:

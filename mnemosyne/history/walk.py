@@ -10,20 +10,14 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime, timedelta
 
 from mnemosyne.errors import InvalidInput, Redacted
-from mnemosyne.history.revisions import resolve
+from mnemosyne.history.revisions import Rev, label, resolve
 from mnemosyne.index.view import View
 from mnemosyne.model.objects import Commit, CommitObject, Node
+from mnemosyne.model.times import micros
 
 BATCH = 256
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def micros(when: datetime) -> int:
-    """Microseconds since the epoch: an exact sort key for record times."""
-    return (when - _EPOCH) // timedelta(microseconds=1)
 
 
 OpenView = Callable[[], AbstractContextManager[View]]
@@ -123,7 +117,7 @@ def nodes(open_view: OpenView, root: bytes | None, prefix: str) -> Iterator[Node
         after = batch[-1].id
 
 
-def bisect(open_view: OpenView, predicate: Callable[[Commit], bool], good: str, bad: str) -> Commit:
+def bisect(open_view: OpenView, predicate: Callable[[Commit], bool], good: Rev, bad: Rev) -> Commit:
     """Binary search of ``bad``'s first-parent line after ``good`` for where ``predicate`` turns true.
 
     Commits are reached through skip pointers, so only about log2(n) commits are
@@ -135,7 +129,7 @@ def bisect(open_view: OpenView, predicate: Callable[[Commit], bool], good: str, 
         low = view.graph.entry(view.txn, good_oid).depth
         high = view.graph.entry(view.txn, bad_oid).depth
         if low >= high or view.graph.first_parent_at(view.txn, bad_oid, low) != good_oid:
-            raise InvalidInput(f"{good} is not an ancestor of {bad} along first parents")
+            raise InvalidInput(f"{label(good)} is not an ancestor of {label(bad)} along first parents")
 
     def at_depth(depth: int) -> Commit:
         with open_view() as view:
@@ -143,9 +137,9 @@ def bisect(open_view: OpenView, predicate: Callable[[Commit], bool], good: str, 
             return Commit.from_object(oid, view.commit(oid))
 
     if not predicate(at_depth(high)):
-        raise InvalidInput(f"the predicate does not hold at {bad}: nothing to find")
+        raise InvalidInput(f"the predicate does not hold at {label(bad)}: nothing to find")
     if predicate(at_depth(low)):
-        raise InvalidInput(f"the predicate already holds at {good}: pick an earlier good revision")
+        raise InvalidInput(f"the predicate already holds at {label(good)}: pick an earlier good revision")
     while high - low > 1:
         middle = (low + high) // 2
         if predicate(at_depth(middle)):

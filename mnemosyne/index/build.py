@@ -1,18 +1,30 @@
-"""Derived indexes of one commit, written in the commit's own transaction.
+"""Derived indexes: written for each commit in its own transaction, and rebuilt from the commits.
 
-One function serves both the commit path and rebuilding (``reindex``), so the
-two can never disagree.
+One function (:func:`index_commit`) serves both the commit path and rebuilding
+(``reindex``), so the two can never disagree. The commit graph, the change
+index and the claim index can always be rebuilt from the commits that refs and
+retained reflog entries reach; :func:`rebuild` does it into scratch space, so
+``fsck`` can compare without writing, and :func:`reindex` writes the result.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mnemosyne.history.merge import still_open
 from mnemosyne.index import claims
 from mnemosyne.index.graph import GraphEntry
-from mnemosyne.index.view import WriteView
-from mnemosyne.model.objects import CommitObject, Node
+from mnemosyne.index.view import Stores, View, WriteView
+from mnemosyne.model.objects import CommitObject, ContradictionObject, Node
+from mnemosyne.store.kv.base import WriteTxn
+from mnemosyne.store.kv.memory import MemoryKV
+from mnemosyne.store.kv.overlay import Overlay
+
+
+def still_open(view: View, tree: bytes, oid: bytes) -> bool:
+    """Whether both claims of a contradiction record are still in the snapshot unchanged."""
+    obj = view.objects.load(view.txn, oid)
+    assert isinstance(obj, ContradictionObject)
+    return all(view.tree.get(tree, node_id) == value for node_id, value in obj.claims)
 
 
 def index_commit(
@@ -41,3 +53,96 @@ def index_commit(
     entry = view.graph.add(view.txn, oid, commit.parents, claim_root, open_records)
     view.changes.add_many(view.txn, entry.generation, oid, [(node_id, new) for node_id, _, new in changes])
     return entry
+
+
+def ref_tips(view: View) -> set[bytes]:
+    """Every commit a branch or a retained reflog entry points at, in this tenant.
+
+    An entry's ``old`` is the ``new`` of the entry before it, so the ``new`` sides
+    name everything; once the earlier entries expire, history they alone reached
+    is no longer kept.
+    """
+    tips = {oid for _, oid in view.refs.branches(view.txn)}
+    tips.update(entry.new for entry in view.refs.every_entry(view.txn) if entry.new)
+    return tips
+
+
+def topological(view: View, tips: set[bytes]) -> list[bytes]:
+    """The commits reachable from ``tips``, parents before children."""
+    order: list[bytes] = []
+    done: set[bytes] = set()
+    for tip in sorted(tips):
+        stack: list[tuple[bytes, bool]] = [(tip, False)]
+        while stack:
+            oid, expanded = stack.pop()
+            if oid in done:
+                continue
+            if expanded:
+                done.add(oid)
+                order.append(oid)
+                continue
+            stack.append((oid, True))
+            for parent in view.commit(oid).parents:
+                if parent not in done:
+                    stack.append((parent, False))
+    return order
+
+
+class Rebuilt:
+    """The derived indexes the reachable commits call for, as stored entries.
+
+    Attributes:
+        graph: the commit graph's entries.
+        changes: the change index's entries.
+        chunks: claim-tree chunks the rebuild needed that the store lacks: id → bytes.
+    """
+
+    def __init__(
+        self, graph: dict[bytes, bytes], changes: dict[bytes, bytes], chunks: dict[bytes, bytes]
+    ) -> None:
+        self.graph = graph
+        self.changes = changes
+        self.chunks = chunks
+
+    def matches(self, view: View) -> tuple[int, int, int]:
+        """``(missing, extra, different)`` entries of the stored indexes against this rebuild."""
+        missing = extra = differ = 0
+        for expected, actual in (
+            (self.graph, view.graph.entries(view.txn)),
+            (self.changes, view.changes.entries(view.txn)),
+        ):
+            missing += len(expected.keys() - actual.keys())
+            extra += len(actual.keys() - expected.keys())
+            differ += sum(1 for k in expected.keys() & actual.keys() if expected[k] != actual[k])
+        return missing, extra, differ
+
+
+def rebuild(view: View, claims_possible: bool = True) -> Rebuilt:
+    """Rebuild the derived indexes of the reachable commits without touching the store."""
+    scratch = MemoryKV()
+    order = topological(view, ref_tips(view))
+    stores = view.stores
+
+    def replay(txn: WriteTxn) -> Rebuilt:
+        target = WriteView(Stores(stores.scope), Overlay(txn, view.txn))
+        for oid in order:
+            commit = view.commit(oid)
+            if commit.parents:
+                changes = list(view.tree.diff(view.commit(commit.parents[0]).tree, commit.tree))
+            else:
+                changes = [(key, None, value) for key, value in view.tree.items(commit.tree)]
+            index_commit(target, oid, commit, changes, {}, claims_possible)
+        made = Stores(stores.scope).objects
+        return Rebuilt(target.graph.entries(txn), target.changes.entries(txn), dict(made.scan(txn)))
+
+    return scratch.transact(replay)
+
+
+def reindex(view: WriteView) -> int:
+    """Rebuild the commit graph, change and claim indexes in place; return the entries written."""
+    rebuilt = rebuild(view)
+    for oid, data in rebuilt.chunks.items():  # claim-tree chunks the store lacked
+        view.objects.put_raw(view.txn, oid, data)
+    view.graph.replace(view.txn, rebuilt.graph)
+    view.changes.replace(view.txn, rebuilt.changes)
+    return len(rebuilt.graph) + len(rebuilt.changes)

@@ -33,10 +33,6 @@ class ChangeIndex:
             Space.INDEX, [(self._id_prefix(node_id) + suffix, new or b"") for node_id, new in changes]
         )
 
-    def remove(self, txn: WriteTxn, node_id: str, generation: int, commit: bytes) -> None:
-        """Drop one entry (used when rebuilding)."""
-        txn.delete(Space.INDEX, self._id_prefix(node_id) + generation.to_bytes(8, "big") + commit)
-
     def versions(
         self, txn: ReadTxn, node_id: str, max_generation: int | None = None
     ) -> Iterator[tuple[int, bytes, bytes | None]]:
@@ -50,6 +46,12 @@ class ChangeIndex:
             generation = int.from_bytes(key[size : size + 8], "big")
             yield generation, key[size + 8 :], value or None
 
-    def all_entries(self, txn: ReadTxn) -> Iterator[tuple[bytes, bytes]]:
-        """Every raw entry (for fsck and rebuilding)."""
-        yield from txn.scan(Space.INDEX, self.prefix)
+    def entries(self, txn: ReadTxn) -> dict[bytes, bytes]:
+        """Every entry as stored (to compare with a rebuild)."""
+        return dict(txn.scan(Space.INDEX, self.prefix))
+
+    def replace(self, txn: WriteTxn, entries: dict[bytes, bytes]) -> None:
+        """Replace every entry by ``entries`` (as :meth:`entries` gives them): a rebuild."""
+        for key in list(self.entries(txn)):
+            txn.delete(Space.INDEX, key)
+        txn.put_many(Space.INDEX, sorted(entries.items()))

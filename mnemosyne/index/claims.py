@@ -12,23 +12,21 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 from mnemosyne.errors import Redacted
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model.codec import CLAIM_TAG
 from mnemosyne.model.objects import Claim, Node
-from mnemosyne.store.prolly import EMPTY
+from mnemosyne.model.times import micros
 
 SEP = "\x00"
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _OFFSET = 1 << 62  # keeps times before 1970 sortable as unsigned hex
 
 
 def time_text(when: datetime) -> str:
     """A fixed-width text that sorts as the time does (microsecond resolution)."""
-    micros = (when - _EPOCH) // timedelta(microseconds=1)
-    return f"{micros + _OFFSET:016x}"
+    return f"{micros(when) + _OFFSET:016x}"
 
 
 def claim_key(node_id: str, claim: Claim) -> str:
@@ -45,11 +43,6 @@ def split_key(key: str) -> tuple[str, str, str, str]:
 def attribute_prefix(subject: str, predicate: str) -> str:
     """The key prefix of every claim on one (subject, predicate)."""
     return f"{subject}{SEP}{predicate}{SEP}"
-
-
-def empty_root(view: WriteView) -> bytes:
-    """The root of the empty tree, stored."""
-    return view.put_chunk(EMPTY)
 
 
 def update(
@@ -78,7 +71,7 @@ def update(
                 edits[claim_key(node_id, new_node.content)] = new
     if not edits:
         return root
-    base = root or empty_root(view)
+    base = root or view.empty_tree()
     result, _ = view.tree.update(base, sorted(edits.items()))
     return b"" if view.chunk(result).keys == () else result
 
@@ -143,6 +136,36 @@ def _ends_after(node: Node, valid_at: datetime) -> bool:
     claim = node.content
     assert isinstance(claim, Claim)
     return claim.valid_to is None or claim.valid_to > valid_at
+
+
+def neighbours(
+    view: View, root: bytes, node_id: str, claim: Claim, now: datetime
+) -> tuple[tuple[str, Node] | None, datetime | None]:
+    """Around one claim on its attribute's timeline: the live claim just before it, and the next start.
+
+    ``(id, node)`` of the live claim whose key comes just before this one's (an
+    earlier start, or the same start and a smaller id), and the first
+    ``valid_from`` after this claim's among live claims (None for none): two
+    seeks, so a claim's effective interval costs nothing like its whole timeline.
+    """
+    prefix = attribute_prefix(claim.subject, claim.predicate)
+    key = claim_key(node_id, claim)
+    before: tuple[str, Node] | None = None
+    for found, value in view.tree.items_reverse(root, prefix=prefix, last=key):
+        if found == key:
+            continue
+        node = view.node(value)
+        if _live(node, now):
+            before = (split_key(found)[3], node)
+            break
+    after: datetime | None = None
+    # Keys of the same start continue with SEP ("\x00"): "\x01" is past all of them.
+    for _, value in view.tree.items(root, prefix=prefix, start=prefix + time_text(claim.valid_from) + "\x01"):
+        node = view.node(value)
+        if _live(node, now):
+            after = node.content.valid_from if isinstance(node.content, Claim) else None
+            break
+    return before, after
 
 
 def predicates(view: View, root: bytes, subject: str) -> Iterator[str]:

@@ -10,8 +10,6 @@ otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import msgspec
 
 from mnemosyne.errors import CorruptObject
@@ -91,10 +89,6 @@ class CommitGraph:
         txn.put(Space.INDEX, self.prefix + oid, _encoder.encode(entry))
         return entry
 
-    def remove(self, txn: WriteTxn, oid: bytes) -> None:
-        """Drop a commit's entry (used when rebuilding)."""
-        txn.delete(Space.INDEX, self.prefix + oid)
-
     def first_parent_at(self, txn: ReadTxn, oid: bytes, depth: int) -> bytes:
         """The first-parent ancestor of ``oid`` at ``depth`` (``oid`` itself at its own depth)."""
         entry = self.entry(txn, oid)
@@ -140,6 +134,12 @@ class CommitGraph:
                     todo.append(parent)
         return False
 
-    def ancestors_filter(self, txn: ReadTxn, candidates: Iterable[bytes], tip: bytes) -> list[bytes]:
-        """The candidates that are ancestors of ``tip``, in the order given."""
-        return [c for c in candidates if self.is_ancestor(txn, c, tip)]
+    def entries(self, txn: ReadTxn) -> dict[bytes, bytes]:
+        """Every entry as stored (to compare with a rebuild)."""
+        return dict(txn.scan(Space.INDEX, self.prefix))
+
+    def replace(self, txn: WriteTxn, entries: dict[bytes, bytes]) -> None:
+        """Replace every entry by ``entries`` (as :meth:`entries` gives them): a rebuild."""
+        for key in list(self.entries(txn)):
+            txn.delete(Space.INDEX, key)
+        txn.put_many(Space.INDEX, sorted(entries.items()))

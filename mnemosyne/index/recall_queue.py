@@ -1,77 +1,77 @@
-"""The recall queue: node versions written since the indexes last caught up.
+"""The recall queue: node versions written since the recall indexes last caught up.
 
-A commit appends one entry, ``q`` sequence (8 bytes) → the 32-byte hashes of the
-versions it wrote, so queueing costs one small write at the end of the keyspace
-whatever the commit's size (one key per version scattered writes over as many
-pages). Draining reads every entry in order; an erased version is cut out of the
-entries that name it.
+A commit appends one entry, ``recall`` · scope · ``q`` · sequence (8 bytes) → the
+32-byte hashes of the versions it wrote, so queueing costs one small write at
+the end of the keyspace whatever the commit's size (one key per version
+scattered writes over as many pages). Draining reads every entry in order; an
+erased version is cut out of the entries that name it. Written in the commit's
+own transaction, like the other derived indexes; read by :mod:`mnemosyne.recall`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-import numpy as np
-
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn, last_number
 
-QUEUE = b"q"
+TAG = b"q"
 HASH = 32
 ENTRY_HASHES = 4096
 """Versions per entry at most (a bulk import or a whole store queued at once spans several)."""
 
 
-def _prefix(scope: bytes) -> bytes:
-    return scope + QUEUE
+class RecallQueue:
+    """One tenant's queue of versions waiting to be indexed for recall."""
 
+    def __init__(self, scope: bytes) -> None:
+        self.prefix = scope + TAG
 
-def add(txn: WriteTxn, scope: bytes, hashes: Iterable[bytes]) -> None:
-    """Queue versions: one entry per :data:`ENTRY_HASHES` of them (a commit's fit in one)."""
-    queued = list(hashes)
-    if not queued:
-        return  # a commit that only removes ids queues nothing
-    prefix = _prefix(scope)
-    seq = last_number(txn, Space.RECALL, prefix)
-    items = []
-    for start in range(0, len(queued), ENTRY_HASHES):
-        seq += 1
-        items.append((prefix + seq.to_bytes(8, "big"), b"".join(queued[start : start + ENTRY_HASHES])))
-    txn.put_many(Space.RECALL, items)
+    def add(self, txn: WriteTxn, hashes: Iterable[bytes]) -> None:
+        """Queue versions: one entry per :data:`ENTRY_HASHES` of them (a commit's fit in one)."""
+        queued = list(hashes)
+        if not queued:
+            return  # a commit that only removes ids queues nothing
+        seq = last_number(txn, Space.RECALL, self.prefix)
+        items = []
+        for start in range(0, len(queued), ENTRY_HASHES):
+            seq += 1
+            items.append(
+                (self.prefix + seq.to_bytes(8, "big"), b"".join(queued[start : start + ENTRY_HASHES]))
+            )
+        txn.put_many(Space.RECALL, items)
 
+    def any(self, txn: ReadTxn) -> bool:
+        """Whether any version is queued."""
+        return next(iter(txn.scan(Space.RECALL, self.prefix)), None) is not None
 
-def any_queued(txn: ReadTxn, scope: bytes) -> bool:
-    """Whether any version is queued."""
-    return next(iter(txn.scan(Space.RECALL, _prefix(scope))), None) is not None
+    def queued(self, txn: ReadTxn) -> list[bytes]:
+        """Every queued version, oldest first, each once."""
+        seen: dict[bytes, None] = {}
+        for _, data in txn.scan(Space.RECALL, self.prefix):
+            for start in range(0, len(data), HASH):
+                seen.setdefault(bytes(data[start : start + HASH]))
+        return list(seen)
 
-
-def queued(txn: ReadTxn, scope: bytes) -> list[bytes]:
-    """Every queued version, oldest first, each once."""
-    seen: dict[bytes, None] = {}
-    for _, data in txn.scan(Space.RECALL, _prefix(scope)):
-        for start in range(0, len(data), HASH):
-            seen.setdefault(bytes(data[start : start + HASH]))
-    return list(seen)
-
-
-def clear(txn: WriteTxn, scope: bytes) -> None:
-    """Empty the queue (a catch-up took everything in it)."""
-    for key in [key for key, _ in txn.scan(Space.RECALL, _prefix(scope))]:
-        txn.delete(Space.RECALL, key)
-
-
-def drop(txn: WriteTxn, scope: bytes, oids: Iterable[bytes]) -> None:
-    """Cut versions out of every entry that names them (erasure), in one pass."""
-    wanted = np.array(list(oids), dtype=f"S{HASH}")
-    if len(wanted) == 0:
-        return
-    changed: list[tuple[bytes, bytes]] = []
-    for key, value in txn.scan(Space.RECALL, _prefix(scope)):
-        hashes = np.frombuffer(value, dtype=f"S{HASH}")
-        hit = np.isin(hashes, wanted)
-        if hit.any():
-            changed.append((bytes(key), hashes[~hit].tobytes()))
-    for key, data in changed:
-        if data:
-            txn.put(Space.RECALL, key, data)
-        else:
+    def clear(self, txn: WriteTxn) -> None:
+        """Empty the queue (a catch-up took everything in it, or a rebuild starts over)."""
+        for key in [key for key, _ in txn.scan(Space.RECALL, self.prefix)]:
             txn.delete(Space.RECALL, key)
+
+    def drop(self, txn: WriteTxn, oids: Iterable[bytes]) -> None:
+        """Cut versions out of every entry that names them (erasure), in one pass."""
+        import numpy as np  # here, not at import: only erasure needs it
+
+        wanted = np.array(list(oids), dtype=f"S{HASH}")
+        if len(wanted) == 0:
+            return
+        changed: list[tuple[bytes, bytes]] = []
+        for key, value in txn.scan(Space.RECALL, self.prefix):
+            hashes = np.frombuffer(value, dtype=f"S{HASH}")
+            hit = np.isin(hashes, wanted)
+            if hit.any():
+                changed.append((bytes(key), hashes[~hit].tobytes()))
+        for key, data in changed:
+            if data:
+                txn.put(Space.RECALL, key, data)
+            else:
+                txn.delete(Space.RECALL, key)

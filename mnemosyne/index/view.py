@@ -1,20 +1,20 @@
-"""One tenant's stores, and a view of them bound to one transaction."""
+"""One tenant's stores and indexes, and a view of them bound to one transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from mnemosyne.index.changes import ChangeIndex
 from mnemosyne.index.graph import CommitGraph
+from mnemosyne.index.recall_queue import RecallQueue
 from mnemosyne.model.objects import CommitObject, Node, TreeChunk
 from mnemosyne.store.kv.base import ReadTxn, WriteTxn
 from mnemosyne.store.objects import ObjectStore
-from mnemosyne.store.prolly import Tree
+from mnemosyne.store.pending import PendingMarks
+from mnemosyne.store.prolly import EMPTY, Tree
 from mnemosyne.store.refs import RefStore
 
 
 class Stores:
-    """The object store, refs and indexes of one tenant (its key scope)."""
+    """The object store, refs and derived indexes of one tenant (its key scope)."""
 
     def __init__(self, scope: bytes) -> None:
         self.scope = scope
@@ -22,6 +22,8 @@ class Stores:
         self.refs = RefStore(scope)
         self.graph = CommitGraph(scope)
         self.changes = ChangeIndex(scope)
+        self.queue = RecallQueue(scope)
+        self.pending = PendingMarks(scope)
 
 
 class View:
@@ -34,20 +36,7 @@ class View:
         self.refs = stores.refs
         self.graph = stores.graph
         self.changes = stores.changes
-        self.tree = Tree(self._chunk_loader())
-
-    def _chunk_loader(self) -> Callable[[bytes], TreeChunk]:
-        # Tree walks load chunks in tight loops: hit the cache without extra calls.
-        cache = self.objects._cache
-        slow = self.chunk
-
-        def load(oid: bytes) -> TreeChunk:
-            found = cache.get(oid)
-            if found.__class__ is TreeChunk:
-                return found
-            return slow(oid)
-
-        return load
+        self.tree = Tree(stores.objects.chunk_loader(txn))
 
     def chunk(self, oid: bytes) -> TreeChunk:
         """Load a tree chunk."""
@@ -69,8 +58,12 @@ class WriteView(View):
 
     def __init__(self, stores: Stores, txn: WriteTxn) -> None:
         super().__init__(stores, txn)
-        self.tree = Tree(self._chunk_loader(), self.put_chunk)
+        self.tree = Tree(stores.objects.chunk_loader(txn), self.put_chunk)
 
     def put_chunk(self, chunk: TreeChunk) -> bytes:
         """Store a tree chunk."""
         return self.objects.put(self.txn, chunk)
+
+    def empty_tree(self) -> bytes:
+        """The id of the empty tree, stored."""
+        return self.put_chunk(EMPTY)

@@ -11,18 +11,36 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime
-from typing import Any, Literal, NewType
+from typing import Any, NewType
 
 import msgspec
 
 from mnemosyne.errors import InvalidInput
 from mnemosyne.model import codec
-from mnemosyne.model.validation import check_id, check_json, check_text, has_control, utc
+from mnemosyne.model.choices import Kind
+from mnemosyne.model.times import utc
+from mnemosyne.model.validation import check_id, check_json, check_text, has_control
 
 ObjectId = NewType("ObjectId", bytes)
 """The raw 32-byte blake3 digest of an object's stored bytes."""
 
-Kind = Literal["note", "claim"]
+
+class _NoId(str):
+    """The type of :data:`NO_ID`: an empty text that is told apart from ``""`` by identity."""
+
+    __slots__ = ()
+
+
+NO_ID: str = _NoId()
+"""The id of a node created without one: the commit gives it a generated id.
+
+An explicit empty id is refused; only an omitted one is generated.
+"""
+
+
+def has_id(node: Node) -> bool:
+    """Whether ``node`` was given an id (rather than left for the commit to generate)."""
+    return node.id is not NO_ID
 
 
 def _set(obj: msgspec.Struct, name: str, value: Any) -> None:
@@ -149,8 +167,9 @@ class Node(msgspec.Struct, frozen=True, array_like=True, tag="node@1", kw_only=T
     """One version of one memory. Immutable; writing the same id again makes a new version.
 
     Attributes:
-        id: the stable key, ``/``-separated (``users/mira/prefs/language``); generated at
-            commit time when left empty.
+        id: the stable key, ``/``-separated (``users/mira/prefs/language``); when
+            omitted, the commit generates one (a time-ordered ULID). An empty id is
+            refused.
         content: text or any JSON value; a :class:`Claim` when ``kind`` is ``"claim"``.
         kind: ``"note"`` or ``"claim"``.
         provenance: who or what wrote it, from which step, observation or tool call.
@@ -159,7 +178,7 @@ class Node(msgspec.Struct, frozen=True, array_like=True, tag="node@1", kw_only=T
         expires_at: when the memory stops being current (retention bound).
     """
 
-    id: str = ""
+    id: str = NO_ID
     content: Any
     kind: Kind = "note"
     provenance: Provenance = Provenance()
@@ -168,9 +187,7 @@ class Node(msgspec.Struct, frozen=True, array_like=True, tag="node@1", kw_only=T
     expires_at: datetime | None = None
 
     def __post_init__(self) -> None:
-        if self.id:
-            check_id(self.id)
-        elif not isinstance(self.id, str):
+        if self.id is not NO_ID:
             check_id(self.id)
         if self.kind == "claim":
             _set(self, "content", _claim_from(self.content))
@@ -194,7 +211,14 @@ class Node(msgspec.Struct, frozen=True, array_like=True, tag="node@1", kw_only=T
 
     @functools.cached_property
     def hash(self) -> str:
-        """The content address of this version: 64 lowercase hex characters."""
+        """The content address of this version: 64 lowercase hex characters.
+
+        Raises:
+            InvalidInput: the node has no id yet (its id, and so its hash, is set
+                when it is committed).
+        """
+        if self.id is NO_ID:
+            raise InvalidInput("a node without an id has no hash until a commit gives it an id")
         return codec.object_id(codec.encode(self)).hex()
 
 

@@ -1,4 +1,9 @@
-"""What history queries return: versions, changes, diffs."""
+"""What the API returns: versions, diffs, facts, blame, merges, recall hits, commits.
+
+Every result is a frozen msgspec ``Struct`` of public values (hex hashes, UTC
+datetimes, nodes), complete enough that a face renders it without asking the
+store again; :mod:`mnemosyne.model.jsonform` gives each its one JSON form.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,28 @@ from typing import Literal
 
 import msgspec
 
-from mnemosyne.model.objects import Commit, Node
+from mnemosyne.model.objects import Commit, Node, Provenance, Redaction
 
 Status = Literal["current", "superseded", "deleted", "expired", "redacted"]
+ConflictKind = Literal["edit/edit", "delete/edit", "edit/delete", "add/add"]
+
+
+class CommitResult(Commit, frozen=True, kw_only=True):
+    """What :meth:`Repo.commit` did: the commit, and the ids it wrote and removed.
+
+    A commit whose puts and removals change nothing writes nothing (unless an
+    empty commit is allowed): ``created`` is then False and the result is the
+    branch's tip as it was, so a write retried after a timeout is harmless.
+
+    Attributes:
+        put_ids: the ids of the nodes put, in the order given (generated ids too).
+        deleted_ids: the ids removed, in the order given.
+        created: whether a new commit was recorded.
+    """
+
+    put_ids: tuple[str, ...] = ()
+    deleted_ids: tuple[str, ...] = ()
+    created: bool = True
 
 
 class Version(msgspec.Struct, frozen=True, kw_only=True):
@@ -21,10 +45,12 @@ class Version(msgspec.Struct, frozen=True, kw_only=True):
         node: the version itself; None when it was erased (status ``redacted``).
         commit: the commit that wrote it.
         status: ``current`` (in the tree at the tip), ``expired`` (current, but
-            past its ``expires_at``), ``superseded`` (a later version replaced it) or
-            ``deleted`` (the id was removed after it). Derived, never stored.
+            past its ``expires_at``), ``superseded`` (a later version replaced it),
+            ``deleted`` (the id was removed after it) or ``redacted`` (erased).
+            Derived, never stored.
         ended_by: id of the commit that superseded or removed it; None while current.
         superseded_by: hash of the version that replaced it, if any.
+        redaction: for an erased version, its redaction record (who, when, why).
     """
 
     id: str
@@ -34,6 +60,7 @@ class Version(msgspec.Struct, frozen=True, kw_only=True):
     status: Status
     ended_by: str | None = None
     superseded_by: str | None = None
+    redaction: Redaction | None = None
 
 
 class Change(msgspec.Struct, frozen=True):
@@ -58,7 +85,15 @@ class Change(msgspec.Struct, frozen=True):
 
 
 class Diff(msgspec.Struct, frozen=True, kw_only=True):
-    """What changed from snapshot ``a`` to snapshot ``b``, each list ordered by id."""
+    """What changed from snapshot ``a`` to snapshot ``b``, each list ordered by id.
+
+    Attributes:
+        a: the id of the old commit.
+        b: the id of the new commit.
+        added: ids present only in ``b``.
+        removed: ids present only in ``a``.
+        modified: ids whose version differs.
+    """
 
     a: str
     b: str
@@ -88,3 +123,188 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
     effective_from: datetime
     effective_to: datetime | None
     supersedes: str | None = None
+
+
+class BlameLine(msgspec.Struct, frozen=True, kw_only=True):
+    """One line of text (or one field of a JSON object) and the commit that wrote it.
+
+    Attributes:
+        key: the field name for JSON-object content; None for text lines.
+        text: the line, or the field's value as compact JSON.
+        commit: id of the commit that wrote it.
+        author: that commit's author.
+        record_time: that commit's record time.
+    """
+
+    key: str | None
+    text: str
+    commit: str
+    author: str
+    record_time: datetime
+
+
+class Blame(msgspec.Struct, frozen=True, kw_only=True):
+    """The answer to "where did this belief come from".
+
+    Attributes:
+        id: the node id.
+        hash: the current version's hash (also when it was erased).
+        node: the current version (its provenance says which step, observation
+            or tool call formed it); None when that version was erased.
+        commit: the commit that wrote the current version.
+        lines: per-line attribution for text, per-field for JSON objects and
+            claims, else one entry for the whole value; empty when erased.
+        redacted: the current version was erased (``node`` is None).
+        redaction: the erased version's redaction record (who, when, why).
+    """
+
+    id: str
+    hash: str
+    node: Node | None
+    commit: Commit
+    lines: list[BlameLine]
+    redacted: bool = False
+    redaction: Redaction | None = None
+
+
+class Conflict(msgspec.Struct, frozen=True):
+    """An id both sides of a merge changed in ways that cannot both hold.
+
+    Attributes:
+        id: the node id.
+        kind: ``edit/edit``, ``delete/edit`` (ours deleted, theirs edited),
+            ``edit/delete`` or ``add/add``.
+        base: the version at the merge base (None if absent).
+        ours: our version (None if deleted).
+        theirs: their version (None if deleted).
+    """
+
+    id: str
+    kind: ConflictKind
+    base: Node | None
+    ours: Node | None
+    theirs: Node | None
+
+
+class Contradiction(msgspec.Struct, frozen=True):
+    """Two claims on one (subject, predicate) that disagree about overlapping valid time.
+
+    Attributes:
+        subject: what the claims are about.
+        predicate: which attribute.
+        claims: the claim nodes, one from each side of the merge that found them.
+        record: hex id of the contradiction record a merge commit keeps (None for
+            one a merge stopped by conflicts reported but did not record).
+    """
+
+    subject: str
+    predicate: str
+    claims: tuple[Node, ...]
+    record: str | None = None
+
+
+class MergeResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The outcome of :meth:`Repo.merge`.
+
+    Attributes:
+        commit: the merge commit, the new tip after a fast-forward, the unchanged
+            tip when there was nothing to merge, or None while conflicts are unresolved.
+        conflicts: ids both sides changed incompatibly (empty once resolved).
+        contradictions: claims that disagree across the two sides; reported and
+            recorded in the merge commit, they do not block it.
+        fast_forward: the branch just moved to the source's tip.
+        up_to_date: the source was already merged; nothing changed.
+        previous: the branch's tip before the merge (None for a branch with no commits).
+    """
+
+    commit: Commit | None
+    conflicts: list[Conflict]
+    contradictions: list[Contradiction]
+    fast_forward: bool = False
+    up_to_date: bool = False
+    previous: Commit | None = None
+
+
+class Hit(msgspec.Struct, frozen=True, kw_only=True):
+    """One search result: a node version current in the snapshot searched.
+
+    Attributes:
+        id: the node id.
+        hash: the version's hash.
+        node: the version (its provenance says where it came from).
+        score: the fused score (higher is better).
+        lexical_rank: 1-based rank in the BM25 ranking, or None.
+        semantic_rank: 1-based rank in the embedding ranking, or None.
+    """
+
+    id: str
+    hash: str
+    node: Node
+    score: float
+    lexical_rank: int | None = None
+    semantic_rank: int | None = None
+
+    @property
+    def provenance(self) -> Provenance:
+        """The node's provenance."""
+        return self.node.provenance
+
+
+class ContextItem(msgspec.Struct, frozen=True, kw_only=True):
+    """One memory placed in a context, with its citation.
+
+    Attributes:
+        id: the node id.
+        hash: the version's hash.
+        text: the text given to the prompt.
+        tokens: its estimated token count, citation included.
+        score: its search score.
+        claim_in_force: a claim in force at the time asked about.
+    """
+
+    id: str
+    hash: str
+    text: str
+    tokens: int
+    score: float
+    claim_in_force: bool = False
+
+
+class Context(msgspec.Struct, frozen=True, kw_only=True):
+    """The smallest cited context for a query that fits a token budget.
+
+    Attributes:
+        query: what was asked.
+        budget_tokens: the budget.
+        tokens: the estimated tokens used (one token per four characters).
+        items: the memories included, best first.
+    """
+
+    query: str
+    budget_tokens: int
+    tokens: int
+    items: list[ContextItem]
+
+    def render(self) -> str:
+        """The context as text, one memory per line, each cited as ``[id@hash7]``."""
+        return "\n".join(f"[{item.id}@{item.hash[:7]}] {item.text}" for item in self.items)
+
+
+class ReadRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """What one search or context call returned, kept under a caller's run id.
+
+    Attributes:
+        run_id: the caller's run id.
+        time: when (the store's clock).
+        kind: ``search`` or ``context``.
+        query: what was asked.
+        ids: the ids returned, in order.
+        hashes: their versions' hashes.
+    """
+
+    run_id: str
+    time: datetime
+    kind: str
+    query: str
+    ids: list[str]
+    hashes: list[str]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime
 from typing import Any
 
 from mnemosyne.errors import InvalidInput
@@ -121,27 +120,3 @@ def check_json(value: Any, what: str, depth: int = 0) -> None:
             check_json(item, what, depth + 1)
         return
     raise InvalidInput(f"{what}: {type(value).__name__} is not a JSON value")
-
-
-def rfc3339(when: datetime) -> str:
-    """``when`` as RFC 3339 in UTC with a ``Z``, as messages and JSON show times."""
-    text = when.astimezone(UTC).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-
-def utc(value: datetime | None, what: str) -> datetime | None:
-    """Return ``value`` converted to UTC; refuse naive datetimes.
-
-    Raises:
-        InvalidInput: if ``value`` is not a datetime or carries no timezone.
-    """
-    if value is None:
-        return None
-    if not isinstance(value, datetime):
-        raise InvalidInput(f"{what} must be a datetime, not {type(value).__name__}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInput(f"{what} is a naive datetime; give a timezone (UTC is usual)")
-    try:
-        return value.astimezone(UTC)
-    except OverflowError:
-        raise InvalidInput(f"{what} is out of range once converted to UTC") from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from mnemosyne.errors import CorruptObject, NotFound
-from mnemosyne.index import recall_queue as queue
+from mnemosyne.index.recall_queue import RecallQueue
 from mnemosyne.index.view import View
 from mnemosyne.recall import postings
 from mnemosyne.recall import vectors as vector_store
@@ -61,7 +61,7 @@ def check(view: View) -> list[str]:
                 problems.append(f"the content map names version {oid.hex()[:12]}, which is erased or missing")
     if next(iter(txn.scan(Space.VECTORS, scope)), None) is None:
         return problems  # no vectors: nothing below could be wrong
-    for oid in queue.queued(txn, scope):
+    for oid in RecallQueue(scope).queued(txn):
         try:
             contents.add(content_hash(view.node(oid)))
         except (NotFound, CorruptObject):

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 import numpy as np
 
 from mnemosyne.errors import CorruptObject, InvalidInput, NotFound
-from mnemosyne.index import recall_queue as queue
-from mnemosyne.index.recall_queue import QUEUE
+from mnemosyne.index.recall_queue import TAG as QUEUE
+from mnemosyne.index.recall_queue import RecallQueue
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model import codec
 from mnemosyne.model.objects import Node
@@ -93,7 +93,7 @@ def stamp(txn: WriteTxn, scope: bytes) -> None:
 
 def needs_catch_up(txn: ReadTxn, scope: bytes, embedder: Embedder | None) -> bool:
     """Whether versions are queued, the index's layout is old, or the model is new here."""
-    if queue.any_queued(txn, scope):
+    if RecallQueue(scope).any(txn):
         return True
     if not format_current(txn, scope):
         return True
@@ -132,7 +132,7 @@ def requeue(txn: WriteTxn, scope: bytes) -> int:
         oids.append(oid)
         if node is not None:
             contents.add(content_hash(node))
-    queue.add(txn, scope, oids)
+    RecallQueue(scope).add(txn, oids)
     vector_store.keep_only(txn, scope, contents)
     return len(oids)
 
@@ -141,7 +141,7 @@ def unindex_node(txn: WriteTxn, scope: bytes, oid: bytes, node: Node) -> None:
     """Remove every trace of one node version from the recall indexes, but the queue.
 
     Its vector goes too when no other version has the same content. The eraser
-    takes its versions out of the queue with :func:`queue.drop`, once for all.
+    takes its versions out of the queue with :meth:`RecallQueue.drop`, once for all.
     """
     if not format_current(txn, scope):
         requeue(txn, scope)  # drops the old layout whole, vectors included
@@ -205,8 +205,8 @@ def catch_up(view: WriteView, embedder: Embedder | None) -> int:
     if embedder is not None and txn.get(Space.RECALL, scope + MODEL + embedder.model_id.encode()) is None:
         # A model new to this tenant: embed what was indexed before it came.
         embed(txn, scope, embedder, [node for _, node in _indexed(view)], batch)
-    pending = queue.queued(txn, scope)
-    queue.clear(txn, scope)  # all taken: the transaction writes every one of them or nothing
+    pending = RecallQueue(scope).queued(txn)
+    RecallQueue(scope).clear(txn)  # all taken: the transaction writes every one of them or nothing
     writer = postings.Writer(txn, scope)
     count = 0
     for start in range(0, len(pending), batch):

@@ -36,10 +36,10 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemosyne.errors import NotFound
-from mnemosyne.history.walk import micros
-from mnemosyne.index import recall_queue as queue
+from mnemosyne.index.recall_queue import RecallQueue
 from mnemosyne.index.view import View
 from mnemosyne.model.objects import Node
+from mnemosyne.model.times import micros
 from mnemosyne.recall.text import content_hash, text_of, words
 from mnemosyne.store.kv.base import AppendLog, ReadTxn, Space, WriteTxn, last_number
 
@@ -476,7 +476,7 @@ def _equal_scores_best_first(scores: npt.NDArray[np.float64], chunk: int) -> Ite
 def _readable_queue(view: View) -> Iterator[tuple[bytes, Node]]:
     """Queued versions not indexed yet (commits queue without looking) and still stored."""
     scope = view.stores.scope
-    for oid in queue.queued(view.txn, scope):
+    for oid in RecallQueue(scope).queued(view.txn):
         if view.txn.get(Space.RECALL, scope + DOC + oid) is not None:
             continue  # indexed already: its postings count, not a second copy
         try:

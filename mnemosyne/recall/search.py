@@ -12,93 +12,27 @@ import bisect
 import math
 import sys
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
 from mnemosyne.errors import NotFound
 from mnemosyne.index import claims
 from mnemosyne.index.view import View
-from mnemosyne.model.objects import Claim, Node, Provenance
+from mnemosyne.model.choices import SearchMode
+from mnemosyne.model.objects import Claim, Node
+from mnemosyne.model.results import Context, ContextItem, Hit, ReadRecord
 from mnemosyne.recall import index
 from mnemosyne.recall.embedders import Embedder
 from mnemosyne.recall.postings import expiry
 from mnemosyne.recall.text import text_of
 from mnemosyne.store.kv.base import AppendLog, ReadTxn, Space, WriteTxn
 
-Mode = Literal["hybrid", "lexical", "semantic"]
 RRF_K = 60
 """Reciprocal-rank fusion constant (the usual 60)."""
 
 CHARS_PER_TOKEN = 4
 """Token estimate for context budgets: one token per 4 characters, rounded up."""
-
-
-class Hit(msgspec.Struct, frozen=True, kw_only=True):
-    """One search result: a node version current in the snapshot searched.
-
-    Attributes:
-        id: the node id.
-        hash: the version's hash.
-        node: the version (its provenance says where it came from).
-        score: the fused score (higher is better).
-        lexical_rank: 1-based rank in the BM25 ranking, or None.
-        semantic_rank: 1-based rank in the embedding ranking, or None.
-    """
-
-    id: str
-    hash: str
-    node: Node
-    score: float
-    lexical_rank: int | None = None
-    semantic_rank: int | None = None
-
-    @property
-    def provenance(self) -> Provenance:
-        """The node's provenance."""
-        return self.node.provenance
-
-
-class ContextItem(msgspec.Struct, frozen=True, kw_only=True):
-    """One memory placed in a context, with its citation."""
-
-    id: str
-    hash: str
-    text: str
-    tokens: int
-    score: float
-    claim_in_force: bool = False
-
-
-class Context(msgspec.Struct, frozen=True, kw_only=True):
-    """The smallest cited context for a query that fits a token budget.
-
-    Attributes:
-        query: what was asked.
-        budget_tokens: the budget.
-        tokens: the estimated tokens used (see :data:`CHARS_PER_TOKEN`).
-        items: the memories included, best first.
-    """
-
-    query: str
-    budget_tokens: int
-    tokens: int
-    items: list[ContextItem]
-
-    def render(self) -> str:
-        """The context as text, one memory per line, each cited as ``[id@hash7]``."""
-        return "\n".join(f"[{item.id}@{item.hash[:7]}] {item.text}" for item in self.items)
-
-
-class ReadRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """What one search or context call returned, kept under a caller's run id."""
-
-    run_id: str
-    time: datetime
-    kind: str
-    query: str
-    ids: list[str]
-    hashes: list[str]
 
 
 def estimate_tokens(text: str) -> int:
@@ -199,7 +133,7 @@ def search(
     query: str,
     k: int,
     filters: Filters,
-    mode: Mode = "hybrid",
+    mode: SearchMode = "hybrid",
     strict: bool = False,
 ) -> list[Hit]:
     """Rank the snapshot's memories for ``query``; see the module docstring.

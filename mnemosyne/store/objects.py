@@ -1,23 +1,48 @@
-"""Content-addressed objects over a KV backend, scoped to one tenant.
+"""Content-addressed objects over a KV backend, scoped to one tenant, and their erasure records.
 
 Bytes are verified against their hash every time they come back from storage,
 so a corrupt object raises :class:`CorruptObject` instead of returning wrong
 data. Decoded tree chunks and commits (immutable, small, read again and again)
 are kept in a bounded cache; nodes are not, so erased bytes never linger here.
+
+The store owns two keyspaces: ``objects`` (scope · 32-byte id → the stored
+bytes) and ``redactions`` (scope · 32-byte id → the ``redaction@1`` record of an
+erased version). Nothing else reads or writes them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator
 
 import msgspec
 
 from mnemosyne.errors import CorruptObject, NotFound, Redacted
 from mnemosyne.model import codec
 from mnemosyne.model.objects import CommitObject, Node, ObjectId, Redaction, StoredObject, TreeChunk
-from mnemosyne.model.validation import MAX_NODE_BYTES, check_node_size, rfc3339
+from mnemosyne.model.times import rfc3339
+from mnemosyne.model.validation import MAX_NODE_BYTES, check_node_size
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
 
 CACHE_ENTRIES = 65536
+_redaction_encoder = msgspec.msgpack.Encoder()
 _redaction_decoder = msgspec.msgpack.Decoder(Redaction)
+
+
+def decode_redaction(data: bytes) -> Redaction:
+    """Decode a stored redaction record.
+
+    Raises:
+        msgspec.DecodeError, msgspec.ValidationError: the bytes are not one.
+    """
+    return _redaction_decoder.decode(data)
+
+
+def redacted_error(redaction: Redaction) -> Redacted:
+    """The error a read of an erased version raises: who erased it, when and why."""
+    return Redacted(
+        f"version {redaction.hash[:12]} of {redaction.id} was erased at {rfc3339(redaction.time)} "
+        f"by {redaction.author}: {redaction.reason}"
+    )
 
 
 class ObjectStore:
@@ -27,9 +52,7 @@ class ObjectStore:
         self.scope = scope
         self._cache: dict[bytes, StoredObject] = {}
 
-    def key(self, oid: bytes) -> bytes:
-        """The storage key of an object id."""
-        return self.scope + oid
+    # -- reading --------------------------------------------------------------------
 
     def raw(self, txn: ReadTxn, oid: bytes) -> bytes | None:
         """Return the stored bytes of ``oid`` unverified, or None."""
@@ -40,11 +63,17 @@ class ObjectStore:
         # Storage only: the cache may hold objects of a write that was rolled back.
         return txn.get(Space.OBJECTS, self.scope + oid) is not None
 
+    def scan(self, txn: ReadTxn, prefix: bytes = b"") -> Iterator[tuple[bytes, bytes]]:
+        """Yield ``(id, stored bytes)`` of every object (whose id starts with ``prefix``), unverified."""
+        size = len(self.scope)
+        for key, data in txn.scan(Space.OBJECTS, self.scope + prefix):
+            yield key[size:], data
+
     def load(self, txn: ReadTxn, oid: bytes) -> StoredObject:
         """Read, verify and decode one object.
 
         Raises:
-            NotFound: if no object has that id.
+            NotFound: if no object has that id (``Redacted`` when it was erased).
             CorruptObject: if the bytes do not hash to ``oid`` or do not decode.
         """
         obj = self._cache.get(oid)
@@ -54,10 +83,7 @@ class ObjectStore:
         if data is None:
             redaction = self.redaction(txn, oid)
             if redaction is not None:
-                raise Redacted(
-                    f"version {oid.hex()[:12]} of {redaction.id} was erased at {rfc3339(redaction.time)} "
-                    f"by {redaction.author}: {redaction.reason}"
-                )
+                raise redacted_error(redaction)
             raise NotFound(f"object {oid.hex()} is not in the store")
         if codec.object_id(data) != oid:
             raise CorruptObject(f"object {oid.hex()} is corrupt: its bytes do not match its hash")
@@ -68,17 +94,24 @@ class ObjectStore:
             self._remember(oid, obj)
         return obj
 
-    def redaction(self, txn: ReadTxn, oid: bytes) -> Redaction | None:
-        """The redaction record of an erased version, or None."""
-        data = txn.get(Space.REDACTIONS, self.scope + oid)
-        return _redaction_decoder.decode(data) if data is not None else None
-
     def chunk(self, txn: ReadTxn, oid: bytes) -> TreeChunk:
         """Load a tree chunk."""
         obj = self.load(txn, oid)
         if not isinstance(obj, TreeChunk):
             raise CorruptObject(f"object {oid.hex()} should be a tree chunk")
         return obj
+
+    def chunk_loader(self, txn: ReadTxn) -> Callable[[bytes], TreeChunk]:
+        """A loader of tree chunks for tree walks, which call it in tight loops."""
+        cache = self._cache
+
+        def load(oid: bytes) -> TreeChunk:
+            found = cache.get(oid)
+            if found.__class__ is TreeChunk:
+                return found
+            return self.chunk(txn, oid)
+
+        return load
 
     def commit(self, txn: ReadTxn, oid: bytes) -> CommitObject:
         """Load a commit."""
@@ -93,6 +126,8 @@ class ObjectStore:
         if not isinstance(obj, Node):
             raise CorruptObject(f"object {oid.hex()} should be a node")
         return obj
+
+    # -- writing --------------------------------------------------------------------
 
     def put(self, txn: WriteTxn, obj: StoredObject) -> ObjectId:
         """Encode and store ``obj`` (a no-op when present); return its id."""
@@ -125,6 +160,48 @@ class ObjectStore:
         txn.put_many(Space.OBJECTS, items, overwrite=False)
         return oids
 
+    def put_raw(self, txn: WriteTxn, oid: bytes, data: bytes) -> bool:
+        """Store bytes already known to hash to ``oid`` (a restore); False when present."""
+        return txn.put(Space.OBJECTS, self.scope + oid, data, overwrite=False)
+
+    def remove(self, txn: WriteTxn, oid: bytes) -> None:
+        """Delete an unreachable object (garbage collection)."""
+        txn.delete(Space.OBJECTS, self.scope + oid)
+        self._cache.pop(oid, None)
+
+    # -- erasure --------------------------------------------------------------------
+
+    def redaction(self, txn: ReadTxn, oid: bytes) -> Redaction | None:
+        """The redaction record of an erased version, or None."""
+        data = txn.get(Space.REDACTIONS, self.scope + oid)
+        return decode_redaction(data) if data is not None else None
+
+    def redactions(self, txn: ReadTxn) -> Iterator[tuple[bytes, bytes]]:
+        """Yield ``(id, stored record)`` of every redaction record."""
+        size = len(self.scope)
+        for key, data in txn.scan(Space.REDACTIONS, self.scope):
+            yield key[size:], data
+
+    def erase(self, txn: WriteTxn, oid: bytes, record: Redaction) -> Redaction:
+        """Delete a version's bytes and keep a redaction record in their place.
+
+        A version erased before keeps its first record (records are append-only);
+        the one kept is returned.
+        """
+        txn.delete(Space.OBJECTS, self.scope + oid)
+        self._cache.pop(oid, None)
+        if not txn.put(
+            Space.REDACTIONS, self.scope + oid, _redaction_encoder.encode(record), overwrite=False
+        ):
+            earlier = self.redaction(txn, oid)
+            assert earlier is not None
+            return earlier
+        return record
+
+    def put_raw_redaction(self, txn: WriteTxn, oid: bytes, data: bytes) -> bool:
+        """Store a checked redaction record (a restore); False when one is there."""
+        return txn.put(Space.REDACTIONS, self.scope + oid, data, overwrite=False)
+
     def _remember(self, oid: bytes, obj: StoredObject) -> None:
         cache = self._cache
         if len(cache) >= CACHE_ENTRIES:
@@ -132,7 +209,3 @@ class ObjectStore:
             for stale in list(cache)[: CACHE_ENTRIES // 4]:
                 cache.pop(stale, None)  # another thread may be evicting the same entries
         cache[oid] = obj
-
-    def forget_cached(self, oid: bytes) -> None:
-        """Drop one object from the cache."""
-        self._cache.pop(oid, None)

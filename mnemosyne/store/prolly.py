@@ -19,6 +19,7 @@ import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
 
+from mnemosyne.model import codec
 from mnemosyne.model.objects import TreeChunk
 
 AVERAGE_CHUNK = 24
@@ -28,6 +29,9 @@ _THRESHOLD = (1 << 64) // AVERAGE_CHUNK
 _SALTS = [f"mnemo-tree-{level}".encode().ljust(16, b".")[:16] for level in range(64)]
 
 EMPTY = TreeChunk(0, (), ())
+"""The empty tree: one empty leaf."""
+EMPTY_ID = codec.object_id(codec.encode(EMPTY))
+"""The id of :data:`EMPTY`."""
 
 Load = Callable[[bytes], TreeChunk]
 Store = Callable[[TreeChunk], bytes]

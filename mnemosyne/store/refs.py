@@ -9,21 +9,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 import msgspec
 
 from mnemosyne.errors import InvalidInput, NotFound, RefConflict
-from mnemosyne.model.validation import rfc3339
+from mnemosyne.model.defaults import DEFAULT_BRANCH
+from mnemosyne.model.times import MICROSECOND, micros, rfc3339
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
 
 HEAD = "HEAD"
 BRANCH_PREFIX = "refs/heads/"
-DEFAULT_BRANCH = "main"
 _SYMBOLIC = b"ref:"
+_UNBORN = b""  # the stored value of a branch created before its first commit
 _BRANCH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-TICK = timedelta(microseconds=1)
+TICK = MICROSECOND
+"""How far a record time is nudged to keep a branch's times strictly increasing."""
 
 
 class ReflogEntry(msgspec.Struct, frozen=True, array_like=True):
@@ -41,7 +42,15 @@ _reflog_decoder = msgspec.msgpack.Decoder(ReflogEntry)
 
 
 def check_branch_name(name: str) -> str:
-    """Return ``name`` if it may name a branch, else raise :class:`InvalidInput`."""
+    """Return ``name`` if it may name a branch, else raise :class:`InvalidInput`.
+
+    A name is what follows ``refs/heads/``; one that starts with ``refs/`` is
+    refused, since every revision reads ``refs/heads/x`` as the branch ``x``.
+    """
+    if isinstance(name, str) and (name == "refs" or name.startswith("refs/")):
+        raise InvalidInput(
+            f"{name!r} is not a valid branch name: give the name without 'refs/heads/' (it is added for you)"
+        )
     if (
         not isinstance(name, str)
         or len(name) > 200
@@ -58,12 +67,19 @@ def check_branch_name(name: str) -> str:
 
 def time_key(when: datetime) -> bytes:
     """Eight big-endian bytes of microseconds since the epoch: sorts as time does."""
-    micros = max((when - _EPOCH) // TICK, 0)
-    return micros.to_bytes(8, "big", signed=False)
+    return max(micros(when), 0).to_bytes(8, "big", signed=False)
 
 
 class RefStore:
-    """The refs and reflogs of one tenant."""
+    """The refs and reflogs of one tenant: the ``refs`` and ``reflog`` keyspaces."""
+
+    HEAD_KEY = HEAD.encode()
+    """How ``HEAD`` is keyed, after the scope."""
+
+    @staticmethod
+    def is_symbolic(value: bytes) -> bool:
+        """Whether a stored ref value names a branch (``HEAD``'s) rather than a commit."""
+        return value.startswith(_SYMBOLIC)
 
     def __init__(self, scope: bytes) -> None:
         self.scope = scope
@@ -77,13 +93,19 @@ class RefStore:
     def read(self, txn: ReadTxn, name: str) -> bytes | None:
         """The commit id a ref points at, or None for an unborn or absent ref."""
         value = txn.get(Space.REFS, self._key(name))
-        if value is None or value.startswith(_SYMBOLIC):
+        if not value or value.startswith(_SYMBOLIC):
             return None
         return value
 
     def exists(self, txn: ReadTxn, name: str) -> bool:
-        """Whether the ref is set (a branch with at least one commit)."""
+        """Whether the ref is set: a branch with commits, or one created with none yet."""
         return txn.get(Space.REFS, self._key(name)) is not None
+
+    def create_unborn(self, txn: WriteTxn, name: str, *, when: datetime, author: str, reason: str) -> None:
+        """Create a branch with no commits yet (its first commit starts it), and log it."""
+        txn.put(Space.REFS, self._key(name), _UNBORN)
+        entry = ReflogEntry(b"", b"", when, author, reason)
+        txn.put(Space.REFLOG, self._log_prefix(name) + time_key(when), _reflog_encoder.encode(entry))
 
     def head_branch(self, txn: ReadTxn) -> str:
         """The branch name HEAD points at (it may have no commits yet)."""
@@ -100,7 +122,15 @@ class RefStore:
         """Yield ``(branch name, tip id)`` in name order."""
         prefix = self._key(BRANCH_PREFIX)
         for key, value in txn.scan(Space.REFS, prefix):
-            yield key[len(prefix) :].decode(), value
+            if value:  # an unborn branch has no tip
+                yield key[len(prefix) :].decode(), value
+
+    def unborn(self, txn: ReadTxn) -> Iterator[str]:
+        """Names of the branches created with no commits yet, in name order."""
+        prefix = self._key(BRANCH_PREFIX)
+        for key, value in txn.scan(Space.REFS, prefix):
+            if not value:
+                yield key[len(prefix) :].decode()
 
     def last_time(self, txn: ReadTxn, name: str) -> datetime | None:
         """Time of the newest reflog entry of a ref."""
@@ -157,6 +187,48 @@ class RefStore:
     def decode_entry(data: bytes) -> ReflogEntry:
         """Decode one stored reflog entry."""
         return _reflog_decoder.decode(data)
+
+    def every_entry(self, txn: ReadTxn) -> Iterator[ReflogEntry]:
+        """Every reflog entry of every ref (deleted branches' too), in key order."""
+        for _, value in txn.scan(Space.REFLOG, self.scope):
+            yield _reflog_decoder.decode(value)
+
+    def expire(self, txn: WriteTxn, horizon: datetime) -> int:
+        """Delete reflog entries older than ``horizon``, keeping each ref's newest; return how many."""
+        newest: dict[bytes, bytes] = {}
+        old: list[bytes] = []
+        cutoff = time_key(horizon)
+        size = len(self.scope)
+        for key, _ in txn.scan(Space.REFLOG, self.scope):
+            # <ref name> 00 <8-byte time>: the time may itself contain zero bytes.
+            newest[key[size:-9]] = key
+            if key[-8:] < cutoff:
+                old.append(key)
+        kept = set(newest.values())
+        doomed = [key for key in old if key not in kept]
+        for key in doomed:
+            txn.delete(Space.REFLOG, key)
+        return len(doomed)
+
+    def raw_refs(self, txn: ReadTxn) -> Iterator[tuple[bytes, bytes]]:
+        """Every ref as stored: ``(name, value)`` (for export)."""
+        size = len(self.scope)
+        for key, value in txn.scan(Space.REFS, self.scope):
+            yield key[size:], value
+
+    def raw_reflog(self, txn: ReadTxn) -> Iterator[tuple[bytes, bytes]]:
+        """Every reflog entry as stored: ``(name 00 time, entry)`` (for export)."""
+        size = len(self.scope)
+        for key, value in txn.scan(Space.REFLOG, self.scope):
+            yield key[size:], value
+
+    def put_raw_ref(self, txn: WriteTxn, name: bytes, value: bytes) -> None:
+        """Set a ref to a checked stored value (a restore)."""
+        txn.put(Space.REFS, self.scope + name, value)
+
+    def put_raw_log(self, txn: WriteTxn, key: bytes, value: bytes) -> bool:
+        """Add a checked reflog entry under its stored key (a restore); False when present."""
+        return txn.put(Space.REFLOG, self.scope + key, value, overwrite=False)
 
     def reflog(self, txn: ReadTxn, name: str) -> Iterator[ReflogEntry]:
         """Yield a ref's moves, newest first."""

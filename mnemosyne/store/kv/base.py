@@ -29,6 +29,21 @@ class Space(StrEnum):
     READS = "reads"
 
 
+EXPORTED_SPACES = (Space.OBJECTS, Space.REFS, Space.REFLOG, Space.REDACTIONS)
+"""The keyspaces an export carries (besides tenant names from ``meta``): the history itself."""
+
+DERIVED_SPACES = (Space.INDEX,)
+"""Keyspaces rebuilt from the objects (``reindex``), in a commit's own transaction."""
+
+LAZY_SPACES = (Space.RECALL, Space.VECTORS)
+"""Recall indexes: derived too, but caught up lazily at the next search and never exported
+(vectors cost model time, and another machine may use another model)."""
+
+LOCAL_SPACES = (Space.READS,)
+"""Kept with the store, not carried by exports: the read audit log records what one
+store's searches returned, and erasure scrubs it in place."""
+
+
 class ReadTxn(Protocol):
     """A consistent snapshot of the store."""
 
@@ -82,6 +97,14 @@ class KV(Protocol):
 
     def close(self) -> None:
         """Release the backend; further use is an error."""
+        ...
+
+    def compact(self) -> tuple[int, int]:
+        """Rewrite the stored data from live records only; return its size in bytes before and after.
+
+        Raises:
+            InvalidInput: the backend is shared with another handle or process, or read-only.
+        """
         ...
 
 

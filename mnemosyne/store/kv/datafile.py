@@ -49,6 +49,16 @@ def _needed_size(path: str) -> int | None:
         os.close(handle)
 
 
+def is_lmdb_file(path: str | os.PathLike[str]) -> bool:
+    """Whether the file at ``path`` starts like an LMDB data file (its first meta page)."""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.read(_PAGE_HEADER + _META.size)
+    except OSError:
+        return False
+    return len(first) == _PAGE_HEADER + _META.size and _META.unpack_from(first, _PAGE_HEADER)[0] == _MAGIC
+
+
 def check_data_file(directory: str) -> None:
     """Refuse a ``data.mdb`` that is empty, not an LMDB file, or shorter than its meta says.
 
@@ -71,7 +81,10 @@ def check_data_file(directory: str) -> None:
         except OSError as exc:
             raise CorruptObject(f"cannot read the store's data file {path}: {exc.strerror or exc}") from None
         if needed is None:
-            raise CorruptObject(f"{directory} is not a Mnemosyne store: {DATA_FILE} is not an LMDB file")
+            raise CorruptObject(
+                f"the store file {path} is damaged or is not a Mnemosyne store (its header is not LMDB's); "
+                "restore it from a backup ('mnemo import')"
+            )
         if size >= needed:
             return
         if attempt < 2:

@@ -74,24 +74,67 @@ class _Gate:
                 self._cond.notify_all()
 
 
+def _is_unwritable(exc: BaseException) -> bool:
+    """Whether opening failed for want of write access (permissions, a read-only medium)."""
+    text = str(exc)
+    return (
+        "Permission denied" in text
+        or "Read-only file system" in text
+        or (isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM))
+    )
+
+
 def _is_disk_full(exc: BaseException) -> bool:
     return (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)) or (
         "No space left" in str(exc)
     )
 
 
-class _Txn:
-    __slots__ = ("_dbs", "_txn")
+_DAMAGE = (
+    lmdb.CorruptedError,
+    lmdb.PageNotFoundError,
+    lmdb.BadTxnError,
+    lmdb.PanicError,
+    lmdb.InvalidError,
+    lmdb.BadDbiError,
+    lmdb.BadRslotError,
+)
+"""What LMDB raises when its file is damaged (or a transaction broke on damage)."""
 
-    def __init__(self, txn: lmdb.Transaction, dbs: dict[Space, Any]) -> None:
+
+def damaged(path: str, exc: BaseException) -> CorruptObject:
+    """The error for damage below the objects: the store file itself, with what to do about it."""
+    return CorruptObject(
+        f"the store file {os.path.join(path, 'data.mdb')} is damaged ({type(exc).__name__}: "
+        f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}); export what still reads "
+        "('mnemo export'), or restore from a backup"
+    )
+
+
+class _Txn:
+    __slots__ = ("_dbs", "_path", "_txn")
+
+    def __init__(self, txn: lmdb.Transaction, dbs: dict[Space, Any], path: str) -> None:
         self._txn = txn
         self._dbs = dbs
+        self._path = path
 
     def get(self, space: Space, key: bytes) -> bytes | None:
-        return cast("bytes | None", self._txn.get(key, db=self._dbs[space]))
+        try:
+            return cast("bytes | None", self._txn.get(key, db=self._dbs[space]))
+        except _DAMAGE as exc:
+            raise damaged(self._path, exc) from None
 
     def scan(
         self, space: Space, prefix: bytes, start: bytes | None = None, reverse: bool = False
+    ) -> Iterator[tuple[bytes, bytes]]:
+        try:
+            yield from self._scan(space, prefix, start, reverse)
+        except _DAMAGE as exc:
+            raise damaged(self._path, exc) from None
+
+    def _scan(
+        self, space: Space, prefix: bytes, start: bytes | None, reverse: bool
     ) -> Iterator[tuple[bytes, bytes]]:
         cursor = self._txn.cursor(db=self._dbs[space])
         if not reverse:
@@ -123,16 +166,25 @@ class _Txn:
             yield raw, cast(bytes, value)
 
     def put(self, space: Space, key: bytes, value: bytes, overwrite: bool = True) -> bool:
-        done: bool = self._txn.put(key, value, db=self._dbs[space], overwrite=overwrite)
+        try:
+            done: bool = self._txn.put(key, value, db=self._dbs[space], overwrite=overwrite)
+        except _DAMAGE as exc:
+            raise damaged(self._path, exc) from None
         return done
 
     def delete(self, space: Space, key: bytes) -> bool:
-        done: bool = self._txn.delete(key, db=self._dbs[space])
+        try:
+            done: bool = self._txn.delete(key, db=self._dbs[space])
+        except _DAMAGE as exc:
+            raise damaged(self._path, exc) from None
         return done
 
     def put_many(self, space: Space, items: list[tuple[bytes, bytes]], overwrite: bool = True) -> int:
         # One C loop instead of a Python call per key: bulk commits write 3 keys a node.
-        _, added = self._txn.cursor(db=self._dbs[space]).putmulti(items, overwrite=overwrite)
+        try:
+            _, added = self._txn.cursor(db=self._dbs[space]).putmulti(items, overwrite=overwrite)
+        except _DAMAGE as exc:
+            raise damaged(self._path, exc) from None
         return int(added)
 
 
@@ -155,12 +207,28 @@ class _Shared:
         # Every process holding the store open keeps a shared lock on this file, so
         # compaction (which replaces the data file) can tell it is alone.
         self.lock_file = _hold_shared_lock(path)
+        self.locked = True
+        """Whether LMDB tracks this process's readers in ``lock.mdb`` (see :meth:`_open_env`)."""
         self.env = self._open_env(map_size)
         self.map_size: int = self.env.info()["map_size"]
         self.dbs: dict[Space, Any] = {}
         self._open_dbs()
 
     def _open_env(self, map_size: int) -> lmdb.Environment:
+        try:
+            return self._lmdb_open(map_size, self.locked)
+        except lmdb.Error as exc:
+            if not (self.readonly and self.locked and _is_unwritable(exc)):
+                raise
+        # A read-only handle on a directory or medium it cannot write: LMDB cannot
+        # register its readers in lock.mdb, so it reads without that lock. Safe
+        # where nothing writes (a read-only medium, an archived copy); a writer
+        # with rights there could recycle pages under it, which the hash check of
+        # every object turns into CorruptObject, never wrong data.
+        self.locked = False
+        return self._lmdb_open(map_size, False)
+
+    def _lmdb_open(self, map_size: int, lock: bool) -> lmdb.Environment:
         return lmdb.open(
             self.path,
             subdir=True,
@@ -172,7 +240,7 @@ class _Shared:
             readahead=False,
             sync=self.sync,
             metasync=self.sync,
-            lock=True,
+            lock=lock,
         )
 
     def _open_dbs(self) -> None:
@@ -365,9 +433,14 @@ class LmdbKV:
                     check_data_file(real)  # a truncated file would crash the process on open
                 try:
                     shared = _Shared(real, readonly, min(map_size, max_map_size), max_map_size, sync)
-                except (lmdb.InvalidError, lmdb.CorruptedError, lmdb.VersionMismatchError) as exc:
-                    raise CorruptObject(f"cannot open store at {real}: {exc}") from None
+                except (*_DAMAGE, lmdb.VersionMismatchError) as exc:
+                    raise damaged(real, exc) from None
                 except lmdb.Error as exc:
+                    if not readonly and _is_unwritable(exc):
+                        raise InvalidInput(
+                            f"cannot open the store at {real} for writing ({str(exc).splitlines()[0]}); "
+                            "open it read-only to inspect it"
+                        ) from None
                     raise MnemoError(f"cannot open store at {real}: {exc}") from None
                 _Shared.registry[real] = shared
             shared.users += 1
@@ -385,7 +458,7 @@ class LmdbKV:
         with shared.gate.shared():
             txn = self._begin(shared, write=False)
             try:
-                yield _Txn(txn, shared.dbs)
+                yield _Txn(txn, shared.dbs, shared.path)
             finally:
                 txn.abort()
 
@@ -407,7 +480,7 @@ class LmdbKV:
                         size = shared.map_size
                         txn = self._begin(shared, write=True)
                         try:
-                            result = fn(_Txn(txn, shared.dbs))
+                            result = fn(_Txn(txn, shared.dbs, shared.path))
                             txn.commit()
                         except BaseException:
                             failed = txn
@@ -422,6 +495,8 @@ class LmdbKV:
                             failed.abort()
             except lmdb.MapFullError:
                 shared.grow(size)
+            except _DAMAGE as exc:
+                raise damaged(shared.path, exc) from None
             except lmdb.Error as exc:
                 if _is_disk_full(exc):
                     raise StorageFull(f"the disk is full; nothing was written ({exc})") from None

@@ -147,6 +147,13 @@ class MemoryKV:
         """Drop the data."""
         self._closed = True
 
+    def compact(self) -> tuple[int, int]:
+        """Nothing to rewrite: deleted records leave memory with their last reference."""
+        self._check_open()
+        if self.readonly:
+            raise InvalidInput("the store is open read-only")
+        return 0, 0
+
     def _check_open(self) -> None:
         if self._closed:
             raise MnemoError("the store is closed")

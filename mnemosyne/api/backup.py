@@ -1,0 +1,72 @@
+"""``export_store`` and ``import_store``: backups of a store given by handle or by path."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import IO
+
+from mnemosyne.admin import backup
+from mnemosyne.api.repo import Repo
+from mnemosyne.api.store import Location, Store, store_path
+from mnemosyne.errors import NotFound
+from mnemosyne.model.reports import ExportReport, ImportReport
+from mnemosyne.store.kv.datafile import DATA_FILE
+from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE
+
+
+def export_store(
+    source: Repo | Store | Location, out: IO[bytes], *, tenants: Sequence[str] | None = None
+) -> ExportReport:
+    """Write a portable copy of a store to ``out`` (see :meth:`Store.export`).
+
+    Every tenant is exported, whatever tenant a ``Repo`` given as ``source`` is
+    bound to, unless ``tenants`` names some.
+
+    Args:
+        source: an open store or handle, or the path of a store (opened read-only).
+        out: a binary stream to write to; it is not closed.
+        tenants: export only these tenants (default: all of them).
+
+    Raises:
+        NotFound: no store at the path, or a tenant named in ``tenants`` does not exist.
+        CorruptObject: a stored object's bytes do not match its hash.
+    """
+    if isinstance(source, Repo | Store):
+        store = source.store if isinstance(source, Repo) else source
+        return store.export(out, tenants=tenants)
+    with Store.open(source, readonly=True) as opened:
+        return opened.export(out, tenants=tenants)
+
+
+def import_store(target: Repo | Store | Location, inp: IO[bytes]) -> ImportReport:
+    """Restore an export into an empty store, with every hash as it was (see :meth:`Store.import_`).
+
+    Args:
+        target: an open store or handle, or a path: a store there is opened, and one
+            is created when there is none (sized for the export).
+        inp: a binary stream positioned at the start of the export; it is not closed.
+
+    Raises:
+        InvalidInput: the store is not empty; the input is not an export, or is of a
+            newer format version, or holds objects of a newer format or records
+            that cannot belong in a store.
+        CorruptObject: the input is truncated or damaged.
+    """
+    if isinstance(target, Repo | Store):
+        store = target.store if isinstance(target, Repo) else target
+        return store.import_(inp)
+    where = store_path(target)
+    try:
+        existing = Store.open(where)
+    except NotFound:
+        if (where / DATA_FILE).exists():
+            raise  # a store whose default tenant was dropped: not one to create again
+        existing = None
+    if existing is not None:
+        with existing:
+            return existing.import_(inp)
+    with backup.checked(inp) as export:
+        # Room for the whole import from the start: a full map re-runs the transaction.
+        size = max(DEFAULT_MAP_SIZE, -(-4 * export.size // (1 << 20)) << 20)
+        with Store.init(where, map_size=size) as created:
+            return backup.restore(created.kv, export, created.where)

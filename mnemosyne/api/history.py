@@ -1,0 +1,244 @@
+"""History: writing commits and reading snapshots, history, blame, diffs, claims and valid time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from mnemosyne.api.handle import Handle
+from mnemosyne.errors import InvalidInput, NotFound
+from mnemosyne.history import branches, queries, walk
+from mnemosyne.history.blame import blame
+from mnemosyne.history.commits import apply_commit
+from mnemosyne.history.revisions import Rev, resolve
+from mnemosyne.index.view import WriteView
+from mnemosyne.model.choices import CLAIM_POLICIES, ClaimPolicy
+from mnemosyne.model.objects import Commit, Node
+from mnemosyne.model.results import Blame, Change, CommitResult, Contradiction, Diff, Fact, Version
+from mnemosyne.model.times import TimeLike, as_time
+from mnemosyne.model.validation import check_id, check_json
+from mnemosyne.store.refs import check_branch_name
+
+
+class History:
+    """Commits and every read of history, for one tenant (see :class:`Repo` for each call)."""
+
+    def __init__(self, handle: Handle) -> None:
+        self._handle = handle
+
+    # -- writing ----------------------------------------------------------------------
+
+    def commit(
+        self,
+        put: Iterable[Node],
+        delete: Iterable[str],
+        *,
+        message: str,
+        author: str,
+        branch: str | None,
+        parent: Rev | None,
+        meta: dict[str, Any] | None,
+        allow_empty: bool,
+        on_claim_conflict: ClaimPolicy,
+    ) -> CommitResult:
+        """The work of :meth:`Repo.commit`."""
+        if on_claim_conflict not in CLAIM_POLICIES:
+            raise InvalidInput(f"on_claim_conflict must be one of {', '.join(CLAIM_POLICIES)}")
+        if isinstance(put, Node) or isinstance(delete, str) or not _iterable(put, delete):
+            raise InvalidInput("put takes an iterable of Nodes and delete an iterable of ids")
+        nodes = list(put)
+        removals = [check_id(i) for i in delete]
+        for node in nodes:
+            if not isinstance(node, Node):
+                raise InvalidInput(f"put takes Node objects, not {type(node).__name__}")
+        if not isinstance(message, str) or not isinstance(author, str):
+            raise InvalidInput("message and author must be strings")
+        if meta is not None:
+            if not isinstance(meta, dict):
+                raise InvalidInput("commit meta must be a JSON map")
+            check_json(meta, "commit meta")
+        target = check_branch_name(branch) if branch is not None else None
+        handle = self._handle
+
+        def work(view: WriteView) -> CommitResult:
+            return apply_commit(
+                view,
+                branch=target or view.refs.head_branch(view.txn),
+                parent=parent,
+                nodes=nodes,
+                removals=removals,
+                author=author,
+                message=message,
+                meta=meta,
+                allow_empty=allow_empty,
+                on_claim_conflict=on_claim_conflict,
+                now=handle.now(),
+            )
+
+        return handle.write(work)
+
+    def revert(self, commit: Rev, *, author: str, message: str | None) -> CommitResult:
+        """The work of :meth:`Repo.revert`."""
+        with self._handle.read() as view:
+            tip = self._handle.tip(view, None, None)
+            if tip is None:
+                raise NotFound("the current branch has no commits")
+            oid, summary, puts, removals = branches.inverse(view, commit, tip)
+        return self.commit(
+            puts,
+            removals,
+            message=message or f"Revert {oid.hex()[:7]}: {summary}",
+            author=author,
+            branch=None,
+            parent=tip.hex(),
+            meta=None,
+            allow_empty=False,
+            on_claim_conflict="refuse",
+        )
+
+    # -- reading ----------------------------------------------------------------------
+
+    def resolve(self, rev: Rev, as_of: TimeLike | None) -> Commit:
+        """The work of :meth:`Repo.resolve`."""
+        when = as_time(as_of, "as_of")
+        with self._handle.read() as view:
+            oid = resolve(view, rev, as_of=when)
+            return Commit.from_object(oid, view.commit(oid))
+
+    def get(self, node_id: str, at: Rev | None, as_of: TimeLike | None, include_expired: bool) -> Node | None:
+        """The work of :meth:`Repo.get`."""
+        check_id(node_id)
+        when = as_time(as_of, "as_of")
+        handle = self._handle
+        with handle.read() as view:
+            tip = handle.tip(view, at, when)
+            if tip is None:
+                return None
+            value = view.tree.get(view.commit(tip).tree, node_id)
+            if value is None:
+                return None
+            node = view.node(value)
+            if not include_expired and queries.expired(node, handle.judged_at(when)):
+                return None
+            return node
+
+    def nodes(
+        self, at: Rev | None, as_of: TimeLike | None, prefix: str | None, include_expired: bool
+    ) -> Iterator[Node]:
+        """The work of :meth:`Repo.nodes`."""
+        if prefix is not None and not isinstance(prefix, str):
+            raise InvalidInput(f"prefix must be a string, not {type(prefix).__name__}")
+        when = as_time(as_of, "as_of")
+        handle = self._handle
+        with handle.read() as view:
+            tip = handle.tip(view, at, when)
+            root = view.commit(tip).tree if tip is not None else None
+        nodes = walk.nodes(handle.read, root, prefix or "")
+        if include_expired:
+            return nodes
+        now = handle.judged_at(when)
+        return (node for node in nodes if not queries.expired(node, now))
+
+    def log(
+        self, at: Rev | None, node: str | None, limit: int | None, as_of: TimeLike | None
+    ) -> Iterator[Commit]:
+        """The work of :meth:`Repo.log`."""
+        if node is not None:
+            check_id(node)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidInput("limit must be a non-negative integer")
+        when = as_time(as_of, "as_of")
+        handle = self._handle
+        with handle.read() as view:
+            tip = handle.tip(view, at, when)
+            if tip is None:
+                return iter(())
+            if node is None:
+                return walk.commits(handle.read, tip, limit)
+            found: list[Commit] = []
+            for oid, _ in walk.changes_of(view, node, tip):
+                if limit is not None and len(found) >= limit:
+                    break
+                found.append(Commit.from_object(oid, view.commit(oid)))
+            return iter(found)
+
+    def history(self, node_id: str, at: Rev | None) -> list[Version]:
+        """The work of :meth:`Repo.history`."""
+        check_id(node_id)
+        handle = self._handle
+        with handle.read() as view:
+            tip = handle.tip(view, at, None)
+            if tip is None:
+                return []
+            return queries.history(view, node_id, tip, handle.now())
+
+    def blame(self, node_id: str, at: Rev | None) -> Blame:
+        """The work of :meth:`Repo.blame`."""
+        check_id(node_id)
+        handle = self._handle
+        with handle.read() as view:
+            tip = handle.tip(view, at, None)
+            if tip is None:
+                raise NotFound(f"{node_id} is not in the store: there are no commits yet")
+            return blame(view, node_id, tip)
+
+    def diff(self, a: Rev, b: Rev, as_of: TimeLike | None) -> Diff:
+        """The work of :meth:`Repo.diff`."""
+        when = as_time(as_of, "as_of")
+        with self._handle.read() as view:
+            oid_a = resolve(view, a, as_of=when)
+            oid_b = resolve(view, b, as_of=when)
+            added: list[Change] = []
+            removed: list[Change] = []
+            modified: list[Change] = []
+            for key, old, new in view.tree.diff(view.commit(oid_a).tree, view.commit(oid_b).tree):
+                change = Change(
+                    key,
+                    queries.readable(view, old) if old is not None else None,
+                    queries.readable(view, new) if new is not None else None,
+                    old.hex() if old is not None else None,
+                    new.hex() if new is not None else None,
+                )
+                (added if old is None else removed if new is None else modified).append(change)
+            return Diff(a=oid_a.hex(), b=oid_b.hex(), added=added, removed=removed, modified=modified)
+
+    # -- claims and valid time --------------------------------------------------------
+
+    def facts(
+        self,
+        subject: str,
+        predicate: str | None,
+        valid_at: TimeLike | None,
+        as_of: TimeLike | None,
+        at: Rev | None,
+    ) -> list[Fact]:
+        """The work of :meth:`Repo.facts`."""
+        when = as_time(as_of, "as_of")
+        world = as_time(valid_at, "valid_at")
+        handle = self._handle
+        with handle.read() as view:
+            tip = handle.tip(view, at, when)
+            if tip is None:
+                return []
+            now = handle.judged_at(when)
+            return queries.facts(view, tip, subject, predicate, world or now, now)
+
+    def timeline(self, subject: str, predicate: str, as_of: TimeLike | None, at: Rev | None) -> list[Fact]:
+        """The work of :meth:`Repo.timeline`."""
+        when = as_time(as_of, "as_of")
+        handle = self._handle
+        with handle.read() as view:
+            tip = handle.tip(view, at, when)
+            if tip is None:
+                return []
+            return queries.timeline(view, tip, subject, predicate, handle.judged_at(when))
+
+    def contradictions(self, at: Rev | None) -> list[Contradiction]:
+        """The work of :meth:`Repo.contradictions`."""
+        with self._handle.read() as view:
+            tip = self._handle.tip(view, at, None)
+            return queries.open_contradictions(view, tip) if tip is not None else []
+
+
+def _iterable(*values: object) -> bool:
+    return all(isinstance(value, Iterable) for value in values)

@@ -1,0 +1,41 @@
+"""Maintenance of one tenant: checking and rebuilding its indexes (see :class:`Repo`)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from mnemosyne.admin.fsck import fsck
+from mnemosyne.api.handle import Handle
+from mnemosyne.index.build import reindex
+from mnemosyne.index.view import WriteView
+from mnemosyne.model.reports import FsckReport
+
+
+class Maintenance:
+    """``fsck`` and ``reindex`` for one tenant."""
+
+    def __init__(self, handle: Handle) -> None:
+        self._handle = handle
+
+    def fsck(self, repair: bool) -> FsckReport:
+        """The work of :meth:`Repo.fsck`."""
+        with self._handle.read() as view:
+            report = fsck(view)
+        if repair and report.problems and all(p.kind == "index" for p in report.problems):
+            written = self.reindex()
+            with self._handle.read() as view:
+                report = msgspec.structs.replace(fsck(view), reindexed=written)
+        return report
+
+    def reindex(self) -> int:
+        """The work of :meth:`Repo.reindex`: the commit graph, change and claim indexes, then recall."""
+        from mnemosyne.recall.index import requeue
+
+        handle = self._handle
+
+        def work(view: WriteView) -> int:
+            written = reindex(view)
+            requeue(view.txn, handle.scope)  # the search postings are derived too
+            return written
+
+        return handle.write(work)

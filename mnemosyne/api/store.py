@@ -1,0 +1,324 @@
+"""``Store``: a whole store (every tenant), its settings, backups and compaction.
+
+A store is where the bytes live: today a directory holding one LMDB environment
+(or process memory, for tests). Store-wide rules live here, in the library, so
+every face honours them: the default tenant cannot be dropped, settings are
+checked before they are kept, an import goes only into an empty store, and
+compaction needs the store to itself. :meth:`Store.repo` gives a
+:class:`~mnemosyne.api.repo.Repo` bound to one tenant.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Self
+
+from mnemosyne.admin import backup
+from mnemosyne.api.handle import Clock, system_clock
+from mnemosyne.api.recall import check_setting
+from mnemosyne.errors import InvalidInput, NotFound
+from mnemosyne.model.defaults import DEFAULT_TENANT
+from mnemosyne.model.reports import CompactReport, ExportReport, ImportReport
+from mnemosyne.store import settings, tenancy
+from mnemosyne.store.kv.base import KV, WriteTxn
+from mnemosyne.store.kv.datafile import DATA_FILE, is_lmdb_file
+from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV
+from mnemosyne.store.kv.memory import MemoryKV
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from mnemosyne.api.repo import Repo
+    from mnemosyne.recall.embedders import Embedder
+
+Location = str | os.PathLike[str]
+"""Where a store is: a directory path."""
+
+
+def store_path(location: Location) -> Path:
+    """The directory a location names.
+
+    Raises:
+        InvalidInput: not a path, or a URL (a URL is never taken for a path).
+    """
+    if not isinstance(location, str | os.PathLike):
+        raise InvalidInput(f"a store location must be a path, not {type(location).__name__}")
+    text = os.fspath(location)
+    if isinstance(text, str) and "://" in text:
+        scheme = text.split("://", 1)[0]
+        raise InvalidInput(f"{scheme}:// locations are not supported: a store is a directory path")
+    return Path(text)
+
+
+class Store:
+    """A whole store: its tenants, settings, backups and compaction.
+
+    Open one with :meth:`init`, :meth:`open` or :meth:`in_memory`; use it as a
+    context manager or call :meth:`close`. Handles from :meth:`repo` share it
+    and stop working once it is closed.
+    """
+
+    def __init__(self, kv: KV, path: Path | None) -> None:
+        """Use :meth:`init`, :meth:`open` or :meth:`in_memory` instead."""
+        self._kv = kv
+        self.path = path
+
+    # -- opening ----------------------------------------------------------------------
+
+    @classmethod
+    def init(
+        cls,
+        location: Location,
+        *,
+        map_size: int = DEFAULT_MAP_SIZE,
+        max_map_size: int = DEFAULT_MAX_MAP_SIZE,
+        sync: bool = True,
+    ) -> Store:
+        """Create a new store in the directory ``location`` (and any missing parents).
+
+        Args:
+            location: the directory; it must not exist, or be empty.
+            map_size: initial LMDB map size in bytes (the file grows only as written).
+            max_map_size: the map doubles on demand up to this size.
+            sync: flush every commit to disk before returning (see :meth:`open`).
+
+        Raises:
+            InvalidInput: a store, or anything else, is already there.
+        """
+        where = store_path(location)
+        if where.exists():
+            if not where.is_dir():
+                raise InvalidInput(f"{where} exists and is not a directory")
+            data = where / DATA_FILE
+            if data.exists():
+                if is_lmdb_file(data):
+                    raise InvalidInput(f"a store already exists at {where}")
+                raise InvalidInput(
+                    f"{where} holds a {DATA_FILE} that is not a Mnemosyne store; choose another place"
+                )
+            if any(where.iterdir()):
+                raise InvalidInput(f"{where} exists and is not empty")
+        try:
+            where.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InvalidInput(f"cannot create {where}: {exc.strerror or exc}") from None
+        kv = LmdbKV(where, create=True, map_size=map_size, max_map_size=max_map_size, sync=sync)
+        try:
+            kv.transact(tenancy.initialise)
+        except BaseException:
+            kv.close()
+            raise
+        return cls(kv, where)
+
+    @classmethod
+    def open(
+        cls,
+        location: Location,
+        *,
+        readonly: bool = False,
+        map_size: int = DEFAULT_MAP_SIZE,
+        max_map_size: int = DEFAULT_MAX_MAP_SIZE,
+        sync: bool = True,
+    ) -> Store:
+        """Open an existing store.
+
+        Args:
+            location: the store directory.
+            readonly: open for inspection; any write raises ``InvalidInput``. Works
+                on a read-only directory or medium too.
+            map_size: initial LMDB map size in bytes.
+            max_map_size: the map grows on demand up to this size.
+            sync: flush every commit to disk before returning (off: faster bulk
+                loads, and a crash may lose the latest commits, never the store).
+
+        Raises:
+            NotFound: no store there.
+            InvalidInput: a store of a newer format.
+            CorruptObject: the store file is damaged.
+        """
+        where = store_path(location)
+        try:
+            present = (where / DATA_FILE).is_file()
+        except OSError:  # a name too long for the file system, …
+            present = False
+        if not present:
+            raise NotFound(f"no store at {where} (create one with 'mnemo init')")
+        kv = LmdbKV(where, readonly=readonly, map_size=map_size, max_map_size=max_map_size, sync=sync)
+        try:
+            with kv.read() as txn:
+                tenancy.check_format(txn, str(where))
+        except BaseException:
+            kv.close()
+            raise
+        return cls(kv, where)
+
+    @classmethod
+    def in_memory(cls) -> Store:
+        """A store held in memory only: for tests and throwaway experiments."""
+        kv = MemoryKV()
+        kv.transact(tenancy.initialise)
+        return cls(kv, None)
+
+    def close(self) -> None:
+        """Release the store; its handles cannot be used afterwards."""
+        self._kv.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Store {self.where}>"
+
+    @property
+    def where(self) -> str:
+        """How messages name the store: its path, or ``memory``."""
+        return str(self.path) if self.path is not None else "memory"
+
+    @property
+    def readonly(self) -> bool:
+        """Whether the store refuses writes."""
+        return self._kv.readonly
+
+    @property
+    def kv(self) -> KV:
+        """The storage backend (for maintenance tools and benchmarks)."""
+        return self._kv
+
+    # -- tenants ----------------------------------------------------------------------
+
+    def repo(
+        self,
+        tenant: str = DEFAULT_TENANT,
+        *,
+        create: bool = False,
+        clock: Clock = system_clock,
+        embedder: Embedder | str | None = None,
+    ) -> Repo:
+        """A handle on one tenant of this store.
+
+        Args:
+            tenant: the tenant whose keyspace the handle is bound to.
+            create: create the tenant if it does not exist yet.
+            clock: where record time comes from.
+            embedder: the embedder for semantic search (an ``Embedder`` or a name:
+                ``hash``, ``hash-DIM``, ``minilm``, ``none``); default: the store's
+                ``embedder`` setting.
+
+        Raises:
+            NotFound: an unknown tenant without ``create``.
+            InvalidInput: a bad tenant name.
+        """
+        from mnemosyne.api.repo import Repo
+
+        return Repo.bind(self, tenant, create=create, clock=clock, embedder=embedder, owned=False)
+
+    def tenants(self) -> list[str]:
+        """Names of the store's tenants, sorted."""
+        with self._kv.read() as txn:
+            return tenancy.tenant_names(txn)
+
+    def create_tenant(self, name: str) -> None:
+        """Create an empty tenant.
+
+        Raises:
+            InvalidInput: a bad name, or the tenant exists.
+        """
+        tenancy.check_tenant_name(name)
+
+        def work(txn: WriteTxn) -> None:
+            if tenancy.lookup(txn, name) is not None:
+                raise InvalidInput(f"tenant {name!r} already exists")
+            tenancy.create(txn, name)
+
+        self._kv.transact(work)
+
+    def drop_tenant(self, name: str) -> int:
+        """Delete a whole tenant: its objects, refs, reflogs and indexes.
+
+        A tenant later created under the same name starts empty, in a new key
+        scope. Handles still bound to the dropped tenant refuse every read and
+        write with ``NotFound`` from then on.
+
+        Returns:
+            The number of keys deleted.
+
+        Raises:
+            InvalidInput: it is the default tenant, or a bad name.
+            NotFound: no such tenant.
+        """
+        return self._kv.transact(lambda txn: tenancy.drop(txn, name))
+
+    def check_droppable(self, name: str) -> None:
+        """Raise what :meth:`drop_tenant` would raise before deleting anything (nothing is written).
+
+        Raises:
+            InvalidInput: it is the default tenant, or a bad name.
+            NotFound: no such tenant.
+        """
+        with self._kv.read() as txn:
+            tenancy.check_droppable(txn, name)
+
+    # -- settings ---------------------------------------------------------------------
+
+    def config(self, key: str, value: str | None = None) -> str:
+        """Read a store setting, or change it when ``value`` is given; return its value.
+
+        Settings are shared by every tenant. ``embedder``: ``none`` (the default:
+        lexical search only), ``hash``, ``hash-DIM`` or ``minilm``.
+
+        Raises:
+            InvalidInput: an unknown setting, or a value it cannot take.
+        """
+        if value is not None:
+            checked = check_setting(key, value)
+            self._kv.transact(lambda txn: settings.put(txn, key, checked))
+        with self._kv.read() as txn:
+            return settings.get(txn, key)
+
+    # -- backup and compaction --------------------------------------------------------
+
+    def export(self, out: IO[bytes], *, tenants: Sequence[str] | None = None) -> ExportReport:
+        """Write a portable copy of the store (every tenant, or ``tenants``) to a binary stream.
+
+        See the README's "Backup and restore" and :mod:`mnemosyne.admin.backup`
+        for the format.
+
+        Raises:
+            NotFound: a tenant named in ``tenants`` does not exist.
+            CorruptObject: a stored object's bytes do not match its hash.
+        """
+        return backup.dump(self._kv, out, tenants=tenants)
+
+    def import_(self, inp: IO[bytes]) -> ImportReport:
+        """Restore an export into this store, which must be empty, with every hash as it was.
+
+        The input is checked whole (framing, digest) before anything is written,
+        and written in one transaction.
+
+        Raises:
+            InvalidInput: the store is not empty; the input is not an export, or of
+                a newer format.
+            CorruptObject: the input is truncated or damaged.
+        """
+        backup.check_empty(self._kv, self.where)
+        with backup.checked(inp) as export:
+            return backup.restore(self._kv, export, self.where)
+
+    def compact(self) -> CompactReport:
+        """Rewrite the store file from its live records only, so erased bytes leave the disk.
+
+        Needs the store to itself: no other handle on it in this process, no
+        other process.
+
+        Raises:
+            InvalidInput: another handle or process has the store open, or it is read-only.
+        """
+        before, after = self._kv.compact()
+        return CompactReport(file_bytes_before=before, file_bytes_after=after)

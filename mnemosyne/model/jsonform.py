@@ -1,0 +1,364 @@
+"""The one JSON form of every object and result, and the strict reading of node JSON.
+
+Output: each result struct becomes a JSON object with exactly its attributes
+(and a few computed ones, such as a change's ``redacted``), nested results as
+objects, times in RFC 3339 UTC with ``Z``. A node has every field, ``meta`` is
+``{}`` when empty, and ``hash`` is added; a claim's content is an object of all
+its fields. Every face (the command line's ``--json``, MCP, LangGraph, the
+viewer) prints these forms, so a program learns one shape per result.
+
+Input: node JSON is read strictly. A key given twice in one object, ``NaN`` and
+``Infinity`` are refused rather than guessed at; unknown fields are refused; an
+omitted or null ``id`` is generated at commit, an empty one refused; a ``hash``,
+when given, must be the hash of the node described (with its id).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+
+import msgspec
+
+from mnemosyne.errors import InvalidInput
+from mnemosyne.model.objects import NO_ID, Claim, Commit, Node, Provenance, Redaction, has_id
+from mnemosyne.model.results import Change
+from mnemosyne.model.times import parse_time, rfc3339
+
+NODE_FIELDS = ("id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash")
+"""The fields of a node's JSON form (``hash`` is computed: on input it is checked)."""
+
+PROVENANCE_FIELDS = ("agent_step", "observation", "tool_call", "source")
+CLAIM_FIELDS = ("subject", "predicate", "value", "valid_from", "valid_to", "confidence", "evidence")
+CLAIM_TIME_FIELDS = ("valid_from", "valid_to")
+
+_COMPUTED: dict[type, tuple[str, ...]] = {Change: ("redacted",)}
+"""Properties that join an object's fields in its JSON form."""
+
+T = TypeVar("T")
+
+
+# -- output -----------------------------------------------------------------------
+
+
+def to_builtins(value: Any) -> Any:
+    """``value`` as plain JSON values (dicts, lists, text, numbers, None), in its JSON form."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Node):
+        return node_builtins(value)
+    if isinstance(value, datetime):
+        return rfc3339(value)
+    if isinstance(value, Claim):
+        return claim_builtins(value)
+    if isinstance(value, Provenance | Redaction):
+        return {name: to_builtins(getattr(value, name)) for name in value.__struct_fields__}
+    if isinstance(value, msgspec.Struct):
+        out = {name: to_builtins(getattr(value, name)) for name in value.__struct_fields__}
+        if isinstance(value, Commit) and out.get("meta") is None:
+            out["meta"] = {}
+        for name in _COMPUTED.get(type(value), ()):
+            out[name] = to_builtins(getattr(value, name))
+        return out
+    if isinstance(value, list | tuple):
+        return [to_builtins(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): to_builtins(item) for key, item in value.items()}
+    raise TypeError(f"{type(value).__name__} has no JSON form")
+
+
+def to_json(value: Any) -> str:
+    """``value`` in its JSON form, as one line of JSON text."""
+    return msgspec.json.encode(to_builtins(value)).decode()
+
+
+def node_builtins(node: Node) -> dict[str, Any]:
+    """A node's JSON form: every field, ``meta`` ``{}`` when empty, and its ``hash``."""
+    named = has_id(node)
+    content = claim_builtins(node.content) if isinstance(node.content, Claim) else node.content
+    return {
+        "id": node.id if named else None,
+        "content": content,
+        "kind": node.kind,
+        "provenance": {name: getattr(node.provenance, name) for name in PROVENANCE_FIELDS},
+        "event_time": rfc3339(node.event_time) if node.event_time is not None else None,
+        "meta": node.meta or {},
+        "expires_at": rfc3339(node.expires_at) if node.expires_at is not None else None,
+        "hash": node.hash if named else None,
+    }
+
+
+def claim_builtins(claim: Claim) -> dict[str, Any]:
+    """A claim's JSON form: an object of all its fields."""
+    return {
+        "subject": claim.subject,
+        "predicate": claim.predicate,
+        "value": claim.value,
+        "valid_from": rfc3339(claim.valid_from),
+        "valid_to": rfc3339(claim.valid_to) if claim.valid_to is not None else None,
+        "confidence": claim.confidence,
+        "evidence": list(claim.evidence),
+    }
+
+
+# -- input ------------------------------------------------------------------------
+
+_SPACE = re.compile(r"[ \t\r\n]*")
+
+
+class _Refused(Exception):
+    """Raised inside the decoder's hooks; reported with the line of the value."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Build an object, refusing a key given twice (Python's json would keep the last)."""
+    built: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in built:
+            raise _Refused(f"duplicate key {key!r} in one object")
+        built[key] = value
+    return built
+
+
+def _no_constant(name: str) -> Any:
+    raise _Refused(f"{name} is not JSON (NaN and Infinity are refused)")
+
+
+def json_values(text: str, source: str) -> list[tuple[int, Any]]:
+    """Split ``text`` into the JSON values it holds one after another, each with its line.
+
+    So one value, JSON Lines and pretty-printed values in a row all read.
+
+    Raises:
+        InvalidInput: malformed JSON (naming the line and column), a key given
+            twice, ``NaN`` or ``Infinity``.
+    """
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    values: list[tuple[int, Any]] = []
+    position, line, counted = 0, 1, 0
+    while True:
+        space = _SPACE.match(text, position)
+        position = space.end() if space else position
+        if position >= len(text):
+            return values
+        line += text.count("\n", counted, position)
+        counted = position
+        try:
+            value, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as exc:
+            reason = exc.msg.removesuffix(" at")  # "Invalid control character at"
+            raise InvalidInput(
+                f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {reason}"
+            ) from None
+        except _Refused as exc:
+            raise InvalidInput(f"{source}: invalid JSON in the value at line {line}: {exc}") from None
+        except RecursionError:
+            raise InvalidInput(f"{source}: the value at line {line} is nested too deeply") from None
+        values.append((line, value))
+
+
+def read_nodes(text: str, source: str) -> list[Node]:
+    """The nodes in ``text``: one JSON object, a JSON array of them, or JSON Lines.
+
+    Args:
+        text: the input.
+        source: how errors name the input (a file name, ``stdin``, …).
+
+    Raises:
+        InvalidInput: malformed JSON or a value that is not a valid node.
+    """
+    nodes: list[Node] = []
+    for line, value in json_values(text, source):
+        if isinstance(value, list):
+            for index, item in enumerate(value, start=1):
+                nodes.append(node_from_builtins(item, f"{source} line {line}, item {index}"))
+        else:
+            nodes.append(node_from_builtins(value, f"{source} line {line}"))
+    return nodes
+
+
+def from_json(text: str | bytes, cls: type[T], source: str = "input") -> T:
+    """The object of type ``cls`` (a node, a commit, any result) that JSON text describes.
+
+    The inverse of :func:`to_json`: ``from_json(to_json(x), type(x)) == x``.
+    Nodes are read by the rules of the module docstring; computed fields (a
+    node's ``hash`` aside, which is checked) are ignored.
+
+    Raises:
+        InvalidInput: malformed JSON, or JSON that is not such an object.
+    """
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"{source}: not UTF-8 text (bad byte at offset {exc.start})") from None
+    values = json_values(text, source)
+    if len(values) != 1:
+        raise InvalidInput(f"{source}: expected one JSON value, found {len(values)}")
+    return from_builtins(values[0][1], cls, source)
+
+
+def from_builtins(value: Any, cls: type[T], where: str = "input") -> T:
+    """The object of type ``cls`` that plain JSON values describe (see :func:`from_json`).
+
+    Raises:
+        InvalidInput: naming ``where`` and what does not fit.
+    """
+    converted: T = _convert(value, msgspec.inspect.type_info(cls), where)
+    return converted
+
+
+def _convert(value: Any, info: msgspec.inspect.Type, where: str) -> Any:
+    inspect = msgspec.inspect
+    if isinstance(info, inspect.UnionType):
+        if value is None and any(isinstance(t, inspect.NoneType) for t in info.types):
+            return None
+        choices = [t for t in info.types if not isinstance(t, inspect.NoneType)]
+        return _convert(value, choices[0], where)
+    if isinstance(info, inspect.StructType):
+        cls = info.cls
+        if cls is Node:
+            return node_from_builtins(value, where)
+        if cls is Provenance:
+            return _provenance(value)
+        if not isinstance(value, dict):
+            raise InvalidInput(f"{where}: expected an object for {cls.__name__}, not {_kind(value)}")
+        fields = {}
+        for field in info.fields:
+            if field.name in value:
+                fields[field.name] = _convert(value[field.name], field.type, f"{where}.{field.name}")
+            elif field.required:
+                raise InvalidInput(f"{where}: {cls.__name__} needs {field.name!r}")
+        if issubclass(cls, Commit) and fields.get("meta") == {}:
+            fields["meta"] = None  # one spelling for "no meta", as stored
+        try:
+            return cls(**fields)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"{where}: {exc}") from None
+    if isinstance(info, inspect.ListType | inspect.VarTupleType):
+        if not isinstance(value, list):
+            raise InvalidInput(f"{where}: expected an array, not {_kind(value)}")
+        items = [_convert(item, info.item_type, where) for item in value]
+        return items if isinstance(info, inspect.ListType) else tuple(items)
+    if isinstance(info, inspect.DictType):
+        if not isinstance(value, dict):
+            raise InvalidInput(f"{where}: expected an object, not {_kind(value)}")
+        return {key: _convert(item, info.value_type, where) for key, item in value.items()}
+    if isinstance(info, inspect.DateTimeType):
+        return _time(value, where) if isinstance(value, str) else _refuse(value, "an RFC 3339 time", where)
+    try:
+        return msgspec.convert(value, info_type(info))
+    except msgspec.ValidationError as exc:
+        raise InvalidInput(f"{where}: {exc}") from None
+
+
+def info_type(info: msgspec.inspect.Type) -> Any:
+    """The Python type a leaf of ``msgspec.inspect`` stands for (text, numbers, literals, any)."""
+    inspect = msgspec.inspect
+    if isinstance(info, inspect.LiteralType):
+        return Literal[tuple(info.values)]
+    simple: dict[type, Any] = {
+        inspect.StrType: str,
+        inspect.IntType: int,
+        inspect.FloatType: float,
+        inspect.BoolType: bool,
+        inspect.NoneType: type(None),
+    }
+    return simple.get(type(info), Any)
+
+
+def _refuse(value: Any, wanted: str, where: str) -> Any:
+    raise InvalidInput(f"{where}: expected {wanted}, not {_kind(value)}")
+
+
+def node_from_json(text: str, source: str = "input") -> Node:
+    """The one node a JSON text describes (see the module docstring for the rules).
+
+    Raises:
+        InvalidInput: anything but exactly one valid node.
+    """
+    values = json_values(text, source)
+    if len(values) != 1:
+        raise InvalidInput(f"{source}: expected one node object, found {len(values)} JSON values")
+    return node_from_builtins(values[0][1], source)
+
+
+def node_from_builtins(value: Any, where: str) -> Node:
+    """A node from its JSON form as plain values.
+
+    Raises:
+        InvalidInput: naming ``where`` and what is wrong.
+    """
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{where}: expected a node object or an array of them, not {_kind(value)}")
+    unknown = sorted(set(value) - set(NODE_FIELDS))
+    if unknown:
+        raise InvalidInput(f"{where}: unknown field {unknown[0]!r} (a node has {', '.join(NODE_FIELDS)})")
+    if "content" not in value:
+        raise InvalidInput(f'{where}: a node needs "content"')
+    expected = value.get("hash")
+    if expected is not None and not isinstance(expected, str):
+        raise InvalidInput(f"{where}: hash must be a string")
+    try:
+        node_id = value.get("id")
+        if node_id is None:
+            node_id = NO_ID  # generated at commit
+        kind: Any = value.get("kind")
+        if kind is None:
+            kind = "note"
+        content = value["content"]
+        if kind == "claim" and isinstance(content, dict):
+            content = {
+                key: _time(item, f"claim {key}") if key in CLAIM_TIME_FIELDS else item
+                for key, item in content.items()
+            }
+        node = Node(
+            id=node_id,
+            content=content,
+            kind=kind,
+            provenance=_provenance(value.get("provenance")),
+            event_time=_time(value.get("event_time"), "event_time"),
+            meta=value.get("meta"),
+            expires_at=_time(value.get("expires_at"), "expires_at"),
+        )
+    except InvalidInput as exc:
+        raise InvalidInput(f"{where}: {exc}") from None
+    if expected is not None:
+        if not has_id(node):
+            raise InvalidInput(f"{where}: a hash is checked against the node's id: give the id too")
+        if expected.lower() != node.hash:
+            raise InvalidInput(
+                f"{where}: hash {expected[:12]}… does not match the node described (its hash is "
+                f"{node.hash[:12]}…): the node differs from the one that hash names"
+            )
+    return node
+
+
+def _provenance(value: Any) -> Provenance:
+    if value is None:
+        return Provenance()
+    if not isinstance(value, dict):
+        raise InvalidInput(f"provenance must be an object, not {_kind(value)}")
+    unknown = sorted(set(value) - set(PROVENANCE_FIELDS))
+    if unknown:
+        raise InvalidInput(
+            f"unknown provenance field {unknown[0]!r} (provenance has {', '.join(PROVENANCE_FIELDS)})"
+        )
+    return Provenance(**value)
+
+
+def _time(value: Any, what: str) -> Any:
+    """Parse a time string; anything else goes to the node's own checks."""
+    if isinstance(value, str):
+        try:
+            return parse_time(value)
+        except InvalidInput as exc:
+            raise InvalidInput(f"{what}: {exc}") from None
+    return value
+
+
+def _kind(value: Any) -> str:
+    names = {str: "a string", bool: "a boolean", int: "a number", float: "a number", list: "an array"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)

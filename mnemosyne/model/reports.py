@@ -1,0 +1,148 @@
+"""What maintenance returns: erasure, collection, checking, compaction, backup."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from mnemosyne.model.objects import Commit, Redaction
+
+ProblemKind = Literal["corrupt", "missing", "index"]
+
+
+class ForgetReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What :meth:`Repo.forget` erased.
+
+    Attributes:
+        redactions: one record per version erased by this call.
+        already_erased: the first records of versions erased before (they stand:
+            records are append-only).
+        commit: the commit that dropped the id from the current branch, or None
+            when the branch did not hold an erased version.
+    """
+
+    redactions: list[Redaction]
+    already_erased: list[Redaction] = []
+    commit: Commit | None = None
+
+
+class GcReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What a collection did.
+
+    Attributes:
+        objects_removed: objects deleted (unreachable for longer than the grace period).
+        bytes_removed: their stored size.
+        commits_removed: how many of them were commits.
+        pending: unreachable objects kept until their grace period ends.
+        reflog_entries_removed: reflog entries pruned by ``expire_reflog``.
+        compacted: whether the store file was rewritten without free pages.
+        file_bytes_before: the store file's size before compaction (when compacted).
+        file_bytes_after: its size after.
+    """
+
+    objects_removed: int
+    bytes_removed: int
+    commits_removed: int
+    pending: int
+    reflog_entries_removed: int
+    compacted: bool = False
+    file_bytes_before: int | None = None
+    file_bytes_after: int | None = None
+
+
+class CompactReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What :meth:`Store.compact` did.
+
+    Attributes:
+        file_bytes_before: the store file's size before.
+        file_bytes_after: its size after (live records only).
+    """
+
+    file_bytes_before: int
+    file_bytes_after: int
+
+
+class Problem(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing fsck found wrong.
+
+    Attributes:
+        kind: ``corrupt`` (bytes do not match the hash or do not decode, or the
+            store file itself is damaged), ``missing`` (something points at an
+            object that is not stored), ``index`` (a derived index disagrees with
+            the objects).
+        object: hex id of the object concerned, when there is one.
+        message: one line for people.
+    """
+
+    kind: ProblemKind
+    object: str | None
+    message: str
+
+
+class FsckReport(msgspec.Struct, frozen=True, kw_only=True):
+    """The result of :meth:`Repo.fsck`.
+
+    Attributes:
+        ok: True when no problem was found.
+        problems: what was found.
+        objects: how many objects were re-hashed.
+        commits: how many reachable commits were checked.
+        reindexed: index entries rewritten by a repair (None: no repair ran).
+    """
+
+    ok: bool
+    problems: list[Problem]
+    objects: int
+    commits: int
+    reindexed: int | None = None
+
+
+class TenantCounts(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How many records of each kind one tenant has in an export.
+
+    Attributes:
+        name: the tenant.
+        objects: stored objects (nodes, tree chunks, commits, contradiction records).
+        refs: refs, ``HEAD`` included.
+        reflog: reflog entries, of every ref (deleted branches' too).
+        redactions: redaction records of erased versions.
+    """
+
+    name: str
+    objects: int = 0
+    refs: int = 0
+    reflog: int = 0
+    redactions: int = 0
+
+
+class ExportReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What an export wrote.
+
+    Attributes:
+        tenants: the counts of each tenant exported, in name order.
+        size: bytes written.
+        digest: hex blake3 digest of the file up to its end record (as stored in it).
+    """
+
+    tenants: list[TenantCounts]
+    size: int
+    digest: str
+
+
+class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What an import restored, and the ``fsck`` of the result.
+
+    Attributes:
+        tenants: the counts of each tenant imported, in name order.
+        size: bytes read.
+        digest: hex blake3 digest of the export (as stored in its end record).
+        fsck: each imported tenant's fsck report.
+        ok: True when every tenant's fsck found no problem.
+    """
+
+    tenants: list[TenantCounts]
+    size: int
+    digest: str
+    fsck: dict[str, FsckReport]
+    ok: bool

@@ -1,0 +1,3 @@
+"""The version of this release."""
+
+VERSION = "0.1.0"
