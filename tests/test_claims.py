@@ -29,8 +29,14 @@ def claim_node(node_id, value, valid_from, valid_to=None, subject="mira", predic
     )
 
 
-def ids_of(nodes):
-    return sorted(n.id for n in nodes)
+def ids_of(items):
+    """The sorted ids of nodes or facts."""
+    return sorted(n.id for n in items)
+
+
+def nodes_of(facts):
+    """The claim node of each fact."""
+    return [f.node for f in facts]
 
 
 # -- the passport scenario -------------------------------------------------------------------
@@ -75,25 +81,36 @@ def test_passport_facts_at_valid_times(acme):
     assert acme.tenant == "acme"
 
     at_0604 = acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-06-04T00:00:00Z"))
-    assert at_0604 == [e2]
-    assert at_0604[0].provenance == Provenance(agent_step=5, observation="e2", source="chat")
-    assert at_0604[0].content.value == "2026-06-30"
-    assert acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-06-02T00:00:00Z")) == [e1]
-    assert acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-05-31T00:00:00Z")) == [e0]
+    assert nodes_of(at_0604) == [e2]
+    [fact] = at_0604
+    assert fact.id == E2
+    assert fact.node.provenance == Provenance(agent_step=5, observation="e2", source="chat")
+    assert fact.node.content.value == "2026-06-30"
+    assert fact.commit.id == c2.id and fact.commit.message == "e2"
+    assert (fact.effective_from, fact.effective_to) == (utc("2026-06-03T10:00:00Z"), None)
+    assert fact.supersedes == E1
+    # valid_at may be RFC 3339 text as well as a datetime
+    assert acme.facts(SUBJECT, PREDICATE, valid_at="2026-06-04T00:00:00Z") == at_0604
+    assert nodes_of(acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-06-02T00:00:00Z"))) == [e1]
+    assert nodes_of(acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-05-31T00:00:00Z"))) == [e0]
     assert acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-05-29T00:00:00Z")) == []
     # boundaries are half-open: a claim is in force from its valid_from
-    assert acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-06-03T10:00:00Z")) == [e2]
-    assert acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-06-03T09:59:59.999999Z")) == [e1]
-    assert acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-05-30T08:00:00Z")) == [e0]
+    assert nodes_of(acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-06-03T10:00:00Z"))) == [e2]
+    assert nodes_of(acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-06-03T09:59:59.999999Z"))) == [e1]
+    assert nodes_of(acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-05-30T08:00:00Z"))) == [e0]
     # no predicate: every attribute of the subject; an unknown subject has none
-    assert acme.facts(SUBJECT, valid_at=utc("2026-06-04T00:00:00Z")) == [e2]
+    assert nodes_of(acme.facts(SUBJECT, valid_at=utc("2026-06-04T00:00:00Z"))) == [e2]
     assert acme.facts("somebody-else", valid_at=utc("2026-06-04T00:00:00Z")) == []
     assert acme.facts(SUBJECT, "other", valid_at=utc("2026-06-04T00:00:00Z")) == []
 
     # record time: before e0 was recorded, May 31 had no answer; before e2, June 4 was e1
     assert acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-05-31T00:00:00Z"), as_of=c2.record_time) == []
-    assert acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-06-04T00:00:00Z"), as_of=c1.record_time) == [e1]
-    assert acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-06-04T00:00:00Z"), as_of=c0.record_time) == [e2]
+    assert nodes_of(
+        acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-06-04T00:00:00Z"), as_of=c1.record_time)
+    ) == [e1]
+    assert nodes_of(
+        acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-06-04T00:00:00Z"), as_of=c0.record_time)
+    ) == [e2]
     with pytest.raises(NotFound):
         acme.facts(SUBJECT, PREDICATE, as_of=c1.record_time - timedelta(microseconds=1))
 
@@ -140,14 +157,14 @@ def test_passport_equal_valid_from_conflict_policies(acme):
 
     kept = acme.commit([e3], message="keep both", on_claim_conflict="keep")
     assert ids_of(acme.facts(SUBJECT, PREDICATE, valid_at=june4)) == sorted([E2, e3.id])
-    assert acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-06-02T00:00:00Z")) == [e1]
+    assert nodes_of(acme.facts(SUBJECT, PREDICATE, valid_at=utc("2026-06-02T00:00:00Z"))) == [e1]
     assert {f.id: f.effective_to for f in acme.timeline(SUBJECT, PREDICATE)}[E1] == utc(
         "2026-06-03T10:00:00Z"
     )
 
     acme.reset("main", tip)
     replaced = acme.commit([e3], message="replace", on_claim_conflict="replace")
-    assert acme.facts(SUBJECT, PREDICATE, valid_at=june4) == [e3]
+    assert nodes_of(acme.facts(SUBJECT, PREDICATE, valid_at=june4)) == [e3]
     assert acme.get(E2) is None  # removed in the same commit
     assert acme.get(E2, at=kept.id) == e2
     assert [f.id for f in acme.timeline(SUBJECT, PREDICATE)] == [E0, E1, e3.id]
@@ -156,7 +173,7 @@ def test_passport_equal_valid_from_conflict_policies(acme):
     # correcting the claim itself (same id) is never a conflict
     fixed = passport(e3.id, "2026-07-02", "2026-06-03T10:00:00Z", 8, "e3 fixed")
     acme.commit([fixed])
-    assert acme.facts(SUBJECT, PREDICATE, valid_at=june4) == [fixed]
+    assert nodes_of(acme.facts(SUBJECT, PREDICATE, valid_at=june4)) == [fixed]
 
     # two claims in one commit with the same start and different values: always refused
     a = passport("acme/x/a", "1", "2026-07-01T00:00:00Z", 1, "a")
@@ -196,7 +213,7 @@ def test_valid_to_leaves_a_gap():
     repo.commit([c])
 
     def at(i, hours=0):
-        return [n.id for n in repo.facts("mira", "deadline", valid_at=d[i] + timedelta(hours=hours))]
+        return [f.id for f in repo.facts("mira", "deadline", valid_at=d[i] + timedelta(hours=hours))]
 
     assert at(0) == []
     assert at(1) == ["g/a"]
@@ -239,9 +256,9 @@ def test_default_valid_at_is_the_store_clock():
     repo.commit(
         [claim_node("n/1", "old", T0 - timedelta(days=10)), claim_node("n/2", "new", T0 + timedelta(days=1))]
     )
-    assert [n.id for n in repo.facts("mira", "deadline")] == ["n/1"]
+    assert [f.id for f in repo.facts("mira", "deadline")] == ["n/1"]
     clock.now = T0 + timedelta(days=2)
-    assert [n.id for n in repo.facts("mira", "deadline")] == ["n/2"]
+    assert [f.id for f in repo.facts("mira", "deadline")] == ["n/2"]
 
 
 def test_expired_claims_are_not_in_force():
@@ -254,10 +271,10 @@ def test_expired_claims_are_not_in_force():
             claim_node("x/2", "second", T0 - timedelta(days=1), expires_at=later),
         ]
     )
-    assert [n.id for n in repo.facts("mira", "deadline", valid_at=T0)] == ["x/2"]
+    assert [f.id for f in repo.facts("mira", "deadline", valid_at=T0)] == ["x/2"]
     clock.now = later
     # once x/2 expires it counts as absent: the earlier claim is back in force
-    assert [n.id for n in repo.facts("mira", "deadline", valid_at=T0)] == ["x/1"]
+    assert [f.id for f in repo.facts("mira", "deadline", valid_at=T0)] == ["x/1"]
     assert [f.id for f in repo.timeline("mira", "deadline")] == ["x/1"]
     assert repo.timeline("mira", "deadline")[0].effective_to is None
 
@@ -439,7 +456,7 @@ def test_facts_and_timeline_against_a_bitemporal_model(script):
             for t in PROBES:
                 got = repo.facts("subj", predicate, valid_at=t)
                 assert ids_of(got) == model_facts(state, predicate, t), (predicate, t)
-                assert all(n.content == state[n.id] for n in got)
+                assert all(f.node.content == state[f.id] for f in got)
             timeline = repo.timeline("subj", predicate)
             assert [(f.id, f.effective_from, f.effective_to, f.supersedes) for f in timeline] == (
                 model_timeline(state, writers, predicate)
@@ -460,7 +477,7 @@ def test_facts_and_timeline_against_a_bitemporal_model(script):
                 for t in PROBES[::2]:
                     got = repo.facts("subj", predicate, valid_at=t, as_of=as_of)
                     assert ids_of(got) == model_facts(state, predicate, t), (index, predicate, t)
-                    assert all(n.content == state[n.id] for n in got)
+                    assert all(f.node.content == state[f.id] for f in got)
                 timeline = repo.timeline("subj", predicate, as_of=as_of)
                 assert [(f.id, f.effective_from, f.effective_to, f.supersedes) for f in timeline] == (
                     model_timeline(state, writers, predicate)
@@ -471,9 +488,14 @@ def test_a_naive_valid_at_is_refused_by_its_own_name() -> None:
     with Repo.in_memory() as repo:
         repo.commit([Node(id="n", content="x")])
         naive = datetime(2026, 6, 1)
-        with pytest.raises(InvalidInput, match=r"^valid_at must be a timezone-aware datetime"):
+        with pytest.raises(InvalidInput, match=r"^valid_at is a naive datetime"):
             repo.facts("s", "p", valid_at=naive)
-        with pytest.raises(InvalidInput, match=r"^valid_at must be a timezone-aware datetime"):
+        with pytest.raises(InvalidInput, match=r"^valid_at is a naive datetime"):
             repo.search("x", valid_at=naive)
-        with pytest.raises(InvalidInput, match=r"^as_of must be a timezone-aware datetime"):
+        with pytest.raises(InvalidInput, match=r"^as_of is a naive datetime"):
             repo.facts("s", "p", as_of=naive)
+        # time text that does not parse is refused by the argument's name too
+        with pytest.raises(InvalidInput, match=r"^valid_at: "):
+            repo.facts("s", "p", valid_at="not a time")
+        with pytest.raises(InvalidInput, match=r"^as_of: "):
+            repo.facts("s", "p", as_of="2026-06-01T00:00:00")  # no offset

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_harness import CliStore, assert_error, invoke
@@ -21,6 +22,11 @@ pytestmark = pytest.mark.usefixtures("clean_cli_env")
 
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
 PROVENANCE_KEYS = ["agent_step", "observation", "tool_call", "source"]
+COMMIT_KEYS = ["id", "tree", "parents", "record_time", "author", "message", "meta"]
+COMMIT_RESULT_KEYS = [*COMMIT_KEYS, "put_ids", "deleted_ids", "created"]
+VERSION_KEYS = ["id", "hash", "node", "commit", "status", "ended_by", "superseded_by", "redaction"]
+BLAME_KEYS = ["id", "hash", "node", "commit", "lines", "redacted", "redaction"]
+CHANGE_KEYS = ["id", "old", "new", "old_hash", "new_hash", "redacted"]
 HEX64 = re.compile(r"[0-9a-f]{64}")
 RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 
@@ -105,20 +111,24 @@ def test_empty_store_lists_nothing(store: Store) -> None:
 
 
 def test_commit_reads_object_array_and_json_lines(store: Store, tmp_path: Path) -> None:
-    assert store.doc("commit", "-m", "one", input='{"id": "a", "content": 1}')["ids"] == ["a"]
+    assert store.doc("commit", "-m", "one", input='{"id": "a", "content": 1}')["put_ids"] == ["a"]
     array = json.dumps([{"id": "b", "content": 2}, {"id": "c", "content": 3}])
-    assert store.doc("commit", "-m", "array", "-", input=array)["ids"] == ["b", "c"]
+    assert store.doc("commit", "-m", "array", "-", input=array)["put_ids"] == ["b", "c"]
     lines = '{"id": "d", "content": 4}\n\n{"id": "e", "content": 5}\n'
     (tmp_path / "in.jsonl").write_text(lines)
-    assert store.doc("commit", "-m", "file", str(tmp_path / "in.jsonl"))["ids"] == ["d", "e"]
+    assert store.doc("commit", "-m", "file", str(tmp_path / "in.jsonl"))["put_ids"] == ["d", "e"]
     assert [n["content"] for n in store.lines("ls")] == [1, 2, 3, 4, 5]
 
 
 def test_commit_json_shape_and_generated_ids(store: Store) -> None:
     out = store.doc("commit", "-m", "gen", input='{"content": "no id"}\n{"id": "x", "content": 1}')
-    assert list(out) == ["commit", "ids"]
-    assert HEX64.fullmatch(out["commit"])
-    generated, given = out["ids"]
+    assert list(out) == COMMIT_RESULT_KEYS
+    assert HEX64.fullmatch(out["id"]) and HEX64.fullmatch(out["tree"])
+    assert (out["parents"], out["message"], out["meta"]) == ([], "gen", {})
+    assert RFC3339_Z.fullmatch(out["record_time"])
+    assert (out["deleted_ids"], out["created"]) == ([], True)
+    assert store.lines("log")[0]["id"] == out["id"]
+    generated, given = out["put_ids"]
     assert given == "x"
     assert re.fullmatch(r"[0-9A-HJKMNP-TV-Z]{26}", generated)
     assert store.doc("show", generated)["content"] == "no id"
@@ -228,7 +238,12 @@ def test_commit_to_another_branch_and_with_parent(store: Store) -> None:
 def test_allow_empty(store: Store) -> None:
     store.put({"id": "a", "content": 1})
     assert_error(store.run("commit", "-m", "nothing", input=""), 2, "--allow-empty")
-    assert_error(store.run("commit", "-m", "same", input='{"id": "a", "content": 1}'), 2, "nothing to commit")
+    tip = store.lines("log")[0]["id"]
+    # Writing the same versions again changes nothing: no commit, and not an error.
+    same = store.result("commit", "-m", "same", input='{"id": "a", "content": 1}')
+    assert (same.stdout, same.stderr) == (f"nothing to commit: branch main is unchanged at {tip[:7]}\n", "")
+    again = store.doc("commit", "-m", "same", input='{"id": "a", "content": 1}')
+    assert (again["id"], again["created"], again["message"]) == (tip, False, "m")
     assert store.run("commit", "-m", "marker", "--allow-empty", input="").exit_code == 0
     assert [c["message"] for c in store.lines("log")] == ["marker", "m"]
 
@@ -277,10 +292,25 @@ def test_missing_message_is_a_usage_error(store: Store) -> None:
 
 def test_rm_removes_and_reports(store: Store) -> None:
     store.put({"id": "a", "content": 1}, {"id": "b", "content": 2}, {"id": "c", "content": 3})
-    assert store.doc("rm", "a", "b", "-m", "forget two")["ids"] == ["a", "b"]
+    removed = store.doc("rm", "a", "b", "-m", "forget two")
+    assert (removed["deleted_ids"], removed["put_ids"], removed["created"]) == (["a", "b"], [], True)
+    assert list(removed) == COMMIT_RESULT_KEYS
     assert [n["id"] for n in store.lines("ls")] == ["c"]
     assert_error(store.run("show", "a"), 3, "a is not in HEAD")
-    assert_error(store.run("rm", "zz", "-m", "x"), 3, "cannot remove zz")
+    # Removing an absent id, and nothing else, changes nothing: no commit, not an error.
+    tip = store.lines("log")[0]["id"]
+    absent = store.result("rm", "zz", "-m", "x")
+    assert absent.stdout == f"nothing to commit: branch main is unchanged at {tip[:7]}\n"
+    assert store.doc("rm", "zz", "-m", "x") == {
+        **store.lines("log")[0],
+        "put_ids": [],
+        "deleted_ids": [],
+        "created": False,
+    }
+    assert store.lines("log")[0]["id"] == tip
+    # Beside a real change, an absent id is still an error, and nothing is written.
+    assert_error(store.run("rm", "c", "zz", "-m", "x"), 3, "cannot remove zz")
+    assert store.lines("log")[0]["id"] == tip
     human = store.ok("rm", "c", "-m", "last")
     assert human.splitlines()[1] == " - c"
 
@@ -328,14 +358,15 @@ def test_log_order_limit_node_and_rev(store: Store) -> None:
     c2 = store.put({"id": "b", "content": 1}, message="two")
     c3 = store.put({"id": "a", "content": 2}, message="three")
     entries = store.lines("log")
-    assert [e["commit"] for e in entries] == [c3, c2, c1]
+    assert [e["id"] for e in entries] == [c3, c2, c1]
     assert entries[0]["parents"] == [c2] and entries[2]["parents"] == []
-    assert {"commit", "parents", "record_time", "author", "message"} <= set(entries[0])
+    assert list(entries[0]) == COMMIT_KEYS
     assert RFC3339_Z.fullmatch(entries[0]["record_time"])
-    assert [e["commit"] for e in store.lines("log", "-n", "2")] == [c3, c2]
-    assert [e["commit"] for e in store.lines("log", "--node", "a")] == [c3, c1]
-    assert [e["commit"] for e in store.lines("log", c2[:8])] == [c2, c1]
-    assert [e["commit"] for e in store.lines("log", "--as-of", entries[1]["record_time"])] == [c2, c1]
+    assert [e["id"] for e in store.lines("log", "-n", "2")] == [c3, c2]
+    assert [e["id"] for e in store.lines("log", "--limit", "2")] == [c3, c2]
+    assert [e["id"] for e in store.lines("log", "--node", "a")] == [c3, c1]
+    assert [e["id"] for e in store.lines("log", c2[:8])] == [c2, c1]
+    assert [e["id"] for e in store.lines("log", "--as-of", entries[1]["record_time"])] == [c2, c1]
     assert store.ok("log", "--oneline").splitlines() == [f"{c3[:7]} three", f"{c2[:7]} two", f"{c1[:7]} one"]
     human = store.ok("log", "-n", "1")
     assert human.splitlines()[:2] == [f"commit {c3[:7]}", "Author: tester"]
@@ -397,7 +428,7 @@ def test_unexpected_errors_are_one_line_at_the_edge(store: Store, monkeypatch, c
         main()
     assert exited.value.code == 1
     err = capsys.readouterr().err
-    assert err == "error: unexpected RuntimeError: secret-free boom\n"
+    assert err == "error: RuntimeError: secret-free boom\n"
 
 
 def test_os_errors_are_one_line(store: Store, monkeypatch) -> None:
@@ -492,14 +523,21 @@ def test_history_statuses_and_shape(store: Store) -> None:
     store.ok("rm", "k", "-m", "drop")
     c4 = store.put({"id": "k", "content": "v3"}, message="again")
     versions = store.lines("history", "k")
-    assert [(v["status"], v["commit"], v["node"]["content"]) for v in versions] == [
+    assert [(v["status"], v["commit"]["id"], v["node"]["content"]) for v in versions] == [
         ("current", c4, "v3"),
         ("deleted", c2, "v2"),
         ("superseded", c1, "v1"),
     ]
-    assert {"hash", "status", "commit", "record_time", "node"} <= set(versions[0])
+    assert list(versions[0]) == VERSION_KEYS
+    assert list(versions[0]["commit"]) == COMMIT_KEYS
+    assert versions[0]["id"] == "k"
+    assert RFC3339_Z.fullmatch(versions[0]["commit"]["record_time"])
     assert versions[0]["hash"] == versions[0]["node"]["hash"]
+    current = versions[0]
+    assert (current["ended_by"], current["superseded_by"], current["redaction"]) == (None, None, None)
+    assert versions[1]["ended_by"] == store.lines("log")[1]["id"]
     assert versions[2]["superseded_by"] == versions[1]["hash"]
+    assert versions[2]["ended_by"] == c2
     assert list(versions[0]["node"]) == NODE_KEYS
     rows = store.ok("history", "k").splitlines()
     assert re.match(rf"{versions[0]['hash'][:7]}  current     {c4[:7]}  \S+Z  tester  again$", rows[0])
@@ -518,9 +556,19 @@ def test_blame_attributes_lines_and_fields(store: Store) -> None:
         author="bob",
     )
     blame = store.doc("blame", "t")
-    assert {"id", "commit", "author", "record_time", "message", "provenance"} <= set(blame)
-    assert (blame["id"], blame["commit"], blame["author"], blame["message"]) == ("t", c2, "bob", "fix\nbody")
-    assert blame["provenance"] == {"agent_step": 9, "observation": "e2", "tool_call": None, "source": None}
+    assert list(blame) == BLAME_KEYS
+    assert list(blame["commit"]) == COMMIT_KEYS
+    commit = blame["commit"]
+    assert (blame["id"], commit["id"], commit["author"], commit["message"]) == ("t", c2, "bob", "fix\nbody")
+    assert blame["hash"] == blame["node"]["hash"]
+    assert (blame["redacted"], blame["redaction"]) == (False, None)
+    assert blame["node"]["provenance"] == {
+        "agent_step": 9,
+        "observation": "e2",
+        "tool_call": None,
+        "source": None,
+    }
+    assert list(blame["lines"][0]) == ["key", "text", "commit", "author", "record_time"]
     assert [(line["text"], line["commit"]) for line in blame["lines"]] == [
         ("alpha", c1),
         ("BETA", c2),
@@ -534,13 +582,13 @@ def test_blame_attributes_lines_and_fields(store: Store) -> None:
         f"hash:       {blame['hash'][:7]}",
         f"commit:     {c2[:7]}",
         "author:     bob",
-        f"date:       {blame['record_time'][:19]}Z",
+        f"date:       {commit['record_time'][:19]}Z",
         "message:    fix",
         "provenance: agent_step=9 observation=e2",
     ]
     assert re.fullmatch(rf"{c1[:7]} \(ann \S+Z\) alpha", human[8])
     assert store.ok("blame", "j").splitlines()[-1].endswith(") b: 3")
-    assert store.doc("blame", "t", "--at", c1)["commit"] == c1
+    assert store.doc("blame", "t", "--at", c1)["commit"]["id"] == c1
     assert_error(store.run("blame", "nope"), 3, "nope is not in")
 
 
@@ -557,11 +605,24 @@ def test_diff_json_and_stat(store: Store) -> None:
     store.ok("rm", "users/mira/y", "top", "-m", "rm")
     out = store.doc("diff", a, "HEAD")
     assert out["a"] == a and HEX64.fullmatch(out["b"]) and out["b"] != b
-    assert (out["added"], out["removed"], out["modified"]) == (
+    assert list(out) == ["a", "b", "added", "removed", "modified"]
+
+    def ids(changes: list[dict[str, Any]]) -> list[str]:
+        return [change["id"] for change in changes]
+
+    assert (ids(out["added"]), ids(out["removed"]), ids(out["modified"])) == (
         ["notes/n"],
         ["top", "users/mira/y"],
         ["users/mira/x"],
     )
+    added, modified = out["added"][0], out["modified"][0]
+    assert list(added) == CHANGE_KEYS
+    assert (added["old"], added["old_hash"], added["redacted"]) == (None, None, False)
+    assert added["new"]["content"] == "hi" and added["new_hash"] == added["new"]["hash"]
+    assert (modified["old"]["content"], modified["new"]["content"]) == (1, 5)
+    assert modified["old_hash"] == modified["old"]["hash"] != modified["new_hash"]
+    removed = out["removed"][0]
+    assert (removed["old"]["content"], removed["new"], removed["new_hash"]) == (0, None, None)
     stat = store.doc("diff", a, "HEAD", "--stat")["stat"]
     assert stat == [
         {"namespace": "", "added": 0, "removed": 1, "modified": 0},
@@ -581,7 +642,6 @@ def test_diff_json_and_stat(store: Store) -> None:
         "added": [],
         "removed": [],
         "modified": [],
-        "redacted": [],
     }
     assert store.ok("diff", "HEAD", "HEAD") == ""
     assert_error(store.run("diff", a, "nosuch"), 3, "nosuch")
@@ -679,7 +739,11 @@ def test_revert_undoes_one_commit(store: Store) -> None:
     store.put({"id": "a", "content": 1})
     c2 = store.put({"id": "a", "content": 2}, {"id": "b", "content": 1}, message="bad step")
     out = store.doc("revert", "HEAD")
-    assert out["reverted"] == c2 and HEX64.fullmatch(out["commit"])
+    assert list(out) == ["commit", "reverted"]
+    assert out["reverted"] == c2 and HEX64.fullmatch(out["commit"]["id"])
+    assert list(out["commit"]) == COMMIT_RESULT_KEYS  # the revert commit, with what it wrote
+    assert (out["commit"]["put_ids"], out["commit"]["deleted_ids"]) == (["a"], ["b"])
+    assert out["commit"]["message"] == f"Revert {c2[:7]}: bad step"
     assert {n["id"]: n["content"] for n in store.lines("ls")} == {"a": 1}
     assert store.lines("log")[0]["message"] == f"Revert {c2[:7]}: bad step"
     human = store.ok("revert", "HEAD", "-m", "redo", "--author", "carol")

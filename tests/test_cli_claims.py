@@ -17,16 +17,8 @@ from cli_harness import CliStore, assert_error, invoke
 pytestmark = pytest.mark.usefixtures("clean_cli_env")
 
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
-TIMELINE_KEYS = [
-    "id",
-    "hash",
-    "commit",
-    "record_time",
-    "effective_from",
-    "effective_to",
-    "supersedes",
-    "node",
-]
+COMMIT_KEYS = ["id", "tree", "parents", "record_time", "author", "message", "meta"]
+FACT_KEYS = ["id", "node", "commit", "effective_from", "effective_to", "supersedes"]
 HEX64 = re.compile(r"[0-9a-f]{64}")
 PASSPORT = "acme/mira/passport_deadline"
 
@@ -78,12 +70,16 @@ def passport(store: Store) -> tuple[Store, dict[str, str]]:
 def test_passport_facts_at_valid_times(passport, valid_at: str, expected: list[str]) -> None:
     acme, commits = passport
     found = acme.lines("facts", "mira", "passport_deadline", "--valid-at", valid_at)
-    assert [node["id"].rsplit("/", 1)[1] for node in found] == expected
-    for node in found:
-        assert list(node) == [*NODE_KEYS, "commit"]
-        name = node["id"].rsplit("/", 1)[1]
-        assert node["commit"] == commits[name]
-        assert node["provenance"]["observation"] == name
+    assert [fact["id"].rsplit("/", 1)[1] for fact in found] == expected
+    for fact in found:
+        assert list(fact) == FACT_KEYS
+        assert list(fact["node"]) == NODE_KEYS
+        assert list(fact["commit"]) == COMMIT_KEYS
+        assert fact["node"]["id"] == fact["id"]
+        name = fact["id"].rsplit("/", 1)[1]
+        assert fact["commit"]["id"] == commits[name]
+        assert fact["node"]["provenance"]["observation"] == name
+        assert fact["effective_from"] == fact["node"]["content"]["valid_from"]
     # without the predicate: every predicate of the subject (here just the one)
     assert acme.lines("facts", "mira", "--valid-at", valid_at) == found
 
@@ -93,7 +89,7 @@ def test_passport_facts_human(passport) -> None:
     out = acme.ok("facts", "mira", "passport_deadline", "--valid-at", "2026-06-04")
     (line,) = out.splitlines()
     assert line.startswith('passport_deadline = "2026-06-30"  valid 2026-06-03T10:00:00Z..  ')
-    hash7 = acme.lines("facts", "mira", "--valid-at", "2026-06-04")[0]["hash"][:7]
+    hash7 = acme.lines("facts", "mira", "--valid-at", "2026-06-04")[0]["node"]["hash"][:7]
     assert f"{PASSPORT}/e2  {hash7}  observation=e2 source=chat" in line
     assert acme.ok("facts", "mira", "--valid-at", "2026-05-29") == ""
 
@@ -104,7 +100,7 @@ def test_facts_as_of_and_at_read_older_beliefs(passport) -> None:
     assert acme.lines("facts", "mira", "--valid-at", "2026-05-31", "--at", commits["e2"]) == []
     found = acme.lines("facts", "mira", "--valid-at", "2026-06-04", "--at", commits["e1"])
     assert [n["id"] for n in found] == [f"{PASSPORT}/e1"]
-    assert found[0]["commit"] == commits["e1"]
+    assert found[0]["commit"]["id"] == commits["e1"]
     recorded = acme.lines("log", "-n", "1", commits["e2"])[0]["record_time"]
     as_of = acme.lines("facts", "mira", "--valid-at", "2026-05-31", "--as-of", recorded)
     assert as_of == []
@@ -129,7 +125,7 @@ def test_a_fourth_claim_starting_with_another_needs_a_policy(passport) -> None:
     assert_error(acme.run("commit", "-m", "e3", input=clash), 2, f"{PASSPORT}/e3")
     acme.ok("commit", "-m", "e3", "--on-claim-conflict", "replace", input=clash)
     found = acme.lines("facts", "mira", "--valid-at", "2026-06-04")
-    assert [(n["id"], n["content"]["value"]) for n in found] == [(f"{PASSPORT}/e3", "2026-09-09")]
+    assert [(f["id"], f["node"]["content"]["value"]) for f in found] == [(f"{PASSPORT}/e3", "2026-09-09")]
 
 
 def test_kept_claims_are_both_facts(store: Store) -> None:
@@ -146,10 +142,11 @@ def test_passport_timeline_json(passport) -> None:
     found = acme.lines("timeline", "mira", "passport_deadline")
     assert [entry["id"].rsplit("/", 1)[1] for entry in found] == ["e0", "e1", "e2"]
     for entry in found:
-        assert list(entry) == TIMELINE_KEYS
-        assert HEX64.fullmatch(entry["hash"]) and entry["hash"] == entry["node"]["hash"]
-        assert entry["commit"] == commits[entry["id"].rsplit("/", 1)[1]]
-        assert entry["record_time"].endswith("Z")
+        assert list(entry) == FACT_KEYS
+        assert list(entry["commit"]) == COMMIT_KEYS
+        assert HEX64.fullmatch(entry["node"]["hash"]) and entry["node"]["id"] == entry["id"]
+        assert entry["commit"]["id"] == commits[entry["id"].rsplit("/", 1)[1]]
+        assert entry["commit"]["record_time"].endswith("Z")
     e0, e1, e2 = found
     assert (e0["effective_from"], e0["effective_to"]) == ("2026-05-30T08:00:00Z", "2026-06-01T09:00:00Z")
     assert (e1["effective_from"], e1["effective_to"]) == ("2026-06-01T09:00:00Z", "2026-06-03T10:00:00Z")

@@ -18,14 +18,15 @@ from typing import Any
 
 import pytest
 from cli_harness import CliStore, assert_error
-from mnemo_cli.cmd_forget import parse_duration
 
 from mnemosyne import Repo
+from mnemosyne.model.times import parse_duration
 from mnemosyne.store.kv.base import Space
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
 RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
-REDACTION_KEYS = ["hash", "id", "time", "author", "reason"]
+REDACTION_KEYS = ["id", "hash", "time", "author", "reason"]
+COMMIT_KEYS = ["id", "tree", "parents", "record_time", "author", "message", "meta"]
 GC_KEYS = [
     "objects_removed",
     "bytes_removed",
@@ -76,22 +77,32 @@ def two_branches(store: Store) -> Store:
 def test_forget_prints_the_records_and_the_commit_that_removed_the_id(two_branches: Store) -> None:
     store = two_branches
     hashes = store.hashes("n")
-    head = store.lines("log")[0]["commit"]
+    head = store.lines("log")[0]["id"]
     done = store.doc("forget", "n", "--reason", "asked to", "--author", "dpo")
-    assert list(done) == ["redactions", "commit"]
+    assert list(done) == ["redactions", "already_erased", "commit"]
+    assert done["already_erased"] == []
+    assert list(done["commit"]) == COMMIT_KEYS
     assert [list(r) for r in done["redactions"]] == [REDACTION_KEYS] * 3
     assert [r["hash"] for r in done["redactions"]] == hashes
     assert {(r["id"], r["author"], r["reason"]) for r in done["redactions"]} == {("n", "dpo", "asked to")}
     assert all(RFC3339_Z.fullmatch(r["time"]) for r in done["redactions"])
     (newest, previous) = store.lines("log", "-n", "2")
-    assert (newest["commit"], newest["parents"], previous["commit"]) == (done["commit"], [head], head)
+    assert newest == done["commit"]
+    assert (newest["parents"], previous["id"]) == ([head], head)
     assert newest["message"] == "forget n: asked to" and newest["author"] == "dpo"
     assert [n["id"] for n in store.lines("ls")] == ["other"]
     # Again: the first records stand, nothing moves.
     again = store.run("forget", "n", "--reason", "again")
     assert again.exit_code == 0 and again.stdout == ""
-    assert "nothing to erase" in again.stderr
-    assert store.doc("forget", "n", "--reason", "again") == {"redactions": [], "commit": None}
+    assert again.stderr.splitlines() == [
+        f"already erased: {full[:7]}  n  erased at {r['time'][:19]}Z by dpo: asked to"
+        for full, r in zip(hashes, done["redactions"], strict=True)
+    ]
+    assert store.doc("forget", "n", "--reason", "again") == {
+        "redactions": [],
+        "already_erased": done["redactions"],
+        "commit": None,
+    }
 
 
 def test_forget_human_output(two_branches: Store) -> None:
@@ -109,19 +120,21 @@ def test_forget_human_output(two_branches: Store) -> None:
 def test_forget_one_version(two_branches: Store) -> None:
     store = two_branches
     newest, middle, oldest = store.hashes("n")
-    head = store.lines("log")[0]["commit"]
+    head = store.lines("log")[0]["id"]
     done = store.doc("forget", "n", "--reason", "old", "--version", oldest[:8])
     assert [r["hash"] for r in done["redactions"]] == [oldest] and done["commit"] is None
-    assert store.lines("log")[0]["commit"] == head
+    assert store.lines("log")[0]["id"] == head
     assert store.doc("show", "n")["content"] == "three"
     done = store.doc("forget", "n", "--reason", "current", "--version", newest)
-    assert done["commit"] is not None and done["commit"] != head
+    assert done["commit"] is not None and done["commit"]["id"] != head
+    assert done["commit"]["parents"] == [head]
     assert_error(store.run("show", "n"), 3, "n is not in HEAD")
     assert store.doc("show", "n", "--at", "side")["hash"] == middle  # not erased, not current here
     assert_error(
         store.run("forget", "n", "--reason", "x", "--version", "0123456789abcdef" * 4), 3, "no such version"
     )
-    assert_error(store.run("forget", "n", "--reason", "x", "--version", "ab"), 2, "ambiguous")
+    too_short = store.run("forget", "n", "--reason", "x", "--version", "ab")
+    assert_error(too_short, 2, "not a hash or a prefix of at least 4 hex characters")
 
 
 def test_forget_refuses_bad_usage_with_one_line(store: Store) -> None:
@@ -146,9 +159,13 @@ def test_forget_expired(store: Store) -> None:
     assert [(r["id"], r["hash"], r["reason"], r["author"]) for r in done["redactions"]] == [
         ("old", old_hash, "expired", "retention")
     ]
-    assert done["commit"] == store.lines("log")[0]["commit"]
+    assert done["commit"] == store.lines("log")[0]
     assert [n["id"] for n in store.lines("ls", "--include-expired")] == ["new", "plain"]
-    assert store.doc("forget", "--expired", "--reason", "policy") == {"redactions": [], "commit": None}
+    assert store.doc("forget", "--expired", "--reason", "policy") == {
+        "redactions": [],
+        "already_erased": [],
+        "commit": None,
+    }
     quiet = store.run("forget", "--expired")
     assert quiet.exit_code == 0 and "no version is past its expires_at" in quiet.stderr
 
@@ -175,11 +192,17 @@ def test_history_shows_erased_versions_as_redacted(two_branches: Store) -> None:
         (middle, "superseded"),
         (oldest, "redacted"),
     ]
-    assert lines[2]["node"] is None and lines[2]["commit"] and HEX64.fullmatch(lines[2]["commit"])
+    assert lines[2]["node"] is None and HEX64.fullmatch(lines[2]["commit"]["id"])
+    assert lines[2]["commit"]["message"] == "1"
+    record = lines[2]["redaction"]
+    assert list(record) == REDACTION_KEYS
+    assert (record["id"], record["hash"], record["author"], record["reason"]) == ("n", oldest, "tester", "r")
+    assert lines[0]["redaction"] is None and lines[1]["redaction"] is None
     assert lines[0]["node"]["content"] == "three"
     human = store.result("history", "n").stdout.splitlines()
-    assert human[2].startswith(f"{oldest[:7]}  redacted") and human[2].endswith("(erased)")
-    assert "(erased)" not in human[0] + human[1]
+    assert human[2].startswith(f"{oldest[:7]}  redacted")
+    assert human[2].endswith(f"(erased at {record['time'][:19]}Z by tester: r)")
+    assert "(erased" not in human[0] + human[1]
 
 
 def test_diff_shows_an_erased_side_as_redacted(two_branches: Store) -> None:
@@ -191,9 +214,12 @@ def test_diff_shows_an_erased_side_as_redacted(two_branches: Store) -> None:
     assert text[1] == f"    -[redacted] {oldest[:7]}"
     assert text[2:] == ["    +two", "    +lines"]
     document = store.doc("diff", "HEAD~2", "HEAD~1")
-    assert (document["modified"], document["added"], document["removed"]) == (["n"], [], [])
-    assert document["redacted"] == ["n"]
-    assert store.doc("diff", "HEAD~1", "HEAD")["redacted"] == []
+    assert (document["added"], document["removed"]) == ([], [])
+    (change,) = document["modified"]
+    assert (change["id"], change["old"], change["old_hash"], change["redacted"]) == ("n", None, oldest, True)
+    assert (change["new"]["content"], change["new_hash"]) == ("two\nlines", middle)
+    (live,) = store.doc("diff", "HEAD~1", "HEAD")["modified"]
+    assert (live["old_hash"], live["new_hash"], live["redacted"]) == (middle, newest, False)
     store.result("forget", "n", "--reason", "r")
     both = store.result("diff", "side", "HEAD~1").stdout.splitlines()  # three (erased) vs two (erased)
     assert both == ["~ n", f"    -[redacted] {middle[:7]}", f"    +[redacted] {newest[:7]}"]
@@ -203,9 +229,10 @@ def test_diff_shows_an_erased_side_as_redacted(two_branches: Store) -> None:
         "a": "",
         "b": "",
         "added": [],
-        "removed": ["n"],
+        "removed": [
+            {"id": "n", "old": None, "new": None, "old_hash": newest, "new_hash": None, "redacted": True}
+        ],
         "modified": [],
-        "redacted": ["n"],
     }
 
 
@@ -215,19 +242,19 @@ def test_blame_of_an_erased_current_version(two_branches: Store) -> None:
     middle = store.hashes("n", "side")[0]
     store.result("forget", "n", "--reason", "asked to", "--author", "dpo")
     document = store.doc("blame", "n", "--at", "side")
-    assert (document["node"], document["provenance"], document["redacted"], document["lines"]) == (
-        None,
-        None,
-        True,
-        [],
-    )
-    assert (document["id"], document["hash"], document["commit"]) == ("n", middle, writer["commit"])
-    assert (document["author"], document["message"]) == ("agent", "2")
+    assert (document["node"], document["redacted"], document["lines"]) == (None, True, [])
+    assert (document["id"], document["hash"], document["commit"]) == ("n", middle, writer)
+    assert (document["commit"]["author"], document["commit"]["message"]) == ("agent", "2")
+    record = document["redaction"]
+    assert list(record) == REDACTION_KEYS
+    assert (record["id"], record["hash"], record["author"]) == ("n", middle, "dpo")
+    assert record["reason"] == "asked to"
     result = store.result("blame", "n", "--at", "side")
     text = result.stdout
-    assert f"commit:     {writer['commit'][:7]}" in text
+    assert f"commit:     {writer['id'][:7]}" in text
     assert f"hash:       {middle[:7]} [redacted]" in text
-    assert "(erased) version " in text and "was erased at " in text and "by dpo: asked to" in text
+    assert "provenance: [redacted]" in text
+    assert f"(erased) erased at {record['time'][:19]}Z by dpo: asked to" in text
     assert "two" not in text
     live = store.doc("blame", "other")
     assert live["redacted"] is False and live["node"]["content"] == "o" and live["lines"]
@@ -244,9 +271,11 @@ def test_bisect_blames_an_erased_version_as_redacted(store: Store) -> None:
     assert document["commit"]["parents"] == [good]
     blamed = document["blame"]
     assert (blamed["redacted"], blamed["node"], blamed["hash"]) == (True, None, erased)
-    assert blamed["commit"] == document["commit"]["commit"]
+    assert blamed["commit"] == document["commit"]
+    assert blamed["redaction"]["hash"] == erased and blamed["lines"] == []
     text = store.result("bisect", "--good", good, "--bad", "probe", "--present", "x").stdout
-    assert f"{erased[:7]} [redacted]" in text and "(erased) version" in text
+    assert f"hash:       {erased[:7]} [redacted]" in text
+    assert f"(erased) erased at {blamed['redaction']['time'][:19]}Z by tester: r" in text
 
 
 # -- gc ----------------------------------------------------------------------------------

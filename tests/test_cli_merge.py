@@ -16,7 +16,9 @@ from mnemosyne.store.kv.base import Space
 pytestmark = pytest.mark.usefixtures("clean_cli_env")
 
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
-MERGE_KEYS = ["commit", "conflicts", "contradictions", "fast_forward", "up_to_date"]
+MERGE_KEYS = ["commit", "conflicts", "contradictions", "fast_forward", "up_to_date", "previous"]
+COMMIT_KEYS = ["id", "tree", "parents", "record_time", "author", "message", "meta"]
+FSCK_KEYS = ["ok", "problems", "objects", "commits", "reindexed", "repaired"]
 HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -54,13 +56,13 @@ def diverged(store: Store) -> Store:
 
 def test_merge_conflict_resolve_and_log_session(diverged: Store) -> None:
     store = diverged
-    tip = store.lines("log", "-n", "1")[0]["commit"]
+    tip = store.lines("log", "-n", "1")[0]["id"]
     stopped = store.run("merge", "side")
     assert stopped.exit_code == 1
     assert stopped.stdout == "CONFLICT (edit/edit): k\n"
     assert "--resolve" in stopped.stderr and "--strategy" in stopped.stderr
     assert "Traceback" not in stopped.output
-    assert store.lines("log", "-n", "1")[0]["commit"] == tip  # nothing written
+    assert store.lines("log", "-n", "1")[0]["id"] == tip  # nothing written
     assert store.content("k") == "ours"
 
     as_json = store.run("merge", "side", as_json=True)
@@ -68,6 +70,8 @@ def test_merge_conflict_resolve_and_log_session(diverged: Store) -> None:
     document = json.loads(as_json.stdout)
     assert list(document) == MERGE_KEYS
     assert document["commit"] is None and document["fast_forward"] is False
+    assert document["up_to_date"] is False
+    assert document["previous"] == store.lines("log", "-n", "1")[0]  # main's tip, unmoved
     assert document["contradictions"] == []
     (conflict,) = document["conflicts"]
     assert list(conflict) == ["id", "kind", "base", "ours", "theirs"]
@@ -86,9 +90,9 @@ def test_merge_conflict_resolve_and_log_session(diverged: Store) -> None:
     human = store.ok("log", "-n", "1")
     assert re.search(r"^Merge:  [0-9a-f]{7} [0-9a-f]{7}$", human, re.MULTILINE)
     # the version of k now current was written on side (as git log PATH shows it)
-    theirs = store.lines("log", "side", "-n", "1")[0]["commit"]
-    assert store.lines("log", "--node", "k", "-n", "1")[0]["commit"] == theirs
-    assert store.doc("blame", "k")["commit"] == theirs
+    theirs = store.lines("log", "side", "-n", "1")[0]["id"]
+    assert store.lines("log", "--node", "k", "-n", "1")[0]["id"] == theirs
+    assert store.doc("blame", "k")["commit"]["id"] == theirs
     assert "Already up to date." in store.ok("merge", "side")
 
 
@@ -101,8 +105,12 @@ def test_merge_conflict_resolve_and_log_session(diverged: Store) -> None:
     ],
 )
 def test_merge_strategies_and_base(diverged: Store, args: tuple[str, ...], expected: str) -> None:
+    tip = diverged.lines("log", "-n", "1")[0]
     document = diverged.doc("merge", "side", *args)
-    assert HEX64.fullmatch(document["commit"]) and document["conflicts"] == []
+    assert HEX64.fullmatch(document["commit"]["id"]) and document["conflicts"] == []
+    assert list(document["commit"]) == COMMIT_KEYS
+    assert document["commit"] == diverged.lines("log", "-n", "1")[0]
+    assert document["commit"]["parents"][0] == tip["id"] and document["previous"] == tip
     assert diverged.content("k") == expected
 
 
@@ -131,7 +139,7 @@ def test_clean_json_key_merge(store: Store) -> None:
     store.put({"id": "profile", "content": {"lang": "de", "city": "Köln", "pet": "cat"}}, branch="side")
     document = store.doc("merge", "side")
     assert document["conflicts"] == [] and document["fast_forward"] is False
-    assert HEX64.fullmatch(document["commit"])
+    assert HEX64.fullmatch(document["commit"]["id"])
     assert store.content("profile") == {"lang": "fr", "city": "Köln", "pet": "cat"}
     assert len(store.lines("log", "-n", "1")[0]["parents"]) == 2
 
@@ -140,22 +148,26 @@ def test_fast_forward_and_up_to_date(store: Store) -> None:
     base = store.put({"id": "a", "content": 1})
     store.ok("branch", "side")
     ahead = store.put({"id": "b", "content": 2}, branch="side")
+    base_commit, ahead_commit = store.lines("log", "main")[0], store.lines("log", "side")[0]
+    assert (base_commit["id"], ahead_commit["id"]) == (base, ahead)
     document = store.doc("merge", "side")
     assert document == {
-        "commit": ahead,
+        "commit": ahead_commit,
         "conflicts": [],
         "contradictions": [],
         "fast_forward": True,
         "up_to_date": False,
+        "previous": base_commit,
     }
-    assert store.lines("log", "-n", "1")[0]["commit"] == ahead
+    assert store.lines("log", "-n", "1")[0]["id"] == ahead
     again = store.doc("merge", "side")
     assert again == {
-        "commit": ahead,
+        "commit": ahead_commit,
         "conflicts": [],
         "contradictions": [],
         "fast_forward": False,
         "up_to_date": True,
+        "previous": ahead_commit,
     }
     store.ok("branch", "old", "--from", base)
     out = store.ok("merge", "main", "--into", "old")
@@ -182,7 +194,8 @@ def test_contradiction_reported_by_merge_and_listed(store: Store) -> None:
     assert re.fullmatch(r"\[main [0-9a-f]{7}\] Merge side into main\n", merged.stdout)
 
     (found,) = store.lines("contradictions")
-    assert list(found) == ["subject", "predicate", "claims"]
+    assert list(found) == ["subject", "predicate", "claims", "record"]
+    assert HEX64.fullmatch(found["record"])
     assert (found["subject"], found["predicate"]) == ("mira", "lang")
     assert [node["id"] for node in found["claims"]] == ["c/a", "c/b"]
     assert all(list(node) == NODE_KEYS for node in found["claims"])
@@ -207,8 +220,12 @@ def test_merge_json_lists_contradictions(store: Store) -> None:
     store.put(claim("c/b", "fr"), branch="side")
     result = store.run("merge", "side", as_json=True)
     assert result.exit_code == 0 and result.stderr == ""
-    (found,) = json.loads(result.stdout)["contradictions"]
+    document = json.loads(result.stdout)
+    (found,) = document["contradictions"]
     assert (found["subject"], found["predicate"]) == ("mira", "lang")
+    assert HEX64.fullmatch(found["record"])
+    assert store.lines("contradictions") == [found]
+    assert len(document["commit"]["parents"]) == 2
     assert sorted(node["content"]["value"] for node in found["claims"]) == ["de", "fr"]
 
 
@@ -239,16 +256,17 @@ def test_bisect_equals_finds_the_commit_and_blames(drifting) -> None:
     store, commits = drifting
     document = store.doc("bisect", "--good", commits[0], "--bad", "main", "--equals", "users/mira/lang", "fr")
     assert list(document) == ["commit", "blame"]
-    assert document["commit"]["commit"] == commits[5]
+    assert list(document["commit"]) == COMMIT_KEYS
+    assert document["commit"]["id"] == commits[5]
     assert document["commit"]["message"] == "step 5"
     blame = document["blame"]
-    assert (blame["id"], blame["commit"]) == ("users/mira/lang", commits[5])
-    assert blame["provenance"]["observation"] == "obs-5"
+    assert (blame["id"], blame["commit"]) == ("users/mira/lang", document["commit"])
+    assert blame["node"]["provenance"]["observation"] == "obs-5"
     # VALUE parsed as JSON when it parses: '"fr"' is the same string
     again = store.doc(
         "bisect", "--good", commits[0], "--bad", commits[7], "--equals", "users/mira/lang", '"fr"'
     )
-    assert again["commit"]["commit"] == commits[5]
+    assert again["commit"]["id"] == commits[5]
     human = store.ok("bisect", "--good", commits[0], "--bad", "main", "--equals", "users/mira/lang", "fr")
     assert human.startswith(f"{commits[5][:7]} is the first bad commit\ncommit {commits[5][:7]}\n")
     assert "provenance: agent_step=5 observation=obs-5" in human
@@ -257,9 +275,9 @@ def test_bisect_equals_finds_the_commit_and_blames(drifting) -> None:
 def test_bisect_present_absent_and_json_values(drifting) -> None:
     store, commits = drifting
     present = store.doc("bisect", "--good", commits[0], "--bad", "main", "--present", "tmp")
-    assert present["commit"]["commit"] == commits[3] and present["blame"]["commit"] == commits[3]
+    assert present["commit"]["id"] == commits[3] and present["blame"]["commit"]["id"] == commits[3]
     counter = store.doc("bisect", "--good", commits[0], "--bad", commits[6], "--equals", "counter", "6")
-    assert counter["commit"]["commit"] == commits[6]  # 6 is JSON: the number, not the string
+    assert counter["commit"]["id"] == commits[6]  # 6 is JSON: the number, not the string
     store.ok("rm", "tmp", "-m", "drop tmp")
     gone = store.doc("bisect", "--good", commits[7], "--bad", "main", "--absent", "tmp")
     assert gone["blame"] is None
@@ -294,8 +312,9 @@ def test_fsck_ok(store: Store) -> None:
     store.put({"id": "a", "content": 1})
     store.put(claim("c/1", "de"))
     document = store.doc("fsck")
-    assert list(document) == ["ok", "problems", "objects", "commits"]
+    assert list(document) == FSCK_KEYS
     assert document["ok"] is True and document["problems"] == []
+    assert document["reindexed"] is None  # no repair ran
     assert document["commits"] == 2 and document["objects"] > 2
     assert re.fullmatch(r"checked \d+ objects, 2 commits: ok\n", store.ok("fsck"))
 
@@ -322,6 +341,7 @@ def test_fsck_finds_a_damaged_index_and_repair_fixes_it(store: Store) -> None:
     document = json.loads(repaired.stdout)
     assert document["ok"] is True and document["problems"] == []
     assert isinstance(document["reindexed"], int) and document["reindexed"] > 0
+    assert [p["kind"] for p in document["repaired"]] == ["index"]  # what the repair fixed
     assert store.doc("fsck")["ok"] is True
     assert store.doc("fsck", "--repair")["reindexed"] is None  # nothing to repair
 
@@ -332,7 +352,11 @@ def test_fsck_repair_human_and_reindex(store: Store) -> None:
         repo.kv.transact(lambda t: t.put(Space.INDEX, b"\x00\x00\x00\x00cjunk", b""))
     repaired = store.run("fsck", "--repair")
     assert repaired.exit_code == 0, repaired.output
-    assert "repairing index" in repaired.stderr and "rebuilt the derived indexes" in repaired.stderr
+    assert re.fullmatch(
+        r"repairing index: derived indexes disagree .*\n"
+        r"rebuilt the derived indexes \(\d+ entries written\) and checked again\n",
+        repaired.stderr,
+    )
     assert repaired.stdout.endswith(": ok\n")
     written = store.doc("reindex")["entries"]
     assert isinstance(written, int) and written > 0

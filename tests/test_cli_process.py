@@ -39,10 +39,15 @@ def test_a_session_in_a_real_process(tmp_path: Path) -> None:
     done = mnemo("--json", "commit", "-m", "learned", "--author", "agent-7", "-", cwd=tmp_path, input=nodes)
     assert done.returncode == 0, done.stderr
     written = json.loads(done.stdout)
-    assert written["ids"][0] == "users/mira/lang" and len(written["ids"]) == 2
+    assert written["put_ids"][0] == "users/mira/lang" and len(written["put_ids"]) == 2
+    assert (written["deleted_ids"], written["created"]) == ([], True)
     log = mnemo("--json", "log", cwd=tmp_path)
     (entry,) = [json.loads(line) for line in log.stdout.splitlines()]
-    assert (entry["commit"], entry["author"], entry["message"]) == (written["commit"], "agent-7", "learned")
+    assert (entry["id"], entry["author"], entry["message"]) == (written["id"], "agent-7", "learned")
+    assert {key: written[key] for key in entry} == entry  # the commit result is the commit, and more
+    same = mnemo("commit", "-m", "again", cwd=tmp_path, input=nodes.splitlines()[0])
+    assert (same.returncode, same.stderr) == (0, "")
+    assert same.stdout == f"nothing to commit: branch main is unchanged at {written['id'][:7]}\n"
 
 
 def test_errors_in_a_real_process_are_one_line(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from mnemosyne.store.settings import KEYS
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
 RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
-HIT_KEYS = ["id", "hash", "score", "node", "lexical_rank", "semantic_rank"]
+HIT_KEYS = ["id", "hash", "node", "score", "lexical_rank", "semantic_rank"]
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
 CONTEXT_KEYS = ["query", "budget_tokens", "tokens", "items"]
 ITEM_KEYS = ["id", "hash", "text", "tokens", "score", "claim_in_force"]

@@ -171,7 +171,7 @@ def test_threads_share_one_repo(shared_repo):
 
 
 def test_refused_commits_do_not_stall_behind_busy_readers(tmp_path):
-    # Every refused commit (RefConflict, NotFound, nothing to commit) and every map growth
+    # Every refused commit (RefConflict, NotFound) and every map growth
     # aborts an LMDB write transaction. py-lmdb 3 makes that abort wait until no other
     # thread of the process is inside an LMDB call, which busy readers can postpone forever.
     repo = Repo.init(tmp_path / "store", map_size=64 * 1024, sync=False)
@@ -230,7 +230,7 @@ def test_threads_evicting_the_object_cache_at_once(monkeypatch):
         try:
             for _ in range(60):
                 for commit in commits[::7]:
-                    assert len(list(repo.log(commit, limit=3))) == 3
+                    assert len(list(repo.log(at=commit, limit=3))) == 3
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
 

@@ -160,7 +160,7 @@ def check_after_crash(path: Path, trial: Trial, history: list[Trial], acked_befo
         assert all(isinstance(n.content, Claim) for n in claims)
         assert len(claims) == landed[-1][0] // 3 + 1, context
         facts = repo.facts(f"s{trial.number}", at=landed[-1][1])
-        assert {f.content.predicate for f in facts} == {c.content.predicate for c in claims}, context
+        assert {f.node.content.predicate for f in facts} == {c.content.predicate for c in claims}, context
 
         # acknowledged branches exist where they were made; an unacknowledged one points at a landed commit
         branches = dict((name, c.id) for name, c in repo.branch_tips())

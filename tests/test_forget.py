@@ -21,7 +21,18 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from mnemosyne import Claim, CorruptObject, InvalidInput, Node, NotFound, Provenance, Redacted, Repo
+from mnemosyne import (
+    Claim,
+    CorruptObject,
+    ForgetReport,
+    InvalidInput,
+    Node,
+    NotFound,
+    Provenance,
+    Redacted,
+    Redaction,
+    Repo,
+)
 from mnemosyne.model import codec
 from mnemosyne.store.kv.base import Space, WriteTxn
 
@@ -128,10 +139,15 @@ def test_a_forgotten_canary_leaves_no_byte_in_any_file_and_no_read(tmp_path: Pat
         assert len(repo.facts(subject, at="side")) == 1
         assert files_holding(path, needle) == ["data.mdb"]  # the check can see the canary
 
-        erased = repo.forget(diary, "subject asked", author="dpo") + repo.forget(
-            claim_id, "subject asked", author="dpo"
-        )
+        forgot_diary = repo.forget(diary, "subject asked", author="dpo")
+        forgot_claim = repo.forget(claim_id, "subject asked", author="dpo")
+        erased = forgot_diary.redactions + forgot_claim.redactions
         assert len(erased) == 4 + 2  # every version of both ids, on both branches
+        assert forgot_diary.already_erased == [] and forgot_claim.already_erased == []
+        # main held both ids: each forget dropped its id there in a commit of its own.
+        assert forgot_diary.commit is not None and forgot_claim.commit is not None
+        assert forgot_claim.commit.parents == (forgot_diary.commit.id,)
+        assert repo.resolve("main").id == forgot_claim.commit.id
         assert {r.author for r in erased} == {"dpo"} and {r.reason for r in erased} == {"subject asked"}
         report = repo.gc(grace=timedelta(0), compact=True)
         assert report.compacted and report.file_bytes_after is not None
@@ -143,9 +159,9 @@ def test_a_forgotten_canary_leaves_no_byte_in_any_file_and_no_read(tmp_path: Pat
         for branch in ("main", "side"):
             listed = [
                 list(repo.nodes(at=branch, include_expired=True)),
-                list(repo.log(branch)),
-                repo.history(diary, ref=branch),
-                repo.history(claim_id, ref=branch),
+                list(repo.log(at=branch)),
+                repo.history(diary, at=branch),
+                repo.history(claim_id, at=branch),
                 repo.diff(root.id, branch),
                 repo.facts(subject, at=branch),
                 repo.timeline(subject, "secret", at=branch),
@@ -156,18 +172,23 @@ def test_a_forgotten_canary_leaves_no_byte_in_any_file_and_no_read(tmp_path: Pat
         assert [n.id for n in repo.nodes(at="side")] == [lang]  # erased versions are left out
         blamed = repo.blame(diary, at="side")
         assert (blamed.node, blamed.redacted, blamed.lines, blamed.commit.id) == (None, True, [], on_side.id)
+        assert blamed.redaction is not None
+        assert (blamed.redaction.author, blamed.redaction.reason) == ("dpo", "subject asked")
         assert canary not in repr(blamed)
         with pytest.raises(Redacted, match=r"erased at .* by dpo: subject asked") as raised:
             repo.get(diary, at="side")
         assert canary not in str(raised.value)
         with pytest.raises(Redacted, match="by dpo: subject asked"):
             repo.get(claim_id, at="side")
-        statuses = [v.status for v in repo.history(diary, ref="side")]
+        statuses = [v.status for v in repo.history(diary, at="side")]
         assert statuses == ["redacted"] * 3
         assert repo.get(lang) == Node(id=lang, content="de")
         assert repo.fsck().ok
         # The records survive collection and compaction, and are append-only.
-        assert repo.forget(diary, "again", author="someone-else") == []
+        again = repo.forget(diary, "again", author="someone-else")
+        assert again.redactions == [] and again.commit is None
+        by_hash = sorted(forgot_diary.redactions, key=lambda r: r.hash)
+        assert sorted(again.already_erased, key=lambda r: r.hash) == by_hash  # the first records
         with pytest.raises(Redacted, match="by dpo: subject asked"):
             repo.get(diary, at="side")
 
@@ -180,12 +201,15 @@ def test_history_diff_and_blame_show_erased_versions_as_redacted(repo: Repo) -> 
     c2 = repo.commit([Node(id="n", content="two")], message="2")
     v1 = repo.get("n", at=c1.id)
     assert v1 is not None
-    (record,) = repo.forget("n", "wrong", author="dpo", version=v1.hash)
+    report = repo.forget("n", "wrong", author="dpo", version=v1.hash)
+    (record,) = report.redactions
     assert (record.id, record.hash, record.author, record.reason) == ("n", v1.hash, "dpo", "wrong")
+    assert report.already_erased == [] and report.commit is None  # not current: no commit
     versions = repo.history("n")
     assert [(v.status, v.node is None) for v in versions] == [("current", False), ("redacted", True)]
     assert versions[1].hash == v1.hash and versions[1].commit.id == c1.id
     assert versions[1].ended_by == c2.id
+    assert versions[1].redaction == record and versions[0].redaction is None
     (change,) = repo.diff(c1.id, c2.id).modified
     assert (change.old, change.old_hash, change.redacted) == (None, v1.hash, True)
     assert change.new is not None and change.new.content == "two"
@@ -194,6 +218,7 @@ def test_history_diff_and_blame_show_erased_versions_as_redacted(repo: Repo) -> 
     assert blamed.node is not None and not blamed.redacted and blamed.commit.id == c2.id
     blamed_old = repo.blame("n", at=c1.id)
     assert (blamed_old.node, blamed_old.redacted, blamed_old.commit.id) == (None, True, c1.id)
+    assert blamed_old.redaction == record and blamed_old.hash == v1.hash
     assert [c.id for c in repo.log(node="n")] == [c2.id, c1.id]  # log still lists both
 
 
@@ -287,23 +312,27 @@ def test_forget_one_version_erases_only_it_and_removes_the_id_only_when_current(
     repo.branch("side")
     hashes = [v.hash for v in repo.history("n")]
     assert len(hashes) == 3
-    (record,) = repo.forget("n", "old one", version=hashes[2])
+    report = repo.forget("n", "old one", version=hashes[2])
+    (record,) = report.redactions
     assert record.hash == hashes[2]
+    assert report.commit is None
     assert repo.resolve("HEAD").id == c3.id  # not current: no commit
     with pytest.raises(Redacted):
         repo.get("n", at=c1.id)
     assert repo.get("n", at=c2.id) == Node(id="n", content="two")
     assert repo.get("n") == Node(id="n", content="three")
 
-    (record,) = repo.forget("n", "current one", version=hashes[0][:6])  # a unique prefix
+    report = repo.forget("n", "current one", version=hashes[0][:6])  # a unique prefix
+    (record,) = report.redactions
     assert record.hash == hashes[0]
     head = repo.resolve("HEAD")
+    assert report.commit is not None and report.commit.id == head.id
     assert head.parents == (c3.id,) and head.message == "forget n: current one"
     assert repo.get("n") is None and repo.get("other") is not None
     with pytest.raises(Redacted):
         repo.get("n", at="side")  # other branches keep the hash
     assert repo.get("n", at=c2.id) == Node(id="n", content="two")
-    assert [v.status for v in repo.history("n", ref="side")] == ["redacted", "superseded", "redacted"]
+    assert [v.status for v in repo.history("n", at="side")] == ["redacted", "superseded", "redacted"]
 
     with pytest.raises(InvalidInput):
         repo.forget("n", "too short", version=hashes[1][:3])
@@ -319,16 +348,25 @@ def test_forgetting_twice_keeps_the_first_record(repo: Repo) -> None:
     repo.commit([Node(id="n", content="one")], message="1")
     repo.commit([Node(id="n", content="two")], message="2")
     old = repo.history("n")[1].hash
-    (first,) = repo.forget("n", "first reason", author="alice", version=old)
+    (first,) = repo.forget("n", "first reason", author="alice", version=old).redactions
     rest = repo.forget("n", "second reason", author="bob")
-    assert [r.reason for r in rest] == ["second reason"]  # only the version not yet erased
-    assert repo.forget("n", "third reason", author="carol") == []
-    assert repo.forget("n", "fourth reason", author="dave", version=old) == []
+    assert [r.reason for r in rest.redactions] == ["second reason"]  # only the version not yet erased
+    assert rest.already_erased == [first]
+    (second,) = rest.redactions
+    third = repo.forget("n", "third reason", author="carol")
+    assert third.redactions == [] and third.commit is None
+    assert sorted(third.already_erased, key=_by_time) == [first, second]  # the first records stand
+    fourth = repo.forget("n", "fourth reason", author="dave", version=old)
+    assert fourth == ForgetReport(redactions=[], already_erased=[first], commit=None)
     with pytest.raises(Redacted, match="by alice: first reason"):
         repo.get("n", at="HEAD~2")
     with pytest.raises(Redacted, match="by bob: second reason"):
         repo.get("n", at="HEAD~1")
-    assert first.time < rest[0].time
+    assert first.time < second.time
+
+
+def _by_time(record: Redaction) -> tuple[object, str]:
+    return (record.time, record.hash)
 
 
 def test_forget_expired_erases_only_versions_past_their_expiry(repo: Repo, clock: Clock) -> None:
@@ -347,22 +385,25 @@ def test_forget_expired_erases_only_versions_past_their_expiry(repo: Repo, clock
     short_hash = repo.get("short")
     renewed_old = repo.history("renewed")[1].hash
     assert short_hash is not None
-    assert repo.forget_expired() == []  # nothing has expired yet
+    assert repo.forget_expired() == ForgetReport(redactions=[])  # nothing has expired yet
     clock.advance(timedelta(hours=2))
     head = repo.resolve("HEAD").id
-    records = repo.forget_expired(author="retention")
+    report = repo.forget_expired(author="retention")
+    records = report.redactions
+    assert report.already_erased == []
     assert sorted((r.id, r.hash) for r in records) == sorted(
         [("short", short_hash.hash), ("renewed", renewed_old)]
     )
     assert {(r.reason, r.author) for r in records} == {("expired", "retention")}
     after = repo.resolve("HEAD")
     assert after.parents == (head,)  # "short" was current: removed in a commit
+    assert report.commit is not None and report.commit.id == after.id
     assert repo.get("short", include_expired=True) is None
     assert [n.id for n in repo.nodes()] == ["forever", "long", "renewed"]
     assert repo.get("renewed") == Node(id="renewed", content="r2", expires_at=later)
     with pytest.raises(Redacted, match="by retention: expired"):
         repo.get("renewed", at="HEAD~2")
-    assert repo.forget_expired() == []  # erased versions are not found again
+    assert repo.forget_expired() == ForgetReport(redactions=[])  # erased versions are not found again
     assert repo.fsck().ok
 
 
@@ -505,11 +546,11 @@ def test_gc_never_removes_reachable_objects(repo: Repo, clock: Clock) -> None:
     for branch, (nodes, facts) in before.items():
         assert list(repo.nodes(at=branch, include_expired=True)) == nodes
         assert repo.facts("mira", at=branch) == facts
-        for commit in repo.log(branch):
+        for commit in repo.log(at=branch):
             for node in repo.nodes(at=commit.id, include_expired=True):
                 assert repo.get(node.id, at=commit.id) == node
             for name in ("a", "b", "claims/1", "claims/2", "claims/3", "g"):
-                for version in repo.history(name, ref=commit.id):
+                for version in repo.history(name, at=commit.id):
                     if version.status != "redacted":
                         assert version.node is not None and version.node.id == name
     assert repo.timeline("mira", "city")

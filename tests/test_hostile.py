@@ -314,7 +314,7 @@ bad_ids = st.one_of(
 @given(bad=bad_ids)
 def test_bad_ids_are_refused_everywhere(store, bad):
     with pytest.raises(InvalidInput):
-        Node(id=bad, content=1) if bad else _refuse_empty_id()
+        Node(id=bad, content=1)  # the empty id too: only an omitted id is generated
     with Repo.open(store.path, readonly=True) as repo:
         for read in (repo.get, repo.history, repo.blame):
             with pytest.raises(InvalidInput):
@@ -323,17 +323,18 @@ def test_bad_ids_are_refused_everywhere(store, bad):
             list(repo.log(node=bad))
     if "\ud800" in bad:
         return  # argv and JSON text cannot carry a lone surrogate as such
-    if bad:
-        commit_refused(store, json.dumps({"id": bad, "content": 1}), "id")
+    commit_refused(store, json.dumps({"id": bad, "content": 1}), "id")
     for args in (("show", bad), ("history", bad), ("rm", bad, "-m", "x"), ("log", "--node", bad)):
         assert_cli_error(cli(store.path, *args), 2, "id")
     store.unchanged()
 
 
-def _refuse_empty_id() -> None:
-    from mnemosyne.model.validation import check_id
-
-    check_id("")
+def test_an_empty_id_is_refused_where_an_omitted_one_is_generated(store):
+    with pytest.raises(InvalidInput, match="id must not be empty"):
+        Node(id="", content=1)
+    with pytest.raises(InvalidInput):
+        _ = Node(content=1).hash  # no id yet: no hash either
+    commit_refused(store, '{"id": "", "content": 1}', "id must not be empty")
 
 
 def test_an_id_with_an_escaped_lone_surrogate_is_refused(store):
@@ -546,11 +547,11 @@ def test_bad_revisions_are_refused_by_the_api(store, rev, error, code):
             lambda: repo.resolve(rev),
             lambda: repo.get("users/mira/lang", at=rev),
             lambda: list(repo.nodes(at=rev)),
-            lambda: list(repo.log(ref=rev)),
+            lambda: list(repo.log(at=rev)),
             lambda: repo.diff(rev, "HEAD"),
             lambda: repo.blame("users/mira/lang", at=rev),
             lambda: repo.facts("mira", at=rev),
-            lambda: repo.branch("fresh", start=rev),
+            lambda: repo.branch("fresh", at=rev),
             lambda: repo.reset("side", rev),
             lambda: repo.merge(rev),
             lambda: repo.revert(rev),
@@ -636,7 +637,7 @@ def test_arbitrary_revisions_raise_only_mnemo_errors(store, rev):
     with Repo.open(store.path, readonly=True) as repo:
         for call in (
             lambda: repo.resolve(rev),
-            lambda: list(repo.log(ref=rev, limit=3)),
+            lambda: list(repo.log(at=rev, limit=3)),
             lambda: repo.get("users/mira/lang", at=rev),
             lambda: repo.diff(rev, "main"),
         ):
@@ -665,19 +666,19 @@ def _api_calls(repo: Repo) -> dict[str, Any]:
         "nodes(at)": lambda v: list(repo.nodes(at=v)),
         "nodes(prefix)": lambda v: list(repo.nodes(prefix=v)),
         "nodes(as_of)": lambda v: list(repo.nodes(as_of=v)),
-        "log(ref)": lambda v: list(repo.log(ref=v)),
+        "log(at)": lambda v: list(repo.log(at=v)),
         "log(node)": lambda v: list(repo.log(node=v)),
         "log(limit)": lambda v: list(repo.log(limit=v)),
         "log(as_of)": lambda v: list(repo.log(as_of=v)),
         "history(id)": lambda v: repo.history(v),
-        "history(ref)": lambda v: repo.history("users/mira/lang", ref=v),
+        "history(at)": lambda v: repo.history("users/mira/lang", at=v),
         "facts(valid_at)": lambda v: repo.facts("mira", valid_at=v),
         "blame(id)": lambda v: repo.blame(v),
         "diff(a)": lambda v: repo.diff(v, "HEAD"),
         "diff(as_of)": lambda v: repo.diff("main", "side", as_of=v),
         "resolve(rev)": lambda v: repo.resolve(v),
         "branch(name)": lambda v: repo.branch(v),
-        "branch(start)": lambda v: repo.branch("fresh", start=v),
+        "branch(at)": lambda v: repo.branch("fresh", at=v),
         "branch(author)": lambda v: repo.branch("fresh", author=v),
         "delete_branch(name)": lambda v: repo.delete_branch(v),
         "delete_branch(author)": lambda v: repo.delete_branch("side", author=v),

@@ -82,7 +82,7 @@ def test_a_capped_map_fills_up_with_storage_full_and_stays_consistent(tmp_path):
         for n, commit_id in enumerate(made):
             ids = [node.id for node in repo.nodes(at=commit_id, prefix="fill/")]
             assert ids == [f"fill/{i:05d}" for i in range(n + 1)]
-        assert repo.facts("mira")[0].content.value == "de"
+        assert repo.facts("mira")[0].node.content.value == "de"
         # ref moves need pages too: branch creation runs until the map is full, then stops cleanly
         created = 0
         with pytest.raises(StorageFull):
@@ -224,7 +224,7 @@ def test_a_read_only_handle_reads_everything(tmp_path):
         assert [v.node.content for v in repo.history("users/mira/lang")] == ["fr", "de"]
         assert repo.blame("users/mira/lang").commit.id == ids["second"]
         assert [c.id for c in repo.diff(ids["first"], ids["second"]).modified] == ["users/mira/lang"]
-        assert repo.facts("mira")[0].content.value == "de"
+        assert repo.facts("mira")[0].node.content.value == "de"
         assert len(repo.timeline("mira", "lang")) == 1
         assert repo.branches() == ["main", "side"]
         assert repo.head == "main"
@@ -309,7 +309,7 @@ def test_a_read_only_handle_follows_a_writer_process_that_grows_the_map(tmp_path
                 # a consistent snapshot: the tip's tree holds what commit i wrote
                 assert repo.get("t0/counter", at=tip.id).content == i
                 assert repo.get(f"t0/c{i}/n0", at=tip.id).content["i"] == i
-                assert len(list(repo.log(ref=tip.id, limit=5))) == min(5, i + 1)
+                assert len(list(repo.log(at=tip, limit=5))) == min(5, i + 1)
                 assert not seen or i >= seen[-1]
                 seen.append(i)
                 with pytest.raises(InvalidInput):

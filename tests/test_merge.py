@@ -111,6 +111,7 @@ def test_merge_table_row(mem, name, base, ours, theirs, expected):
         return
     assert result.conflicts == []
     assert result.commit is not None and result.commit.parents == (o.id, t.id)
+    assert result.previous.id == o.id and not result.up_to_date
     merged = snapshot(mem)
     assert merged.get("k", DELETE) == expected
     assert (merged["ours/only"], merged["theirs/only"], merged["filler"]) == (1, 1, 0)
@@ -158,10 +159,11 @@ def test_fast_forward(mem):
     result = mem.merge("ahead")
     assert result.fast_forward and result.conflicts == [] and result.contradictions == []
     assert result.commit.id == t2.id  # no merge commit: main just moved
+    assert result.previous.id == b.id and not result.up_to_date
     assert ids(mem.log()) == [t2.id, t1.id, b.id]
     assert snapshot(mem) == {"a": 2, "b": 3}
     # fast-forward to a revision that is not a branch, and into a branch that is not current
-    mem.branch("behind", start=b.id)
+    mem.branch("behind", at=b.id)
     result = mem.merge(t1.id, into="behind")
     assert result.fast_forward and result.commit.id == t1.id
     assert mem.resolve("behind").id == t1.id
@@ -180,6 +182,7 @@ def test_already_up_to_date(mem):
         result = mem.merge(source)
         assert result.commit.id == c.id
         assert not result.fast_forward and result.conflicts == []
+        assert result.up_to_date and result.previous.id == c.id
         assert state(mem) == before
     with pytest.raises(MergeConflict):
         mem.merge("old", resolutions={"a": "theirs"})
@@ -190,6 +193,7 @@ def test_merge_into_an_unborn_branch(mem):
     assert mem.head == "main" and mem.branches() == ["feat"]
     result = mem.merge("feat")
     assert result.fast_forward and result.commit.id == f1.id
+    assert result.previous is None  # main had no commits
     assert mem.branches() == ["feat", "main"]
     assert snapshot(mem) == {"a": 1}
     with pytest.raises(NotFound):
@@ -347,12 +351,12 @@ def test_contradiction_is_reported_recorded_and_open_until_corrected(mem):
     assert {n.id for n in found.claims} == {ours.id, theirs.id}
     [open_one] = mem.contradictions()
     assert {n.hash for n in open_one.claims} == {ours.hash, theirs.hash}
-    assert mem.contradictions(result.commit.parents[0]) == []
+    assert mem.contradictions(at=result.commit.parents[0]) == []
 
     # facts: both over the overlap, only ours before theirs starts
-    assert {n.id for n in mem.facts("mira", "city", valid_at=T0 + 3 * DAY)} == {ours.id, theirs.id}
-    assert {n.id for n in mem.facts("mira", valid_at=T0 + 3 * DAY)} == {ours.id, theirs.id}
-    assert [n.id for n in mem.facts("mira", "city", valid_at=T0 + DAY)] == [ours.id]
+    assert {f.id for f in mem.facts("mira", "city", valid_at=T0 + 3 * DAY)} == {ours.id, theirs.id}
+    assert {f.id for f in mem.facts("mira", valid_at=T0 + 3 * DAY)} == {ours.id, theirs.id}
+    assert [f.id for f in mem.facts("mira", "city", valid_at=T0 + DAY)] == [ours.id]
     assert mem.facts("mira", "city", valid_at=T0 - DAY) == []
 
     # an unrelated commit leaves it open
@@ -362,30 +366,30 @@ def test_contradiction_is_reported_recorded_and_open_until_corrected(mem):
     merged_tip = mem.resolve("main").id
     mem.commit([claim(ours.id, "Oslo", T0, T0 + 2 * DAY)])  # ours ends where theirs begins
     assert mem.contradictions() == []
-    assert [n.id for n in mem.facts("mira", "city", valid_at=T0 + 3 * DAY)] == [theirs.id]
-    assert len(mem.contradictions(merged_tip)) == 1
+    assert [f.id for f in mem.facts("mira", "city", valid_at=T0 + 3 * DAY)] == [theirs.id]
+    assert len(mem.contradictions(at=merged_tip)) == 1
 
     # deleting one claim resolves it too
     mem.reset("main", merged_tip)
     assert len(mem.contradictions()) == 1
     mem.commit(delete=[theirs.id])
     assert mem.contradictions() == []
-    assert [n.id for n in mem.facts("mira", "city", valid_at=T0 + 3 * DAY)] == [ours.id]
+    assert [f.id for f in mem.facts("mira", "city", valid_at=T0 + 3 * DAY)] == [ours.id]
 
 
 def test_contradiction_with_identical_starts_and_merging_it_onwards(mem):
     ours = claim("c/ours", "Oslo", T0)
     theirs = claim("c/theirs", "Bergen", T0)
     contradiction_fork(mem, ours, theirs)
-    mem.branch("later", start="main")  # a branch from before the merge
+    mem.branch("later", at="main")  # a branch from before the merge
     merge = mem.merge("theirs")
     assert len(merge.contradictions) == 1
-    assert {n.id for n in mem.facts("mira", "city", valid_at=T0)} == {ours.id, theirs.id}
+    assert {f.id for f in mem.facts("mira", "city", valid_at=T0)} == {ours.id, theirs.id}
     # the contradiction travels with the merge into another branch
     mem.commit([Node(id="later/work", content=1)], branch="later")
     onward = mem.merge("main", into="later")
     assert onward.contradictions == []  # not new here
-    assert len(mem.contradictions("later")) == 1
+    assert len(mem.contradictions(at="later")) == 1
 
 
 @pytest.mark.parametrize(
@@ -512,12 +516,12 @@ def test_blame_and_history_follow_a_merged_value_to_the_side_that_wrote_it(mem):
     assert mem.blame("other").commit.id == o1.id
     assert merge.id in ids(mem.log())
     # through a second level of merges
-    mem.branch("third", start="main")
+    mem.branch("third", at="main")
     mem.commit([Node(id="t", content=1)], branch="third")
     mem.commit([Node(id="u", content=1)])
     mem.merge("main", into="third")
     assert mem.blame("n", at="third").commit.id == s1.id
-    assert [v.commit.id for v in mem.history("n", ref="third")] == [s1.id, b.id]
+    assert [v.commit.id for v in mem.history("n", at="third")] == [s1.id, b.id]
 
 
 def test_blame_per_field_of_a_key_merged_json_node(mem):
@@ -771,14 +775,14 @@ def test_merging_into_itself_or_fast_forwarding_never_conflicts(history, data):
         result = repo.merge(source)
         assert result.conflicts == [] and result.commit.id == tip and not result.fast_forward
     index = data.draw(st.integers(0, len(commits) - 1))
-    repo.branch("old", start=commits[index].id)
+    repo.branch("old", at=commits[index].id)
     result = repo.merge("main", into="old")
     assert result.conflicts == []
     assert result.commit.id == tip
     assert result.fast_forward == (commits[index].id != tip)
     assert snapshot(repo, at="old") == snaps[-1]
     up = repo.merge(commits[index].id)  # an ancestor into main: up to date
-    assert up.conflicts == [] and up.commit.id == tip and ids(repo.log()) == ids(repo.log("old"))
+    assert up.conflicts == [] and up.commit.id == tip and ids(repo.log()) == ids(repo.log(at="old"))
 
 
 def test_a_resolution_that_removes_a_claim_leaves_no_contradiction(mem):
@@ -791,7 +795,7 @@ def test_a_resolution_that_removes_a_claim_leaves_no_contradiction(mem):
     assert len(first.contradictions) == 1  # reported while the outcome is open
     merged = mem.merge("theirs", resolutions={"c/o": "delete"})
     assert merged.contradictions == [] and mem.contradictions() == []
-    assert [n.id for n in mem.facts("mira", "city", valid_at=T0 + 2 * DAY)] == ["c/t"]
+    assert [f.id for f in mem.facts("mira", "city", valid_at=T0 + 2 * DAY)] == ["c/t"]
     mem.reset("main", merged.commit.parents[0])
     kept = mem.merge("theirs", resolutions={"c/o": "ours"})
     assert len(kept.contradictions) == 1 and len(mem.contradictions()) == 1

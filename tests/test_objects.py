@@ -193,10 +193,15 @@ AWARE = datetime(2026, 6, 1, 9, tzinfo=UTC)
 )
 def test_bad_ids_refused(bad_id):
     with pytest.raises(InvalidInput):
-        Node(id=bad_id or None, content="x")
-    if bad_id:
-        with pytest.raises(InvalidInput):
-            Node(id=bad_id, content="x")
+        Node(id=bad_id, content="x")  # the empty id too: only an omitted one is generated (at commit)
+
+
+def test_an_empty_id_is_refused_and_an_omitted_one_has_no_hash_yet():
+    with pytest.raises(InvalidInput, match="id must not be empty"):
+        Node(id="", content="x")
+    unnamed = Node(content="x")  # allowed: the commit gives it an id
+    with pytest.raises(InvalidInput):
+        _ = unnamed.hash
 
 
 @pytest.mark.parametrize("bad_id", [None, 5, b"abc"])

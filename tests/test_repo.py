@@ -14,6 +14,8 @@ import mnemosyne
 from mnemosyne import (
     Change,
     Claim,
+    Commit,
+    CommitResult,
     CorruptObject,
     InvalidInput,
     MergeConflict,
@@ -58,6 +60,11 @@ def ids(commits):
 
 def snapshot(repo, **kw):
     return {n.id: n.content for n in repo.nodes(**kw)}
+
+
+def commit_fields(commit):
+    """The Commit fields of a commit (a CommitResult adds put_ids, deleted_ids and created)."""
+    return {name: getattr(commit, name) for name in Commit.__struct_fields__}
 
 
 # -- the example of issue 2 ----------------------------------------------------------
@@ -127,12 +134,19 @@ def test_issue_2_example(repo):
 
 
 def test_empty_commit_refused_unless_allowed(repo):
-    with pytest.raises(InvalidInput):
-        repo.commit(message="nothing")
+    with pytest.raises(InvalidInput, match="nothing to commit"):
+        repo.commit(message="nothing")  # a branch with no commits and nothing given
     assert list(repo.log()) == []
     c1 = repo.commit([Node(id="a", content=1)])
-    with pytest.raises(InvalidInput):
-        repo.commit([Node(id="a", content=1)])  # the same version again changes nothing
+    assert c1.created is True
+    assert (c1.put_ids, c1.deleted_ids) == (("a",), ())
+    # the same version again changes nothing: a no-op that returns the tip as it is
+    again = repo.commit([Node(id="a", content=1)], message="retry")
+    assert again.created is False
+    assert again.id == c1.id and again.tree == c1.tree and again.message == c1.message
+    assert again.put_ids == ("a",)
+    nothing = repo.commit(message="nothing")  # nothing given on a branch with commits: a no-op too
+    assert nothing.created is False and nothing.id == c1.id
     assert ids(repo.log()) == [c1.id]
     c2 = repo.commit(message="marker", allow_empty=True)
     assert c2.tree == c1.tree
@@ -157,11 +171,17 @@ def test_duplicate_ids_in_one_commit_refused(repo):
 
 def test_deleting_an_absent_id_writes_nothing(repo):
     c1 = repo.commit([Node(id="a", content=1)])
-    with pytest.raises(NotFound):
-        repo.commit(delete=["missing"])
+    # removing only an absent id changes nothing: a no-op returning the tip
+    noop = repo.commit(delete=["missing"])
+    assert noop.created is False and noop.id == c1.id
+    assert noop.deleted_ids == ()  # nothing was removed
+    # beside a change, an absent id is refused and nothing is written
     with pytest.raises(NotFound):
         repo.commit([Node(id="b", content=2)], delete=["missing"])
+    with pytest.raises(NotFound):
+        repo.commit(delete=["a", "missing"])
     assert ids(repo.log()) == [c1.id]
+    assert repo.get("a").content == 1
     assert repo.get("b") is None
     assert list(repo.log(node="b")) == []
     assert repo.history("b") == []
@@ -193,7 +213,7 @@ def test_commit_meta_author_message_are_kept(repo):
         [Node(id="a", content=1)], message="line one\nline two", author="agent-9", meta={"run": 7}
     )
     found = repo.resolve(c.id)
-    assert found == c
+    assert commit_fields(found) == commit_fields(c)  # c is a CommitResult, found a plain Commit
     assert found.meta == {"run": 7}
     assert found.message == "line one\nline two"
     assert found.author == "agent-9"
@@ -288,7 +308,8 @@ def test_with_retry_reruns_after_a_lost_race(mem):
     assert len(calls) == 3
     assert len(slept) == 2 and all(s > 0 for s in slept)
     assert mem.get("counter").content == 1
-    assert mem.resolve("HEAD") == result
+    assert isinstance(result, CommitResult) and result.created
+    assert commit_fields(mem.resolve("HEAD")) == commit_fields(result)
     assert len(list(mem.log())) == 4
 
 
@@ -321,13 +342,23 @@ def test_with_retry_gives_up_and_passes_other_errors(mem):
 def test_branches(repo):
     assert repo.head == "main"
     assert repo.branches() == []
+    # HEAD has no commits yet: the new branch is unborn too (as git switch -c)
+    assert repo.branch("early") is None
+    assert repo.branches() == []  # only branches with commits are listed
+    with pytest.raises(InvalidInput):
+        repo.branch("early")  # but it exists
     with pytest.raises(NotFound):
-        repo.branch("early")  # HEAD has no commits yet
+        repo.resolve("early")
+    with pytest.raises(NotFound):
+        repo.branch("early2", at="HEAD")  # an explicit revision must resolve
+    assert repo.delete_branch("early") is None  # it had no commit to point at
+    with pytest.raises(NotFound):
+        repo.switch("early")
     c1 = repo.commit([Node(id="a", content=1)])
     c2 = repo.commit([Node(id="a", content=2)])
     assert repo.branch("feature").id == c2.id
-    assert repo.branch("old", start=c1.id).id == c1.id
-    assert repo.branch("team/x", start="HEAD~1").id == c1.id
+    assert repo.branch("old", at=c1.id).id == c1.id
+    assert repo.branch("team/x", at="HEAD~1").id == c1.id
     assert repo.branches() == ["feature", "main", "old", "team/x"]
     assert [(name, c.id) for name, c in repo.branch_tips()] == [
         ("feature", c2.id),
@@ -341,7 +372,7 @@ def test_branches(repo):
         with pytest.raises(InvalidInput):
             repo.branch(bad)
     with pytest.raises(NotFound):
-        repo.branch("nowhere", start="no-such-rev")
+        repo.branch("nowhere", at="no-such-rev")
 
     repo.switch("old")
     assert repo.head == "old"
@@ -433,7 +464,7 @@ def test_branch_name_wins_over_prefix(mem):
     c1 = mem.commit([Node(id="a", content=1)])
     c2 = mem.commit([Node(id="a", content=2)])
     name = c2.id[:6]
-    mem.branch(name, start=c1.id)
+    mem.branch(name, at=c1.id)
     assert mem.resolve(name).id == c1.id  # the branch, not the commit with that prefix
     assert mem.resolve(c2.id[:7]).id == c2.id
     assert mem.get("a", at=name).content == 1
@@ -455,7 +486,7 @@ def test_as_of_reads_follow_the_reflog(repo):
         assert repo.resolve(f"main@{{{t.isoformat()}}}").id == commit.id
         assert repo.resolve(f"HEAD@{{{t.isoformat()}}}").id == commit.id
         assert repo.get("n", as_of=t).content == repo.get("n", at=commit.id).content
-        assert ids(repo.log(as_of=t)) == ids(repo.log(commit.id))
+        assert ids(repo.log(as_of=t)) == ids(repo.log(at=commit.id))
     # between c3 and the reset, main still pointed at c3; after it, at c1
     assert repo.resolve("main", as_of=c4.record_time).id == c4.id
     assert {n.id: n.content for n in repo.nodes(as_of=c3.record_time)} == {"n": 3}
@@ -514,7 +545,7 @@ def test_history_statuses(repo):
     assert versions[2].ended_by == c2.id and versions[2].superseded_by == versions[1].hash
     assert all(v.id == "k" and v.hash == v.node.hash for v in versions)
     # as the branch stood before the deletion
-    assert [(v.node.content, v.status) for v in repo.history("k", ref=c2.id)] == [
+    assert [(v.node.content, v.status) for v in repo.history("k", at=c2.id)] == [
         ("v2", "current"),
         ("v1", "superseded"),
     ]
@@ -529,10 +560,10 @@ def test_history_and_log_follow_the_branch(repo):
     m1 = repo.commit([Node(id="k", content="main")])
     s1 = repo.commit([Node(id="k", content="side")], branch="side")
     assert [v.node.content for v in repo.history("k")] == ["main", "base"]
-    assert [v.node.content for v in repo.history("k", ref="side")] == ["side", "base"]
+    assert [v.node.content for v in repo.history("k", at="side")] == ["side", "base"]
     assert ids(repo.log(node="k")) == [m1.id, base.id]
-    assert ids(repo.log("side", node="k")) == [s1.id, base.id]
-    assert ids(repo.log("side", node="k", limit=1)) == [s1.id]
+    assert ids(repo.log(at="side", node="k")) == [s1.id, base.id]
+    assert ids(repo.log(at="side", node="k", limit=1)) == [s1.id]
 
 
 # -- blame -----------------------------------------------------------------------------
@@ -678,8 +709,8 @@ def test_log_order_and_limit(repo):
     assert ids(repo.log()) == ids(reversed(made))
     assert ids(repo.log(limit=3)) == ids(reversed(made[-3:]))
     assert list(repo.log(limit=0)) == []
-    assert ids(repo.log(made[4].id)) == ids(reversed(made[:5]))
-    assert ids(repo.log("HEAD~10")) == ids(reversed(made[:2]))
+    assert ids(repo.log(at=made[4].id)) == ids(reversed(made[:5]))
+    assert ids(repo.log(at="HEAD~10")) == ids(reversed(made[:2]))
     assert ids(repo.log(node="n", limit=2)) == ids(reversed(made[-2:]))
 
 
@@ -717,15 +748,15 @@ def test_log_over_a_multi_branch_dag(repo):
     f2 = repo.commit([Node(id="f", content=2)], branch="feat", message="f2")
     o2 = repo.commit([Node(id="shared", content=9)], branch="other", message="o2")
     assert ids(repo.log()) == [c3.id, c2.id, c1.id]
-    assert ids(repo.log("feat")) == [f2.id, f1.id, c2.id, c1.id]
-    assert ids(repo.log("other")) == [o2.id, o1.id, c1.id]
-    assert ids(repo.log("feat", node="shared")) == [c2.id, c1.id]
-    assert ids(repo.log("other", node="shared")) == [o2.id, c1.id]
+    assert ids(repo.log(at="feat")) == [f2.id, f1.id, c2.id, c1.id]
+    assert ids(repo.log(at="other")) == [o2.id, o1.id, c1.id]
+    assert ids(repo.log(at="feat", node="shared")) == [c2.id, c1.id]
+    assert ids(repo.log(at="other", node="shared")) == [o2.id, c1.id]
     assert ids(repo.log(node="f")) == []
-    assert ids(repo.log("feat", node="f")) == [f2.id, f1.id]
-    assert ids(repo.log(f1.id)) == [f1.id, c2.id, c1.id]
+    assert ids(repo.log(at="feat", node="f")) == [f2.id, f1.id]
+    assert ids(repo.log(at=f1.id)) == [f1.id, c2.id, c1.id]
     for branch in ("main", "feat", "other"):
-        times = [c.record_time for c in repo.log(branch)]
+        times = [c.record_time for c in repo.log(at=branch)]
         assert times == sorted(times, reverse=True)
 
 
@@ -988,11 +1019,14 @@ def test_equal_snapshots_have_equal_trees_whatever_the_history(batches):
         after = {**model, **{n.id: n.content for n in puts}}
         for k in deletes:
             del after[k]
+        tip = edited.resolve()
+        made = edited.commit(puts, deletes)
         if after == model:
-            with pytest.raises(InvalidInput):
-                edited.commit(puts, deletes)
+            # a commit that changes nothing writes nothing and returns the tip as it was
+            assert made.created is False
+            assert made.id == tip.id and edited.resolve().id == tip.id
             continue
-        edited.commit(puts, deletes)
+        assert made.created is True and made.parents == (tip.id,)
         model = after
     direct = Repo.in_memory()
     direct.commit(message="start", allow_empty=True)

@@ -51,6 +51,7 @@ class RepoMachine(RuleBasedStateMachine):
         self.snapshots = {}  # commit id -> {id: content}
         self.parents = {}  # commit id -> parent id or None
         self.branch_tips = {}  # branch -> commit id (branches with commits)
+        self.unborn = set()  # branches created with no commits yet (HEAD's own aside)
         self.head = "main"
         self.record_times = []  # (branch, record time, commit id) as committed
 
@@ -66,6 +67,10 @@ class RepoMachine(RuleBasedStateMachine):
         tip = self.branch_tips.get(branch or self.head)
         return self.snapshots[tip] if tip is not None else {}
 
+    def exists(self, name):
+        """Whether branch ``name`` exists: with commits, unborn, or as HEAD's own branch."""
+        return name in self.branch_tips or name in self.unborn or name == self.head
+
     def chain(self, commit):
         out = []
         while commit is not None:
@@ -75,7 +80,8 @@ class RepoMachine(RuleBasedStateMachine):
 
     # -- rules -----------------------------------------------------------------
 
-    def expected_error(self, puts, deletes, target, allow_empty):
+    def expected_outcome(self, puts, deletes, target, allow_empty):
+        """(error class or None, whether a commit is created, the snapshot after)."""
         before = self.tip_snapshot(target)
         written = [i for i, _ in puts] + deletes
         after = dict(before)
@@ -83,16 +89,19 @@ class RepoMachine(RuleBasedStateMachine):
         for node_id in deletes:
             after.pop(node_id, None)
         if len(set(written)) < len(written):
-            return InvalidInput, after
-        if any(d not in before for d in deletes):
-            return NotFound, after
-        if after == before and not allow_empty:
-            return InvalidInput, after
-        return None, after
+            return InvalidInput, False, after
+        changed = after != before
+        if changed and any(d not in before for d in deletes):
+            return NotFound, False, after
+        if not changed and not allow_empty:
+            if target not in self.branch_tips:
+                return InvalidInput, False, after  # nothing to commit on a branch with no commits
+            return None, False, after  # a no-op: the tip as it is, nothing written
+        return None, True, after
 
     def do_commit(self, puts, deletes, branch, allow_empty):
         target = branch or self.head
-        expected, after = self.expected_error(puts, deletes, target, allow_empty)
+        expected, creates, after = self.expected_outcome(puts, deletes, target, allow_empty)
         tips_before = dict(self.branch_tips)
         try:
             made = self.repo.commit(
@@ -108,21 +117,37 @@ class RepoMachine(RuleBasedStateMachine):
             assert {name: c.id for name, c in self.repo.branch_tips()} == tips_before
             return multiple()
         assert expected is None, f"expected {expected.__name__}"
+        assert made.put_ids == tuple(i for i, _ in puts)
+        # the ids this commit removed (absent ones, in an empty commit, are not)
+        before = self.tip_snapshot(target)
+        assert made.deleted_ids == (tuple(d for d in deletes if d in before) if creates else ())
+        assert made.created is creates
         parent = self.branch_tips.get(target)
+        if not creates:
+            # a commit that changes nothing returns the tip as it was and writes nothing
+            assert made.id == parent
+            assert {name: c.id for name, c in self.repo.branch_tips()} == tips_before
+            return multiple()
         assert made.parents == ((parent,) if parent else ())
         if parent is not None:
             assert made.record_time > self.repo.resolve(parent).record_time
         self.snapshots[made.id] = after
         self.parents[made.id] = parent
         self.branch_tips[target] = made.id
+        self.unborn.discard(target)
         self.record_times.append((target, made.record_time, made.id))
         return made.id
 
     @initialize(
         target=commits,
         puts=st.lists(st.tuples(st.sampled_from(IDS), contents), min_size=1, unique_by=lambda p: p[0]),
+        early=st.lists(st.sampled_from(BRANCHES[1:]), max_size=2, unique=True),
     )
-    def first_commit(self, puts):
+    def first_commit(self, puts, early):
+        # branches made before the first commit have no commits either (as git switch -c)
+        for name in early:
+            assert self.repo.branch(name) is None
+            self.unborn.add(name)
         return self.do_commit(puts, [], None, False)
 
     @rule(
@@ -150,26 +175,25 @@ class RepoMachine(RuleBasedStateMachine):
 
     @rule(name=st.sampled_from(BRANCHES), start=st.none() | commits)
     def create_branch(self, name, start):
-        if name in self.branch_tips:
+        if self.exists(name):
             try:
-                self.repo.branch(name, start=start)
+                self.repo.branch(name, at=start)
             except InvalidInput:
                 return
             raise AssertionError("creating an existing branch must fail")
         if start is None and self.head not in self.branch_tips:
-            try:
-                self.repo.branch(name)
-            except NotFound:
-                return
-            raise AssertionError("branching from an unborn HEAD must fail")
-        made = self.repo.branch(name, start=start)
+            # from an unborn HEAD the new branch is unborn too
+            assert self.repo.branch(name) is None
+            self.unborn.add(name)
+            return
+        made = self.repo.branch(name, at=start)
         expected = start if start is not None else self.branch_tips[self.head]
         assert made.id == expected
         self.branch_tips[name] = expected
 
     @rule(name=st.sampled_from(BRANCHES))
     def switch(self, name):
-        if name in self.branch_tips or name == self.head:
+        if self.exists(name):
             self.repo.switch(name)
             self.head = name
         else:
@@ -190,19 +214,23 @@ class RepoMachine(RuleBasedStateMachine):
 
     @rule(name=st.sampled_from(BRANCHES))
     def delete_branch(self, name):
-        if name == self.head:
-            expected = InvalidInput if name in self.branch_tips else NotFound
-        elif name not in self.branch_tips:
-            expected = NotFound
+        if name not in self.branch_tips and name not in self.unborn:
+            expected = NotFound  # HEAD's own unborn branch has no ref to delete either
+        elif name == self.head:
+            expected = InvalidInput
         else:
             expected = None
         try:
-            self.repo.delete_branch(name)
+            pointed_at = self.repo.delete_branch(name)
         except (InvalidInput, NotFound) as exc:
             assert expected is not None and isinstance(exc, expected), (exc, expected)
             return
         assert expected is None
-        del self.branch_tips[name]
+        if name in self.unborn:
+            assert pointed_at is None
+            self.unborn.discard(name)
+        else:
+            assert pointed_at.id == self.branch_tips.pop(name)
 
     @rule(a=commits, b=commits)
     def diff_matches_model(self, a, b):
@@ -223,7 +251,7 @@ class RepoMachine(RuleBasedStateMachine):
         for node_id in IDS:
             node = self.repo.get(node_id, at=commit)
             assert (node.content if node is not None else None) == expected.get(node_id)
-        assert [c.id for c in self.repo.log(commit)] == self.chain(commit)
+        assert [c.id for c in self.repo.log(at=commit)] == self.chain(commit)
 
     @precondition(lambda self: self.record_times)
     @rule(data=st.data())

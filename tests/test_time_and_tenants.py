@@ -59,7 +59,7 @@ def test_as_of_reads_are_inclusive_and_follow_each_commit(mem, clock):
         for as_of in (commit.record_time, commit.record_time + (US if index == 2 else timedelta(0))):
             assert {k: v for k, v in snapshot(mem, as_of=as_of).items() if not k.startswith("f/")} == notes
             assert mem.get("a", as_of=as_of) == (Node(id="a", content=notes["a"]) if "a" in notes else None)
-            assert [n.id for n in mem.facts("mira", "city", valid_at=later, as_of=as_of)] == in_force
+            assert [f.id for f in mem.facts("mira", "city", valid_at=later, as_of=as_of)] == in_force
             assert ids(mem.log(as_of=as_of)) == log
             assert mem.resolve("HEAD", as_of=as_of).id == commit.id
         if index:
@@ -73,14 +73,14 @@ def test_as_of_reads_are_inclusive_and_follow_each_commit(mem, clock):
     assert [f.id for f in mem.timeline("mira", "city", as_of=c2.record_time)] == ["f/1"]
     assert [f.id for f in mem.timeline("mira", "city", as_of=c3.record_time)] == ["f/1", "f/2"]
     # the facts default valid_at under as_of is the as-of time itself
-    assert [n.id for n in mem.facts("mira", "city", as_of=c3.record_time)] == ["f/1"]
+    assert [f.id for f in mem.facts("mira", "city", as_of=c3.record_time)] == ["f/1"]
 
     # log --node as of a time
     assert ids(mem.log(node="a", as_of=c2.record_time)) == [c2.id, c1.id]
     assert ids(mem.log(node="a", as_of=c3.record_time)) == [c3.id, c2.id, c1.id]
 
     # diff as of a time: both revisions are refs read at that time
-    mem.branch("side", start=c1.id)
+    mem.branch("side", at=c1.id)
     branched_at = clock.last
     side = mem.commit([Node(id="s", content=0)], branch="side")
     d = mem.diff("side", "main", as_of=branched_at)
@@ -122,7 +122,7 @@ def test_as_of_before_the_branch_existed_and_with_a_commit_id(mem):
         with pytest.raises(InvalidInput):
             mem.facts("mira", at=rev, as_of=at)
         with pytest.raises(InvalidInput):
-            list(mem.log(rev, as_of=at))
+            list(mem.log(at=rev, as_of=at))
         with pytest.raises(InvalidInput):
             mem.diff(rev, "main", as_of=at)
         with pytest.raises(InvalidInput):
@@ -147,10 +147,10 @@ def test_ref_at_time_syntax(mem):
     assert mem.get("a", at=f"HEAD@{{{iso(t1)}}}").content == 1
     assert mem.get("a", at=f"main@{{{iso(t2)}}}~1").content == 1
     assert snapshot(mem, at=f"main@{{{iso(t1)}}}") == {"a": 1}
-    assert ids(mem.log(f"main@{{{iso(t2)}}}")) == [c2.id, c1.id]
-    assert ids(mem.log(f"feat@{{{iso(f1.record_time)}}}")) == [f1.id, c2.id, c1.id]
+    assert ids(mem.log(at=f"main@{{{iso(t2)}}}")) == [c2.id, c1.id]
+    assert ids(mem.log(at=f"feat@{{{iso(f1.record_time)}}}")) == [f1.id, c2.id, c1.id]
     assert mem.blame("a", at=f"main@{{{iso(t1)}}}").commit.id == c1.id
-    assert [n.id for n in mem.facts("mira", at=f"main@{{{iso(t2)}}}", valid_at=T0)] == ["f/1"]
+    assert [f.id for f in mem.facts("mira", at=f"main@{{{iso(t2)}}}", valid_at=T0)] == ["f/1"]
     assert mem.facts("mira", at=f"main@{{{iso(t1)}}}", valid_at=T0) == []
     d = mem.diff(f"main@{{{iso(t1)}}}", f"feat@{{{iso(f1.record_time)}}}")
     assert (d.a, d.b) == (c1.id, f1.id)
@@ -280,7 +280,7 @@ def test_expired_nodes_disappear_once_the_clock_passes_expires_at(mem, clock):
     c1 = mem.commit([short, Node(id="keep", content="k"), claim("f/1", "lisbon", T0, expires_at=expires)])
     assert mem.get("tmp/otp") == short
     assert snapshot(mem) == {"f/1": mem.get("f/1").content, "keep": "k", "tmp/otp": "123456"}
-    assert [n.id for n in mem.facts("mira", "city", valid_at=T0)] == ["f/1"]
+    assert [f.id for f in mem.facts("mira", "city", valid_at=T0)] == ["f/1"]
     assert mem.history("tmp/otp")[0].status == "current"
 
     clock.now = expires - US
@@ -328,7 +328,7 @@ def test_under_as_of_expiry_is_judged_at_that_time(mem, clock):
     assert mem.get("tmp/x", as_of=c2.record_time, include_expired=True) == node
     assert [n.id for n in mem.nodes(as_of=c1.record_time)] == ["f/1", "tmp/x"]
     assert [n.id for n in mem.nodes(as_of=c2.record_time)] == ["other"]
-    assert [n.id for n in mem.facts("mira", "city", valid_at=T0, as_of=c1.record_time)] == ["f/1"]
+    assert [f.id for f in mem.facts("mira", "city", valid_at=T0, as_of=c1.record_time)] == ["f/1"]
     assert mem.facts("mira", "city", valid_at=T0, as_of=c2.record_time) == []
     assert [f.id for f in mem.timeline("mira", "city", as_of=c1.record_time)] == ["f/1"]
     # and a node that will expire is visible as of any time before it does
@@ -419,7 +419,7 @@ def test_nothing_crosses_between_tenants(two_tenants, reader, owner):
             with pytest.raises(NotFound):
                 list(repo.nodes(at=rev))
             with pytest.raises(NotFound):
-                list(repo.log(rev))
+                list(repo.log(at=rev))
             with pytest.raises(NotFound):
                 repo.blame("shared/id", at=rev)
             with pytest.raises(NotFound):
@@ -442,7 +442,7 @@ def test_nothing_crosses_between_tenants(two_tenants, reader, owner):
     with pytest.raises(NotFound):
         repo.switch(f"{owner}-branch")
     with pytest.raises(NotFound):
-        repo.branch("copy", start=f"{owner}-branch")
+        repo.branch("copy", at=f"{owner}-branch")
     with pytest.raises(NotFound):
         repo.merge(f"{owner}-branch")
     assert sorted(repo.branches()) == sorted(["main", f"{reader}-branch"])
@@ -454,7 +454,7 @@ def test_nothing_crosses_between_tenants(two_tenants, reader, owner):
     assert repo.resolve("main", as_of=own[-1].record_time).id == own[-1].id
     # log and facts
     assert ids(repo.log()) == [own[1].id, own[0].id]
-    assert [n.id for n in repo.facts("mira", valid_at=T0)] == [f"{reader}/claim"]
+    assert [f.id for f in repo.facts("mira", valid_at=T0)] == [f"{reader}/claim"]
     assert repo.timeline("mira", "city")[0].id == f"{reader}/claim"
     assert repo.contradictions() == []
     assert repo.fsck().ok
@@ -473,7 +473,9 @@ def test_tenants_listing_and_dropping(store):
     with pytest.raises(InvalidInput):
         acme.drop_tenant("acme")  # not its own
     with pytest.raises(InvalidInput):
-        default.drop_tenant("default")
+        default.drop_tenant("default")  # its own, and the default tenant
+    with pytest.raises(InvalidInput, match="default tenant cannot be dropped"):
+        acme.drop_tenant("default")  # from another tenant's handle too
     with pytest.raises(NotFound):
         default.drop_tenant("nobody")
     assert default.drop_tenant("acme") > 0

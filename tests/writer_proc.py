@@ -23,13 +23,17 @@ def wait_for(go_file: str) -> None:
 
 
 def plain(repo: Repo, worker: int, count: int) -> dict:
+    created = 0
     for j in range(count):
-        repo.commit(
-            [Node(id=f"w{worker}/n{j:03d}", content={"worker": worker, "j": j, "pad": "x" * 2000})],
+        node_id = f"w{worker}/n{j:03d}"
+        made = repo.commit(
+            [Node(id=node_id, content={"worker": worker, "j": j, "pad": "x" * 2000})],
             message=f"{worker}:{j}",
             author=f"w{worker}",
         )
-    return {"commits": count}
+        if made.created and made.put_ids == (node_id,):
+            created += 1
+    return {"commits": created}
 
 
 def counter(repo: Repo, worker: int, count: int) -> dict:
@@ -48,7 +52,9 @@ def counter(repo: Repo, worker: int, count: int) -> dict:
         )
 
     for _ in range(count):
-        with_retry(bump, attempts=1000, base_delay=0.0005, max_delay=0.01)
+        made = with_retry(bump, attempts=1000, base_delay=0.0005, max_delay=0.01)
+        if not made.created:  # pragma: no cover - reported to the test
+            return {"error": f"commit {made.id} changed nothing", "attempts": attempts}
     return {"attempts": attempts}
 
 

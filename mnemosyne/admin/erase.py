@@ -21,8 +21,8 @@ from mnemosyne.index.view import WriteView
 from mnemosyne.model import codec
 from mnemosyne.model.objects import Claim, Commit, Node, Redaction
 from mnemosyne.model.reports import ForgetReport
-from mnemosyne.recall import index as recall_index
-from mnemosyne.recall.search import scrub_reads
+from mnemosyne.recall.index import RecallIndex
+from mnemosyne.recall.reads import ReadLog
 from mnemosyne.store.refs import BRANCH_PREFIX
 
 
@@ -54,7 +54,7 @@ def erase(
     before: list[Redaction] = []
     had_claim = False
     txn = view.txn
-    scope = view.stores.scope
+    recall = RecallIndex(view.stores.scope)
     for oid in hashes:
         earlier = view.objects.redaction(txn, oid)
         if earlier is not None and not view.objects.contains(txn, oid):
@@ -67,7 +67,7 @@ def erase(
         if node.id != node_id:
             raise NotFound(f"version {oid.hex()[:12]} belongs to {node.id}, not {node_id}")
         had_claim = had_claim or isinstance(node.content, Claim)
-        recall_index.unindex_node(txn, scope, oid, node)
+        recall.unindex(view, oid, node)
         # The same bytes written again after an erasure go again; the first record stands.
         records.append(
             view.objects.erase(
@@ -75,8 +75,8 @@ def erase(
             )
         )
     erased = [bytes.fromhex(r.hash) for r in records]
-    view.stores.queue.drop(txn, erased)
-    scrub_reads(txn, scope, {r.hash for r in records})
+    recall.queue.drop(txn, erased)
+    ReadLog(view.stores.scope).scrub(txn, {r.hash for r in records})
     return records, before, had_claim
 
 

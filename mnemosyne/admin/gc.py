@@ -14,8 +14,10 @@ from datetime import datetime, timedelta
 
 from mnemosyne.index.build import ref_tips, reindex, topological
 from mnemosyne.index.view import View, WriteView
-from mnemosyne.model.objects import TreeChunk
+from mnemosyne.model import codec
+from mnemosyne.model.objects import Node, TreeChunk
 from mnemosyne.model.reports import GcReport
+from mnemosyne.recall.index import RecallIndex
 from mnemosyne.store.prolly import EMPTY_ID
 
 _COMMIT_TAG = b"\xa8commit@1"
@@ -65,6 +67,7 @@ def collect(view: WriteView, *, grace: timedelta, now: datetime, expire_reflog: 
     live = reachable(view)
     removed_bytes = removed_commits = pending = 0
     doomed: list[bytes] = []
+    nodes: dict[bytes, Node] = {}
     for oid, data in view.objects.scan(txn):
         if oid in live:
             continue
@@ -74,10 +77,19 @@ def collect(view: WriteView, *, grace: timedelta, now: datetime, expire_reflog: 
             removed_bytes += len(data)
             if data[1:10] == _COMMIT_TAG:
                 removed_commits += 1
+            elif data[1:8] == codec.NODE_TAG and codec.object_id(data) == oid:
+                node = codec.decode(data, oid)
+                if isinstance(node, Node):
+                    nodes[oid] = node
         else:
             pending += 1
             if seen is None:
                 pending_marks.mark(txn, oid, now)
+    # The recall indexes forget the versions collected, as for erasure.
+    recall = RecallIndex(view.stores.scope)
+    for oid, node in nodes.items():
+        recall.unindex(view, oid, node)
+    recall.queue.drop(txn, list(nodes))
     for oid in doomed:
         view.objects.remove(txn, oid)
         pending_marks.unmark(txn, oid)

@@ -24,18 +24,18 @@ class Maintenance:
         if repair and report.problems and all(p.kind == "index" for p in report.problems):
             written = self.reindex()
             with self._handle.read() as view:
-                report = msgspec.structs.replace(fsck(view), reindexed=written)
+                report = msgspec.structs.replace(fsck(view), reindexed=written, repaired=report.problems)
         return report
 
     def reindex(self) -> int:
         """The work of :meth:`Repo.reindex`: the commit graph, change and claim indexes, then recall."""
-        from mnemosyne.recall.index import requeue
+        from mnemosyne.recall.index import RecallIndex
 
         handle = self._handle
 
         def work(view: WriteView) -> int:
             written = reindex(view)
-            requeue(view.txn, handle.scope)  # the search postings are derived too
+            RecallIndex(handle.scope).requeue(view)  # the search postings are derived too
             return written
 
         return handle.write(work)

@@ -77,16 +77,16 @@ class Recall:
 
     def _catch_up(self) -> None:
         """Index queued versions and embed new contents before a search (writable handles)."""
-        from mnemosyne.recall import index as recall_index
+        from mnemosyne.recall.index import RecallIndex, catch_up
 
         handle = self._handle
         if handle.readonly:
             return
         embedder = self.embedder()
         with handle.read() as view:
-            if not recall_index.needs_catch_up(view.txn, handle.scope, embedder):
+            if not RecallIndex(handle.scope).needs_catch_up(view.txn, embedder):
                 return
-        handle.write(lambda view: recall_index.catch_up(view, embedder))
+        handle.write(lambda view: catch_up(view, embedder))
 
     def search(
         self,
@@ -161,10 +161,12 @@ class Recall:
 
     def reads(self, run_id: str) -> list[ReadRecord]:
         """The work of :meth:`Repo.reads`."""
-        from mnemosyne.recall import search as recall_search
+        from mnemosyne.recall.reads import ReadLog
 
+        if not isinstance(run_id, str):
+            raise InvalidInput("run_id must be text")
         with self._handle.read() as view:
-            return recall_search.reads(view.txn, self._handle.scope, run_id)
+            return ReadLog(self._handle.scope).reads(view.txn, run_id)
 
     def reindex(self, vectors: bool, progress: Callable[[int, int], None] | None) -> int:
         """The work of :meth:`Repo.reindex_recall`."""
@@ -213,7 +215,7 @@ class Recall:
             raise InvalidInput("run_id must be non-empty text without NUL")
 
     def _record_read(self, run_id: str, kind: str, query: str, hits: list[Hit]) -> None:
-        from mnemosyne.recall import search as recall_search
+        from mnemosyne.recall.reads import ReadLog
 
         handle = self._handle
         if handle.readonly:
@@ -226,7 +228,7 @@ class Recall:
             ids=[h.id for h in hits],
             hashes=[h.hash for h in hits],
         )
-        handle.write(lambda view: recall_search.record_read(view.txn, handle.scope, record))
+        handle.write(lambda view: ReadLog(handle.scope).record(view.txn, record))
 
 
 def _check_query(query: object, k: object) -> None:

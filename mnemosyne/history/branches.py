@@ -76,9 +76,9 @@ def switch(view: WriteView, name: str) -> None:
 def reset(view: WriteView, branch: str, to: Rev, now: datetime, author: str) -> Commit:
     """Move ``branch`` to revision ``to``."""
     ref = BRANCH_PREFIX + branch
-    tip = view.refs.read(view.txn, ref)
-    if tip is None:
+    if not view.refs.exists(view.txn, ref) and view.refs.head_branch(view.txn) != branch:
         raise NotFound(f"no branch named {branch!r}")
+    tip = view.refs.read(view.txn, ref)  # None: a branch with no commits yet starts here
     oid = resolve(view, to)
     when = view.refs.next_time(view.txn, ref, now)
     view.refs.update(view.txn, ref, tip, oid, when=when, author=author, reason=f"reset: to {label(to)}")

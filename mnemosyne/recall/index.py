@@ -1,17 +1,16 @@
 """The recall indexes: BM25 postings and embedding vectors, derived and rebuildable.
 
 Commits only enqueue the node versions they write (one small entry per commit,
-see :mod:`mnemosyne.index.recall_queue`), so
-writing stays cheap; a search on a writable handle first catches up: it indexes
-the queued versions (see :mod:`mnemosyne.recall.postings`) and embeds contents
-that have no vector yet (see :mod:`mnemosyne.recall.vectors`), a batch at a time.
-A rebuild (:mod:`mnemosyne.recall.rebuild`) reads the stored versions directly.
+see :mod:`mnemosyne.index.recall_queue`), so writing stays cheap; a search on a
+writable handle first catches up: it indexes the queued versions (see
+:mod:`mnemosyne.recall.postings`) and embeds contents that have no vector yet
+(see :mod:`mnemosyne.recall.vectors`), a batch at a time. A rebuild
+(:mod:`mnemosyne.recall.rebuild`) reads the stored versions directly.
 
-Keys of this module (behind the tenant scope), in the ``recall`` keyspace:
-``q`` sequence → queued versions · ``f`` → the layout's format number. An index written
-in an older layout (no ``f`` key, yet totals or models present) is dropped and
-every stored version queued again at the next catch-up or erasure; until then
-read-only handles refuse to search it rather than misread it.
+This module owns one key of the ``recall`` keyspace, ``f`` → the layout's format
+number. An index written in an older layout (no ``f`` key, yet totals or models
+present) is dropped and every stored version queued again at the next catch-up
+or erasure; until then read-only handles refuse to search it rather than misread it.
 """
 
 from __future__ import annotations
@@ -21,36 +20,16 @@ from collections.abc import Iterator
 import numpy as np
 
 from mnemosyne.errors import CorruptObject, InvalidInput, NotFound
-from mnemosyne.index.recall_queue import TAG as QUEUE
 from mnemosyne.index.recall_queue import RecallQueue
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model import codec
 from mnemosyne.model.objects import Node
-from mnemosyne.recall import postings
-from mnemosyne.recall import vectors as vector_store
 from mnemosyne.recall.embedders import Embedder
-from mnemosyne.recall.postings import Accept, bulk, lexical, versions_with_content
+from mnemosyne.recall.postings import Postings, Writer, bulk
 from mnemosyne.recall.text import content_hash, text_of
-from mnemosyne.recall.vectors import MODEL, VectorCache, models, semantic
+from mnemosyne.recall.vectors import VectorStore
+from mnemosyne.recall.vectors import Writer as VectorWriter
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
-
-__all__ = [
-    "Accept",
-    "VectorCache",
-    "catch_up",
-    "check_format",
-    "clear",
-    "embed",
-    "format_current",
-    "index_nodes",
-    "lexical",
-    "models",
-    "needs_catch_up",
-    "requeue",
-    "semantic",
-    "unindex_node",
-    "versions_with_content",
-]
 
 _FORMAT = b"f"
 FORMAT = b"2"
@@ -59,55 +38,131 @@ BATCH = 256
 """Versions read and texts embedded per step."""
 
 
-def format_current(txn: ReadTxn, scope: bytes) -> bool:
-    """Whether the tenant's recall index is in this version's layout (or empty)."""
-    found = txn.get(Space.RECALL, scope + _FORMAT)
-    if found is not None:
-        return found == FORMAT
-    # Older layouts wrote totals as soon as they indexed, and a model key as they embedded.
-    if txn.get(Space.RECALL, scope + postings.STATS) is not None:
-        return False
-    return next(iter(txn.scan(Space.RECALL, scope + MODEL)), None) is None
+class Layout:
+    """Which layout one tenant's recall keyspace is written in (the ``f`` key)."""
+
+    def __init__(self, scope: bytes) -> None:
+        self.scope = scope
+
+    def stamped(self, txn: ReadTxn) -> bytes | None:
+        """The stored format number, or None."""
+        return txn.get(Space.RECALL, self.scope + _FORMAT)
+
+    def stamp(self, txn: WriteTxn) -> None:
+        """Mark the keyspace as written in this version's layout."""
+        txn.put(Space.RECALL, self.scope + _FORMAT, FORMAT)
+
+    def wipe(self, txn: WriteTxn) -> None:
+        """Delete every key of the tenant's recall keyspace, whatever layout wrote it."""
+        for key in [key for key, _ in txn.scan(Space.RECALL, self.scope)]:
+            txn.delete(Space.RECALL, key)
 
 
-def check_format(txn: ReadTxn, scope: bytes) -> None:
-    """Refuse to read an index in an older layout.
+class RecallIndex:
+    """One tenant's recall indexes: postings, vectors, the queue and the layout stamp."""
 
-    Raises:
-        InvalidInput: the index predates this version (a writable handle rebuilds it).
-    """
-    if not format_current(txn, scope):
-        raise InvalidInput(
-            "the recall index was written by an older version: search once from a writable "
-            "handle, or run 'mnemo reindex', to rebuild it"
-        )
+    def __init__(self, scope: bytes) -> None:
+        self.scope = scope
+        self.postings = Postings(scope)
+        self.vectors = VectorStore(scope)
+        self.queue = RecallQueue(scope)
+        self.layout = Layout(scope)
+
+    def format_current(self, txn: ReadTxn) -> bool:
+        """Whether the index is in this version's layout (or empty)."""
+        found = self.layout.stamped(txn)
+        if found is not None:
+            return found == FORMAT
+        # Older layouts wrote totals as soon as they indexed, and a model key as they embedded.
+        return not self.postings.has_totals(txn) and not self.vectors.models(txn)
+
+    def check_format(self, txn: ReadTxn) -> None:
+        """Refuse to read an index in an older layout.
+
+        Raises:
+            InvalidInput: the index predates this version (a writable handle rebuilds it).
+        """
+        if not self.format_current(txn):
+            raise InvalidInput(
+                "the recall index was written by an older version: search once from a writable "
+                "handle, or run 'mnemo reindex', to rebuild it"
+            )
+
+    def needs_catch_up(self, txn: ReadTxn, embedder: Embedder | None) -> bool:
+        """Whether versions are queued, the index's layout is old, or the model is new here."""
+        if self.queue.any(txn) or not self.format_current(txn):
+            return True
+        if embedder is None or self.vectors.has_model(txn, embedder.model_id):
+            return False
+        return self.postings.any_document(txn)
+
+    def clear(self, txn: WriteTxn, vectors: bool, rebuilding: bool = False) -> int:
+        """Drop the derived recall entries of the tenant (and its vectors, when asked).
+
+        An older layout goes whole, vectors included: it could not be read.
+        ``rebuilding`` leaves the document-number records for a rebuild to
+        overwrite from 0 up (cheaper than deleting them first), which then drops
+        those it did not reach with :meth:`Postings.drop_numbers`.
+
+        Returns:
+            The next document number the index had (0 unless ``rebuilding``).
+        """
+        current = self.format_current(txn)
+        if not current:
+            seq = self.postings.last_change(txn)
+            self.vectors.clear(txn)  # first: it reads the model keys, and keeps its logs counting
+            self.layout.wipe(txn)
+            self.postings.restart_after(txn, seq)
+            self.layout.stamp(txn)
+            return 0
+        end = self.postings.stats(txn).next if rebuilding else 0
+        if vectors:
+            self.vectors.clear(txn)
+            self.vectors.forget_models(txn)
+        self.queue.clear(txn)
+        self.postings.clear(txn, keep_numbers=rebuilding)
+        self.layout.stamp(txn)
+        return end
+
+    def requeue(self, view: WriteView) -> int:
+        """Forget the derived postings and queue every stored node version again.
+
+        Vectors stay (they are keyed by content and model, and cost model time),
+        except those of contents no stored version has any more. Returns how many
+        versions were queued.
+        """
+        self.clear(view.txn, vectors=False)
+        oids: list[bytes] = []
+        contents: set[bytes] = set()
+        for oid, node in stored_nodes(view):
+            oids.append(oid)
+            if node is not None:
+                contents.add(content_hash(node))
+        self.queue.add(view.txn, oids)
+        self.vectors.keep_only(view.txn, contents)
+        return len(oids)
+
+    def unindex(self, view: WriteView, oid: bytes, node: Node) -> None:
+        """Remove every trace of one node version from the recall indexes, but the queue.
+
+        Its vector goes too when no other version has the same content. The eraser
+        takes its versions out of the queue with :meth:`RecallQueue.drop`, once for all.
+        """
+        txn = view.txn
+        if not self.format_current(txn):
+            self.requeue(view)  # drops the old layout whole, vectors included
+        self.postings.remove(txn, oid, node)
+        chash = content_hash(node)
+        if not self.postings.versions_with_content(txn, chash):
+            for model in self.vectors.models(txn):
+                self.vectors.drop(txn, model, [chash])
 
 
-def stamp(txn: WriteTxn, scope: bytes) -> None:
-    """Mark the tenant's recall index as written in this version's layout."""
-    txn.put(Space.RECALL, scope + _FORMAT, FORMAT)
-
-
-# -- writing ----------------------------------------------------------------------
-
-
-def needs_catch_up(txn: ReadTxn, scope: bytes, embedder: Embedder | None) -> bool:
-    """Whether versions are queued, the index's layout is old, or the model is new here."""
-    if RecallQueue(scope).any(txn):
-        return True
-    if not format_current(txn, scope):
-        return True
-    if embedder is None or txn.get(Space.RECALL, scope + MODEL + embedder.model_id.encode()) is not None:
-        return False
-    return next(iter(txn.scan(Space.RECALL, scope + postings.DOC)), None) is not None
-
-
-def stored_nodes(txn: ReadTxn, scope: bytes) -> Iterator[tuple[bytes, Node | None]]:
+def stored_nodes(view: View) -> Iterator[tuple[bytes, Node | None]]:
     """Every stored node version; None for one whose bytes do not verify or decode."""
-    for key, data in txn.scan(Space.OBJECTS, scope):
+    for oid, data in view.objects.scan(view.txn):
         if data[1:8] != codec.NODE_TAG:
             continue
-        oid = key[len(scope) :]
         node: Node | None = None
         if codec.object_id(data) == oid:
             try:
@@ -118,44 +173,10 @@ def stored_nodes(txn: ReadTxn, scope: bytes) -> Iterator[tuple[bytes, Node | Non
         yield oid, node
 
 
-def requeue(txn: WriteTxn, scope: bytes) -> int:
-    """Forget the derived postings and queue every stored node version again.
-
-    Vectors stay (they are keyed by content and model, and cost model time),
-    except those of contents no stored version has any more. Returns how many
-    versions were queued.
-    """
-    clear(txn, scope, vectors=False)
-    oids: list[bytes] = []
-    contents: set[bytes] = set()
-    for oid, node in stored_nodes(txn, scope):
-        oids.append(oid)
-        if node is not None:
-            contents.add(content_hash(node))
-    RecallQueue(scope).add(txn, oids)
-    vector_store.keep_only(txn, scope, contents)
-    return len(oids)
-
-
-def unindex_node(txn: WriteTxn, scope: bytes, oid: bytes, node: Node) -> None:
-    """Remove every trace of one node version from the recall indexes, but the queue.
-
-    Its vector goes too when no other version has the same content. The eraser
-    takes its versions out of the queue with :meth:`RecallQueue.drop`, once for all.
-    """
-    if not format_current(txn, scope):
-        requeue(txn, scope)  # drops the old layout whole, vectors included
-    postings.remove(txn, scope, oid, node)
-    chash = content_hash(node)
-    if not versions_with_content(txn, scope, chash):
-        for model in models(txn, scope):
-            vector_store.drop(txn, scope, model, [chash])
-
-
 def index_nodes(
     txn: WriteTxn,
-    scope: bytes,
-    writer: postings.Writer,
+    index: RecallIndex,
+    writer: Writer,
     embedder: Embedder | None,
     nodes: list[tuple[bytes, Node]],
     batch: int,
@@ -164,7 +185,7 @@ def index_nodes(
     """Index ``nodes`` and embed their new contents; return their content hashes."""
     hashes = writer.add(nodes)
     if embedder is not None and nodes:
-        _embed_contents(txn, scope, embedder, hashes, [node for _, node in nodes], batch, fresh)
+        _embed_contents(txn, index, embedder, hashes, [node for _, node in nodes], batch, fresh)
     return hashes
 
 
@@ -177,12 +198,12 @@ class FreshVectors:
 
     def __init__(self) -> None:
         self.embedded: set[bytes] = set()
-        self._writer: vector_store.Writer | None = None
+        self._writer: VectorWriter | None = None
 
-    def writer(self, txn: WriteTxn, scope: bytes, model: str) -> vector_store.Writer:
+    def writer(self, txn: WriteTxn, store: VectorStore, model: str) -> VectorWriter:
         """The model's vector writer (one model per rebuild)."""
         if self._writer is None:
-            self._writer = vector_store.Writer(txn, scope, model, defer_map=True)
+            self._writer = store.writer(txn, model, defer_map=True)
         return self._writer
 
     def close(self) -> None:
@@ -198,51 +219,52 @@ def catch_up(view: WriteView, embedder: Embedder | None) -> int:
     ``embedder`` embeds new contents (None: postings only). Returns how many node
     versions were indexed.
     """
-    txn, scope, batch = view.txn, view.stores.scope, BATCH
-    if not format_current(txn, scope):
-        requeue(txn, scope)
-    stamp(txn, scope)
-    if embedder is not None and txn.get(Space.RECALL, scope + MODEL + embedder.model_id.encode()) is None:
+    txn, batch = view.txn, BATCH
+    index = RecallIndex(view.stores.scope)
+    if not index.format_current(txn):
+        index.requeue(view)
+    index.layout.stamp(txn)
+    if embedder is not None and not index.vectors.has_model(txn, embedder.model_id):
         # A model new to this tenant: embed what was indexed before it came.
-        embed(txn, scope, embedder, [node for _, node in _indexed(view)], batch)
-    pending = RecallQueue(scope).queued(txn)
-    RecallQueue(scope).clear(txn)  # all taken: the transaction writes every one of them or nothing
-    writer = postings.Writer(txn, scope)
+        embed(txn, index, embedder, [node for _, node in _indexed(view, index.postings)], batch)
+    pending = index.queue.queued(txn)
+    index.queue.clear(txn)  # all taken: the transaction writes every one of them or nothing
+    writer = index.postings.writer(txn)
     count = 0
     for start in range(0, len(pending), batch):
         fresh: list[tuple[bytes, Node]] = []
         for oid in pending[start : start + batch]:
-            if postings.document(txn, scope, oid) is not None:
+            if index.postings.document(txn, oid) is not None:
                 continue  # indexed already (written again by a later commit)
             try:
                 fresh.append((oid, view.node(oid)))
             except NotFound:
                 continue  # erased or collected since it was queued
-        index_nodes(txn, scope, writer, embedder, fresh, batch)
+        index_nodes(txn, index, writer, embedder, fresh, batch)
         count += len(fresh)
     writer.close()
     return count
 
 
-def _indexed(view: View) -> Iterator[tuple[bytes, Node]]:
+def _indexed(view: View, postings: Postings) -> Iterator[tuple[bytes, Node]]:
     """Every indexed node version that can still be read."""
-    prefix = view.stores.scope + postings.DOC
-    for key, _ in view.txn.scan(Space.RECALL, prefix):
-        oid = key[len(prefix) :]
+    for oid in postings.documents(view.txn):
         try:
             yield oid, view.node(oid)
         except NotFound:
             continue
 
 
-def embed(txn: WriteTxn, scope: bytes, embedder: Embedder, nodes: list[Node], batch: int = BATCH) -> int:
+def embed(
+    txn: WriteTxn, index: RecallIndex, embedder: Embedder, nodes: list[Node], batch: int = BATCH
+) -> int:
     """Store vectors for the contents of ``nodes`` that have none under this model."""
-    return _embed_contents(txn, scope, embedder, [content_hash(node) for node in nodes], nodes, batch)
+    return _embed_contents(txn, index, embedder, [content_hash(node) for node in nodes], nodes, batch)
 
 
 def _embed_contents(
     txn: WriteTxn,
-    scope: bytes,
+    index: RecallIndex,
     embedder: Embedder,
     hashes: list[bytes],
     nodes: list[Node],
@@ -250,13 +272,14 @@ def _embed_contents(
     fresh: FreshVectors | None = None,
 ) -> int:
     model = embedder.model_id
-    txn.put(Space.RECALL, scope + MODEL + model.encode(), str(embedder.dim).encode())
+    store = index.vectors
+    store.set_model(txn, model, embedder.dim)
     missing: dict[bytes, Node] = {}
     for chash, node in zip(hashes, nodes, strict=True):
         if chash in missing:
             continue
         if fresh is None:
-            if not vector_store.has_vector(txn, scope, model, chash):
+            if not store.has_vector(txn, model, chash):
                 missing[chash] = node
         elif chash not in fresh.embedded:
             fresh.embedded.add(chash)
@@ -264,7 +287,7 @@ def _embed_contents(
     items = list(missing.items())
     if not items:
         return 0
-    writer = fresh.writer(txn, scope, model) if fresh is not None else vector_store.Writer(txn, scope, model)
+    writer = fresh.writer(txn, store, model) if fresh is not None else store.writer(txn, model)
     for start in range(0, len(items), batch):
         chunk = items[start : start + batch]
         found = np.asarray(embedder([text_of(node) for _, node in chunk]), dtype=np.float32)
@@ -276,36 +299,3 @@ def _embed_contents(
         norms[norms == 0] = 1.0
         writer.store([chash for chash, _ in chunk], (found / norms).astype(np.float32))
     return len(items)
-
-
-def clear(txn: WriteTxn, scope: bytes, vectors: bool, rebuilding: bool = False) -> int:
-    """Drop the derived recall entries of a tenant (and its vectors, when asked).
-
-    Vectors in an older layout go whatever is asked: they could not be read.
-    ``rebuilding`` leaves the document-number records for a rebuild to
-    overwrite from 0 up (cheaper than deleting them first), which then drops
-    those it did not reach with :func:`postings.drop_numbers`.
-
-    Returns:
-        The next document number the index had (0 unless ``rebuilding``).
-    """
-    current = format_current(txn, scope)
-    vectors = vectors or not current
-    rebuilding = rebuilding and current
-    end = postings.stats(txn, scope).next if rebuilding else 0
-    if vectors:
-        vector_store.clear(txn, scope)  # first: it reads the model keys
-    seq = postings.last_change(txn, scope)
-    if current:
-        # Family by family: the number records may stay, and are not read for nothing.
-        families = [QUEUE, postings.DOC, postings.TERM, postings.CONTENT, postings.STATS, postings.CHANGES]
-        families += [_FORMAT, *([] if rebuilding else [postings.NUMBER]), *([MODEL] if vectors else [])]
-    else:
-        families = [b""]  # an older layout: everything goes
-    for family in families:
-        for key in [key for key, _ in txn.scan(Space.RECALL, scope + family)]:
-            txn.delete(Space.RECALL, key)
-    # The change log goes on counting from where it was, so every handle sees the ``*``.
-    txn.put(Space.RECALL, scope + postings.CHANGES + (seq + 1).to_bytes(8, "big"), b"*")
-    stamp(txn, scope)
-    return end

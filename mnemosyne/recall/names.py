@@ -24,18 +24,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from mnemosyne.recall.postings import (
-    CHANGES,
-    Version,
-    bulk,
-    every_content,
-    every_number,
-    last_change,
-    numbered,
-    stats,
-    versions_with_content,
-)
-from mnemosyne.store.kv.base import ReadTxn, Space
+from mnemosyne.recall.postings import Postings, Version, bulk
+from mnemosyne.store.kv.base import ReadTxn
 
 LIMIT = 1 << 20
 """Names remembered per map at most (a bound on memory): a larger map is read piecemeal."""
@@ -67,10 +57,10 @@ class Names:
     """Lookups of one transaction, served from and kept in a handle's memory."""
 
     def __init__(
-        self, txn: ReadTxn, scope: bytes, memory: _Memory | None, seq: int, lock: threading.Lock
+        self, txn: ReadTxn, postings: Postings, memory: _Memory | None, seq: int, lock: threading.Lock
     ) -> None:
         self._txn = txn
-        self._scope = scope
+        self._postings = postings
         self._memory = memory
         self._seq = seq
         self._lock = lock
@@ -85,7 +75,8 @@ class Names:
             if remembered is not None:
                 return remembered
         names = None if memory is None else memory.versions
-        return self._read(0, chash, names, versions_with_content, every_content) or ()
+        postings = self._postings
+        return self._read(0, chash, names, postings.versions_with_content, postings.every_content) or ()
 
     def number(self, doc: int) -> Version | None:
         """The indexed version with this document number, or None."""
@@ -96,18 +87,18 @@ class Names:
             if known is not None:
                 return known
         names = None if memory is None else memory.numbers
-        return self._read(1, doc, names, numbered, every_number)
+        return self._read(1, doc, names, self._postings.numbered, self._postings.every_number)
 
     def _read(
         self,
         which: int,
         key: _K,
         names: dict[_K, _V] | None,
-        read_one: Callable[[ReadTxn, bytes, _K], _V | None],
-        read_all: Callable[[ReadTxn, bytes], Iterable[tuple[_K, _V]]],
+        read_one: Callable[[ReadTxn, _K], _V | None],
+        read_all: Callable[[ReadTxn], Iterable[tuple[_K, _V]]],
     ) -> _V | None:
         """Read one name from the store; remember it in ``names`` while the memory is in step."""
-        found = read_one(self._txn, self._scope, key)
+        found = read_one(self._txn, key)
         memory = self._memory
         # Never remember absence: new contents are not logged, so it would go stale.
         if memory is not None and names is not None and found:
@@ -116,7 +107,7 @@ class Names:
                     names[key] = found
                     if self._missed(memory, which):
                         with bulk():
-                            names.update(read_all(self._txn, self._scope))
+                            names.update(read_all(self._txn))
         return found
 
     def _missed(self, memory: _Memory, which: int) -> bool:
@@ -125,7 +116,7 @@ class Names:
         if memory.whole[which]:
             return False
         if self._pages < 0:
-            self._pages = stats(self._txn, self._scope).docs // PER_PAGE
+            self._pages = self._postings.stats(self._txn).docs // PER_PAGE
         if memory.misses[which] <= self._pages or self._pages * PER_PAGE > LIMIT:
             return False
         memory.whole[which] = True
@@ -139,19 +130,17 @@ class NameMemory:
         self._tenants: dict[bytes, _Memory] = {}
         self._lock = threading.Lock()
 
-    def names(self, txn: ReadTxn, scope: bytes) -> Names:
+    def names(self, txn: ReadTxn, postings: Postings) -> Names:
         """Lookups for ``txn``, brought in step with what it sees first."""
         with self._lock:
-            memory = self._tenants.setdefault(scope, _Memory())
-            end = last_change(txn, scope)
+            memory = self._tenants.setdefault(postings.scope, _Memory())
+            end = postings.last_change(txn)
             if end < memory.seq:
-                return Names(txn, scope, None, end, self._lock)  # an older snapshot: read directly
-            prefix = scope + CHANGES
-            start = prefix + (memory.seq + 1).to_bytes(8, "big")
-            for _, change in txn.scan(Space.RECALL, prefix, start=start):
+                return Names(txn, postings, None, end, self._lock)  # an older snapshot: read directly
+            for change in postings.changes_since(txn, memory.seq):
                 if change == b"*":
                     memory.forget()
                 else:
                     memory.versions.pop(change, None)
             memory.seq = end
-            return Names(txn, scope, memory, end, self._lock)
+            return Names(txn, postings, memory, end, self._lock)

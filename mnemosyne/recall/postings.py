@@ -30,17 +30,17 @@ import struct
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from typing import Any
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from mnemosyne.errors import NotFound
-from mnemosyne.index.recall_queue import RecallQueue
+from mnemosyne.errors import CorruptObject, NotFound
 from mnemosyne.index.view import View
 from mnemosyne.model.objects import Node
 from mnemosyne.model.times import micros
-from mnemosyne.recall.text import content_hash, text_of, words
+from mnemosyne.recall.text import content_hash, document_words, words
 from mnemosyne.store.kv.base import AppendLog, ReadTxn, Space, WriteTxn, last_number
 
 DOC, NUMBER, TERM, CONTENT, STATS, CHANGES = b"d", b"r", b"t", b"c", b"n", b"l"
@@ -101,83 +101,212 @@ class Stats(msgspec.Struct, frozen=True):
     next: int = 0
 
 
-def stats(txn: ReadTxn, scope: bytes) -> Stats:
-    """The tenant's totals (zeros before anything is indexed)."""
-    data = txn.get(Space.RECALL, scope + STATS)
-    return Stats(*_STATS.unpack(data)) if data is not None else Stats()
+def _damaged(what: str, exc: Exception) -> CorruptObject:
+    return CorruptObject(
+        f"the search index is damaged ({what}: {exc}); run 'mnemo reindex' to rebuild it from the memories"
+    )
 
 
-def _put_stats(txn: WriteTxn, scope: bytes, found: Stats) -> None:
-    txn.put(Space.RECALL, scope + STATS, _STATS.pack(found.docs, found.words, found.next))
+class Postings:
+    """One tenant's lexical index: the ``recall`` keyspace's d, r, t, c, n and l families."""
 
+    def __init__(self, scope: bytes) -> None:
+        self.scope = scope
 
-def _term_key(scope: bytes, word: str, segment: int) -> bytes:
-    return scope + TERM + word.encode() + b"\x00" + segment.to_bytes(4, "big")
+    def _term_key(self, word: str, segment: int) -> bytes:
+        return self.scope + TERM + word.encode() + b"\x00" + segment.to_bytes(4, "big")
 
+    def number_key(self, number: int) -> bytes:
+        """The key of a document-number record."""
+        return self.scope + NUMBER + number.to_bytes(4, "big")
 
-def _number_key(scope: bytes, number: int) -> bytes:
-    return scope + NUMBER + number.to_bytes(4, "big")
+    # -- reading -----------------------------------------------------------------
 
+    def stats(self, txn: ReadTxn) -> Stats:
+        """The tenant's totals (zeros before anything is indexed)."""
+        data = txn.get(Space.RECALL, self.scope + STATS)
+        if data is None:
+            return Stats()
+        try:
+            return Stats(*_STATS.unpack(data))
+        except struct.error as exc:
+            raise _damaged("its totals", exc) from None
 
-def document(txn: ReadTxn, scope: bytes, oid: bytes) -> tuple[int, bytes, int] | None:
-    """``(document number, content hash, expiry)`` of an indexed version, or None."""
-    data = txn.get(Space.RECALL, scope + DOC + oid)
-    if data is None:
-        return None
-    number, expires = _DOC.unpack_from(data)
-    return number, data[_DOC.size :], expires
+    def has_totals(self, txn: ReadTxn) -> bool:
+        """Whether totals are written (every layout writes them as soon as it indexes)."""
+        return txn.get(Space.RECALL, self.scope + STATS) is not None
 
+    def any_document(self, txn: ReadTxn) -> bool:
+        """Whether any version is indexed."""
+        return next(iter(txn.scan(Space.RECALL, self.scope + DOC)), None) is not None
 
-def numbered(txn: ReadTxn, scope: bytes, number: int) -> Version | None:
-    """The indexed version with this document number, or None."""
-    data = txn.get(Space.RECALL, _number_key(scope, number))
-    return _version(data) if data is not None else None
+    def document(self, txn: ReadTxn, oid: bytes) -> tuple[int, bytes, int] | None:
+        """``(document number, content hash, expiry)`` of an indexed version, or None."""
+        data = txn.get(Space.RECALL, self.scope + DOC + oid)
+        if data is None:
+            return None
+        try:
+            number, expires = _DOC.unpack_from(data)
+        except struct.error as exc:
+            raise _damaged("a document record", exc) from None
+        return number, data[_DOC.size :], expires
 
+    def documents(self, txn: ReadTxn) -> Iterator[bytes]:
+        """The node hash of every indexed version."""
+        prefix = self.scope + DOC
+        for key, _ in txn.scan(Space.RECALL, prefix):
+            yield key[len(prefix) :]
 
-def every_number(txn: ReadTxn, scope: bytes) -> Iterator[tuple[int, Version]]:
-    """Every document number and its version, in number order."""
-    prefix = scope + NUMBER
-    for key, data in txn.scan(Space.RECALL, prefix):
-        yield int.from_bytes(key[len(prefix) :], "big"), _version(data)
+    def numbered(self, txn: ReadTxn, number: int) -> Version | None:
+        """The indexed version with this document number, or None."""
+        data = txn.get(Space.RECALL, self.number_key(number))
+        return _version(data) if data is not None else None
+
+    def every_number(self, txn: ReadTxn) -> Iterator[tuple[int, Version]]:
+        """Every document number and its version, in number order."""
+        prefix = self.scope + NUMBER
+        for key, data in txn.scan(Space.RECALL, prefix):
+            yield int.from_bytes(key[len(prefix) :], "big"), _version(data)
+
+    def term_segments(self, txn: ReadTxn, word: str) -> Iterator[bytes]:
+        """The packed postings of every segment of ``word``."""
+        for _, value in txn.scan(Space.RECALL, self.scope + TERM + word.encode() + b"\x00"):
+            yield value
+
+    def every_segment(self, txn: ReadTxn) -> Iterator[tuple[bytes, bytes]]:
+        """Every postings key (after the scope and tag) and its packed rows."""
+        prefix = self.scope + TERM
+        for key, value in txn.scan(Space.RECALL, prefix):
+            yield key[len(prefix) :], value
+
+    def last_change(self, txn: ReadTxn) -> int:
+        """The sequence number of the change log's last entry (0 when empty)."""
+        return last_number(txn, Space.RECALL, self.scope + CHANGES)
+
+    def changes_since(self, txn: ReadTxn, seq: int) -> Iterator[bytes]:
+        """The change log's entries after ``seq``: content hashes whose versions changed, or ``*``."""
+        prefix = self.scope + CHANGES
+        for _, change in txn.scan(Space.RECALL, prefix, start=prefix + (seq + 1).to_bytes(8, "big")):
+            yield change
+
+    def versions_with_content(self, txn: ReadTxn, chash: bytes) -> tuple[Version, ...]:
+        """Every indexed version whose content hashes to ``chash``, by node hash."""
+        data = txn.get(Space.RECALL, self.scope + CONTENT + chash)
+        return _decode_versions(data) if data is not None else ()
+
+    def every_content(self, txn: ReadTxn) -> Iterator[tuple[bytes, tuple[Version, ...]]]:
+        """Every content hash with its versions."""
+        prefix = self.scope + CONTENT
+        for key, data in txn.scan(Space.RECALL, prefix):
+            yield key[len(prefix) :], _decode_versions(data)
+
+    # -- writing -----------------------------------------------------------------
+
+    def writer(self, txn: WriteTxn, fresh: bool = False) -> Writer:
+        """A writer adding documents to this index (see :class:`Writer`)."""
+        return Writer(txn, self, fresh)
+
+    def put_stats(self, txn: WriteTxn, found: Stats) -> None:
+        """Write the totals."""
+        txn.put(Space.RECALL, self.scope + STATS, _STATS.pack(found.docs, found.words, found.next))
+
+    def restart_log(self, txn: WriteTxn) -> None:
+        """Replace the change log by one ``*`` entry (handles then forget every name).
+
+        Erasure comes through here rather than logging the content's hash: a content
+        hash confirms a guessed text, and no entry may name erased content, including
+        entries written when it was indexed.
+        """
+        end = self.last_change(txn)
+        prefix = self.scope + CHANGES
+        for key in [key for key, _ in txn.scan(Space.RECALL, prefix)]:
+            txn.delete(Space.RECALL, key)
+        txn.put(Space.RECALL, prefix + (end + 1).to_bytes(8, "big"), b"*")
+
+    def clear(self, txn: WriteTxn, *, keep_numbers: bool) -> None:
+        """Drop the whole lexical index; its change log goes on counting, after a ``*``.
+
+        ``keep_numbers`` leaves the document-number records for a rebuild to
+        overwrite from 0 up (cheaper than deleting them first), which then drops
+        those it did not reach with :meth:`drop_numbers`.
+        """
+        seq = self.last_change(txn)
+        families = [DOC, TERM, CONTENT, STATS, CHANGES, *([] if keep_numbers else [NUMBER])]
+        for family in families:
+            for key in [key for key, _ in txn.scan(Space.RECALL, self.scope + family)]:
+                txn.delete(Space.RECALL, key)
+        # Every handle must see the ``*``, so the log goes on from where it was.
+        txn.put(Space.RECALL, self.scope + CHANGES + (seq + 1).to_bytes(8, "big"), b"*")
+
+    def restart_after(self, txn: WriteTxn, seq: int) -> None:
+        """Start the change log after ``seq`` with a ``*`` (the index was wiped whole)."""
+        txn.put(Space.RECALL, self.scope + CHANGES + (seq + 1).to_bytes(8, "big"), b"*")
+
+    def drop_numbers(self, txn: WriteTxn, end: int) -> None:
+        """Drop the document-number records from the next number to give up to ``end``.
+
+        A rebuild overwrites the records of the old index from 0 up instead of
+        deleting them first; this drops those it did not reach.
+        """
+        for number in range(self.stats(txn).next, end):
+            txn.delete(Space.RECALL, self.number_key(number))
+
+    def remove(self, txn: WriteTxn, oid: bytes, node: Node) -> None:
+        """Remove one version's document record, postings and content-map entry.
+
+        Each segment holding one of its words is rewritten without it (or deleted
+        when it held nothing else): no key or value of the index names it after.
+        """
+        scope = self.scope
+        found = self.document(txn, oid)
+        if found is None:
+            chash = content_hash(node)
+        else:
+            number, chash, _ = found
+            segment = number // SEGMENT
+            found_words = document_words(node)
+            for word in set(found_words):
+                key = self._term_key(word, segment)
+                value = txn.get(Space.RECALL, key)
+                if value is None:
+                    continue
+                numbers = np.frombuffer(value, dtype="<u4")[::_ROW]
+                at = int(np.searchsorted(numbers, number))
+                if at == len(numbers) or int(numbers[at]) != number:
+                    continue
+                rest = value[: at * _ROW_BYTES] + value[(at + 1) * _ROW_BYTES :]
+                if rest:
+                    txn.put(Space.RECALL, key, rest)
+                else:
+                    txn.delete(Space.RECALL, key)
+            txn.delete(Space.RECALL, scope + DOC + oid)
+            txn.delete(Space.RECALL, self.number_key(number))
+            totals = self.stats(txn)
+            left = Stats(max(totals.docs - 1, 0), max(totals.words - len(found_words), 0), totals.next)
+            self.put_stats(txn, left)
+        key = scope + CONTENT + chash
+        data = txn.get(Space.RECALL, key)
+        if data is not None:
+            self.restart_log(txn)
+            versions = [entry for entry in _decode_versions(data) if entry[0] != oid]
+            if versions:
+                txn.put(Space.RECALL, key, _ENCODER.encode(versions))
+            else:
+                txn.delete(Space.RECALL, key)
 
 
 def _version(data: bytes) -> Version:
-    return data[:32], data[40:].decode(), _EXPIRY.unpack_from(data, 32)[0]
+    try:
+        return data[:32], data[40:].decode(), _EXPIRY.unpack_from(data, 32)[0]
+    except (UnicodeDecodeError, struct.error) as exc:
+        raise _damaged("a document number record", exc) from None
 
 
-def last_change(txn: ReadTxn, scope: bytes) -> int:
-    """The sequence number of the change log's last entry (0 when empty)."""
-    return last_number(txn, Space.RECALL, scope + CHANGES)
-
-
-def restart_log(txn: WriteTxn, scope: bytes) -> None:
-    """Replace the change log by one ``*`` entry (handles then forget every name).
-
-    Erasure comes through here rather than logging the content's hash: a content
-    hash confirms a guessed text, and no entry may name erased content, including
-    entries written when it was indexed.
-    """
-    end = last_change(txn, scope)
-    prefix = scope + CHANGES
-    for key in [key for key, _ in txn.scan(Space.RECALL, prefix)]:
-        txn.delete(Space.RECALL, key)
-    txn.put(Space.RECALL, prefix + (end + 1).to_bytes(8, "big"), b"*")
-
-
-def versions_with_content(txn: ReadTxn, scope: bytes, chash: bytes) -> tuple[Version, ...]:
-    """Every indexed version whose content hashes to ``chash``, by node hash."""
-    data = txn.get(Space.RECALL, scope + CONTENT + chash)
-    return _VERSIONS.decode(data) if data is not None else ()
-
-
-def every_content(txn: ReadTxn, scope: bytes) -> Iterator[tuple[bytes, tuple[Version, ...]]]:
-    """Every content hash with its versions."""
-    prefix = scope + CONTENT
-    for key, data in txn.scan(Space.RECALL, prefix):
-        yield key[len(prefix) :], _VERSIONS.decode(data)
-
-
-# -- writing ----------------------------------------------------------------------
+def _decode_versions(data: bytes) -> tuple[Version, ...]:
+    try:
+        return _VERSIONS.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise _damaged("the content map", exc) from None
 
 
 class Writer:
@@ -195,11 +324,12 @@ class Writer:
     such page be copied again and again. It reads nothing back.
     """
 
-    def __init__(self, txn: WriteTxn, scope: bytes, fresh: bool = False) -> None:
+    def __init__(self, txn: WriteTxn, postings: Postings, fresh: bool = False) -> None:
         self._txn = txn
-        self._scope = scope
+        self._postings = postings
+        self._scope = postings.scope
         self._fresh = fresh
-        self._totals = Stats() if fresh else stats(txn, scope)
+        self._totals = Stats() if fresh else postings.stats(txn)
         self._first = self._totals.next  # the number of the first buffered document
         self._words: list[str] = []  # the buffered documents' words, one after another
         self._lengths: list[int] = []
@@ -214,12 +344,13 @@ class Writer:
         hashes: list[bytes] = []
         docs, total, number = self._totals.docs, self._totals.words, self._totals.next
         for oid, node in nodes:
-            found = words(text_of(node))
+            found = document_words(node)
             chash = content_hash(node)
             expires = expiry(node.expires_at)
             hashes.append(chash)
             records.append((scope + DOC + oid, _DOC.pack(number, expires) + chash))
-            records.append((_number_key(scope, number), oid + _EXPIRY.pack(expires) + node.id.encode()))
+            number_key = self._postings.number_key(number)
+            records.append((number_key, oid + _EXPIRY.pack(expires) + node.id.encode()))
             contents.setdefault(chash, []).append((oid, node.id, expires))
             self._words.extend(found)
             self._lengths.append(len(found))
@@ -269,7 +400,7 @@ class Writer:
                 ],
             )
             self._contents = {}
-        _put_stats(txn, self._scope, self._totals)
+        self._postings.put_stats(txn, self._totals)
 
     def _flush(self) -> None:
         """Write the buffered documents' postings: one key per word (one segment)."""
@@ -315,67 +446,12 @@ class Writer:
         self._txn.put_many(Space.RECALL, items)
 
 
-def drop_numbers(txn: WriteTxn, scope: bytes, end: int) -> None:
-    """Drop the document-number records from the next number to give up to ``end``.
-
-    A rebuild overwrites the records of the old index from 0 up instead of
-    deleting them first; this drops those it did not reach.
-    """
-    for number in range(stats(txn, scope).next, end):
-        txn.delete(Space.RECALL, _number_key(scope, number))
-
-
-def remove(txn: WriteTxn, scope: bytes, oid: bytes, node: Node) -> None:
-    """Remove one version's document record, postings and content-map entry.
-
-    Each segment holding one of its words is rewritten without it (or deleted
-    when it held nothing else): no key or value of the index names it after.
-    """
-    found = document(txn, scope, oid)
-    if found is None:
-        chash = content_hash(node)
-    else:
-        number, chash, _ = found
-        segment = number // SEGMENT
-        found_words = words(text_of(node))
-        for word in set(found_words):
-            key = _term_key(scope, word, segment)
-            value = txn.get(Space.RECALL, key)
-            if value is None:
-                continue
-            numbers = np.frombuffer(value, dtype="<u4")[::_ROW]
-            at = int(np.searchsorted(numbers, number))
-            if at == len(numbers) or int(numbers[at]) != number:
-                continue
-            rest = value[: at * _ROW_BYTES] + value[(at + 1) * _ROW_BYTES :]
-            if rest:
-                txn.put(Space.RECALL, key, rest)
-            else:
-                txn.delete(Space.RECALL, key)
-        txn.delete(Space.RECALL, scope + DOC + oid)
-        txn.delete(Space.RECALL, _number_key(scope, number))
-        totals = stats(txn, scope)
-        _put_stats(
-            txn,
-            scope,
-            Stats(max(totals.docs - 1, 0), max(totals.words - len(found_words), 0), totals.next),
-        )
-    key = scope + CONTENT + chash
-    data = txn.get(Space.RECALL, key)
-    if data is not None:
-        restart_log(txn, scope)
-        versions = [entry for entry in _VERSIONS.decode(data) if entry[0] != oid]
-        if versions:
-            txn.put(Space.RECALL, key, _ENCODER.encode(versions))
-        else:
-            txn.delete(Space.RECALL, key)
-
-
 # -- reading ----------------------------------------------------------------------
 
 
 def lexical(
     view: View,
+    postings: Postings,
     query: str,
     accept: Accept,
     limit: int,
@@ -393,22 +469,18 @@ def lexical(
         ``(node hash, node id, score)``, best first.
     """
     txn = view.txn
-    scope = view.stores.scope
     terms = sorted(set(words(query)))
     if not terms:
         return []
-    totals = stats(txn, scope)
-    pending = list(_readable_queue(view))
-    pending_words = [words(text_of(node)) for _, node in pending]
+    totals = postings.stats(txn)
+    pending = list(_readable_queue(view, postings))
+    pending_words = [document_words(node) for _, node in pending]
     docs = totals.docs + len(pending)
     average = (totals.words + sum(map(len, pending_words))) / docs if docs else 1.0
     numbers: list[npt.NDArray[np.int64]] = []
     weights: list[npt.NDArray[np.float64]] = []
     for term in terms:
-        parts = [
-            np.frombuffer(value, dtype="<u4").reshape(-1, _ROW)
-            for _, value in txn.scan(Space.RECALL, scope + TERM + term.encode() + b"\x00")
-        ]
+        parts: list[npt.NDArray[Any]] = [rows_of(value) for value in postings.term_segments(txn, term)]
         # Queued versions get numbers past every indexed document's.
         extra = [
             (totals.next + i, found.count(term), len(found))
@@ -435,7 +507,7 @@ def lexical(
     named = {
         totals.next + i: (oid, node.id, expiry(node.expires_at)) for i, (oid, node) in enumerate(pending)
     }
-    lookup = number if number is not None else lambda n: numbered(txn, scope, n)
+    lookup = number if number is not None else lambda n: postings.numbered(txn, n)
     out: list[tuple[bytes, str, float]] = []
     for group in _equal_scores_best_first(scores, max(64, 8 * limit)):
         candidates: list[Version] = []
@@ -473,11 +545,17 @@ def _equal_scores_best_first(scores: npt.NDArray[np.float64], chunk: int) -> Ite
         chunk *= 4
 
 
-def _readable_queue(view: View) -> Iterator[tuple[bytes, Node]]:
+def rows_of(value: bytes) -> npt.NDArray[np.uint32]:
+    """A segment's packed postings as rows of (document, tf, length)."""
+    if len(value) % _ROW_BYTES:
+        raise _damaged("a postings segment", ValueError(f"{len(value)} bytes is no whole number of rows"))
+    return np.frombuffer(value, dtype="<u4").reshape(-1, _ROW)
+
+
+def _readable_queue(view: View, postings: Postings) -> Iterator[tuple[bytes, Node]]:
     """Queued versions not indexed yet (commits queue without looking) and still stored."""
-    scope = view.stores.scope
-    for oid in RecallQueue(scope).queued(view.txn):
-        if view.txn.get(Space.RECALL, scope + DOC + oid) is not None:
+    for oid in view.stores.queue.queued(view.txn):
+        if postings.document(view.txn, oid) is not None:
             continue  # indexed already: its postings count, not a second copy
         try:
             node = view.node(oid)

@@ -7,11 +7,10 @@ from collections.abc import Callable
 from mnemosyne.index.view import WriteView
 from mnemosyne.model.codec import NODE_TAG
 from mnemosyne.model.objects import Node
-from mnemosyne.recall import index, postings
-from mnemosyne.recall import vectors as vector_store
+from mnemosyne.recall import index
 from mnemosyne.recall.embedders import Embedder
+from mnemosyne.recall.index import RecallIndex
 from mnemosyne.recall.postings import bulk
-from mnemosyne.store.kv.base import Space
 
 
 @bulk()
@@ -29,12 +28,13 @@ def rebuild(
     Returns:
         How many node versions were indexed.
     """
-    txn, scope = view.txn, view.stores.scope
-    vectors = vectors or not index.format_current(txn, scope)
-    end = index.clear(txn, scope, vectors=vectors, rebuilding=True)
+    txn = view.txn
+    recall = RecallIndex(view.stores.scope)
+    vectors = vectors or not recall.format_current(txn)
+    end = recall.clear(txn, vectors=vectors, rebuilding=True)
     # Counted by kind tag alone: hashing and decoding every node twice would double the work.
-    total = sum(data[1:8] == NODE_TAG for _, data in txn.scan(Space.OBJECTS, scope)) if progress else 0
-    writer = postings.Writer(txn, scope, fresh=True)
+    total = sum(data[1:8] == NODE_TAG for _, data in view.objects.scan(txn)) if progress else 0
+    writer = recall.postings.writer(txn, fresh=True)
     fresh = index.FreshVectors() if vectors else None
     documents = 0
     contents: set[bytes] = set()
@@ -42,22 +42,22 @@ def rebuild(
 
     def step() -> None:
         nonlocal documents
-        contents.update(index.index_nodes(txn, scope, writer, embedder, nodes, index.BATCH, fresh))
+        contents.update(index.index_nodes(txn, recall, writer, embedder, nodes, index.BATCH, fresh))
         documents += len(nodes)  # each stored version once: the scan yields every key once
         nodes.clear()
         if progress is not None:
             progress(documents, total)
 
-    for oid, node in index.stored_nodes(txn, scope):
+    for oid, node in index.stored_nodes(view):
         if node is not None:
             nodes.append((oid, node))
             if len(nodes) == index.BATCH:
                 step()
     step()
     writer.close()
-    postings.drop_numbers(txn, scope, end)
+    recall.postings.drop_numbers(txn, end)
     if fresh is None:
-        vector_store.keep_only(txn, scope, contents)
+        recall.vectors.keep_only(txn, contents)
     else:
         fresh.close()
     return documents

@@ -21,12 +21,14 @@ from mnemosyne.index import claims
 from mnemosyne.index.view import View
 from mnemosyne.model.choices import SearchMode
 from mnemosyne.model.objects import Claim, Node
-from mnemosyne.model.results import Context, ContextItem, Hit, ReadRecord
-from mnemosyne.recall import index
+from mnemosyne.model.results import Context, ContextItem, Hit
 from mnemosyne.recall.embedders import Embedder
-from mnemosyne.recall.postings import expiry
+from mnemosyne.recall.index import RecallIndex
+from mnemosyne.recall.postings import Accept, expiry
+from mnemosyne.recall.postings import lexical as postings_lexical
 from mnemosyne.recall.text import text_of
-from mnemosyne.store.kv.base import AppendLog, ReadTxn, Space, WriteTxn
+from mnemosyne.recall.vectors import VectorCache
+from mnemosyne.recall.vectors import semantic as semantic_search
 
 RRF_K = 60
 """Reciprocal-rank fusion constant (the usual 60)."""
@@ -52,7 +54,7 @@ class Filters(msgspec.Struct, frozen=True, kw_only=True):
     claim_root: bytes = b""
 
 
-def acceptor(view: View, filters: Filters, loaded: dict[bytes, Node], strict: bool = False) -> index.Accept:
+def acceptor(view: View, filters: Filters, loaded: dict[bytes, Node], strict: bool = False) -> Accept:
     """The snapshot check every candidate passes before it can be returned.
 
     The index gives each candidate's expiry, so a version is read (into
@@ -128,7 +130,7 @@ def _count(view: View, oid: bytes, low: str, high: str | None, cap: int) -> int:
 
 def search(
     view: View,
-    cache: index.VectorCache,
+    cache: VectorCache,
     embedder: Embedder | None,
     query: str,
     k: int,
@@ -141,12 +143,14 @@ def search(
     ``strict`` reads every candidate while ranking (see :func:`acceptor`); a
     search falls back to it should the index name a version that is gone.
     """
-    index.check_format(view.txn, view.stores.scope)
+    recall = RecallIndex(view.stores.scope)
+    recall.check_format(view.txn)
     loaded: dict[bytes, Node] = {}
     accept = acceptor(view, filters, loaded, strict)
     depth = max(4 * k, 50)
-    names = cache.names(view.txn, view.stores.scope)
-    lexical = index.lexical(view, query, accept, depth, names.number) if mode in ("hybrid", "lexical") else []
+    names = cache.names(view.txn, recall.postings)
+    ranked = mode in ("hybrid", "lexical")
+    lexical = postings_lexical(view, recall.postings, query, accept, depth, names.number) if ranked else []
 
     def namespace(cap: int) -> list[tuple[str, bytes]] | None:
         if not filters.prefix or count_under(view, filters.root, filters.prefix, cap) > cap:
@@ -154,7 +158,9 @@ def search(
         return list(view.tree.items(filters.root, prefix=filters.prefix))
 
     semantic = (
-        index.semantic(view, cache, embedder, query, accept, depth, namespace, names.versions)
+        semantic_search(
+            view, recall.postings, cache, embedder, query, accept, depth, namespace, names.versions
+        )
         if embedder is not None and mode in ("hybrid", "semantic")
         else []
     )
@@ -223,30 +229,3 @@ def assemble(view: View, hits: list[Hit], query: str, budget: int, filters: Filt
             )
         )
     return Context(query=query, budget_tokens=budget, tokens=used, items=items)
-
-
-_read_encoder = msgspec.msgpack.Encoder()
-_read_decoder = msgspec.msgpack.Decoder(ReadRecord)
-
-
-def record_read(txn: WriteTxn, scope: bytes, record: ReadRecord) -> None:
-    """Append a read record under its run id."""
-    prefix = scope + record.run_id.encode() + b"\x00"
-    AppendLog(txn, Space.READS, prefix).append(_read_encoder.encode(record))
-
-
-def reads(txn: ReadTxn, scope: bytes, run_id: str) -> list[ReadRecord]:
-    """Every read recorded under ``run_id``, oldest first."""
-    prefix = scope + run_id.encode() + b"\x00"
-    return [_read_decoder.decode(value) for _, value in txn.scan(Space.READS, prefix)]
-
-
-def scrub_reads(txn: WriteTxn, scope: bytes, erased: set[str]) -> None:
-    """Remove erased versions from every read record."""
-    for key, value in list(txn.scan(Space.READS, scope)):
-        record = _read_decoder.decode(value)
-        if not erased.intersection(record.hashes):
-            continue
-        keep = [(i, h) for i, h in zip(record.ids, record.hashes, strict=True) if h not in erased]
-        updated = msgspec.structs.replace(record, ids=[i for i, _ in keep], hashes=[h for _, h in keep])
-        txn.put(Space.READS, key, _read_encoder.encode(updated))

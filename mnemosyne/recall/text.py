@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -27,10 +28,11 @@ def _strings(value: Any, out: list[str]) -> None:
 
 
 def text_of(node: Node) -> str:
-    """The text recall indexes.
+    """The text recall indexes and embeds, and a context shows.
 
-    Text content as it is; the string values of JSON content; a claim's subject,
-    predicate and value.
+    Text content as it is; the string values of JSON content (or, when it holds
+    none, the content as compact JSON, so a number or a map of numbers still
+    reads); a claim's subject, predicate and value.
     """
     content = node.content
     if isinstance(content, str):
@@ -43,7 +45,25 @@ def text_of(node: Node) -> str:
             parts.append(str(content.value))
     else:
         _strings(content, parts)
+        if not any(part.strip() for part in parts):
+            return json.dumps(content, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return " ".join(parts)
+
+
+_ID_SEPARATORS = re.compile(r"[/_.\-]+")
+
+
+def id_words(node_id: str) -> list[str]:
+    """The words of an id: its segments, split at ``/``, ``_``, ``-`` and ``.`` too.
+
+    So ``users/mira/prefs/language`` is found by "mira" and "language".
+    """
+    return words(_ID_SEPARATORS.sub(" ", node_id))
+
+
+def document_words(node: Node) -> list[str]:
+    """The words the lexical index keeps for one version: its text's, then its id's."""
+    return words(text_of(node)) + id_words(node.id)
 
 
 def words(text: str) -> list[str]:

@@ -27,10 +27,11 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from mnemosyne.errors import CorruptObject
 from mnemosyne.index.view import View
 from mnemosyne.recall.embedders import Embedder, Vectors
 from mnemosyne.recall.names import NameMemory, Names
-from mnemosyne.recall.postings import Accept, Version, document, versions_with_content
+from mnemosyne.recall.postings import Accept, Postings, Version
 from mnemosyne.store.kv.base import AppendLog, ReadTxn, Space, WriteTxn, last_number
 
 MODEL = b"m"
@@ -45,45 +46,22 @@ _DEAD = bytes(32)
 G = TypeVar("G", bound=np.generic)
 
 
-def models(txn: ReadTxn, scope: bytes) -> list[str]:
-    """The model ids that have vectors in this tenant."""
-    prefix = scope + MODEL
-    return [key[len(prefix) :].decode() for key, _ in txn.scan(Space.RECALL, prefix)]
-
-
-def has_vector(txn: ReadTxn, scope: bytes, model: str, chash: bytes) -> bool:
-    """Whether ``model`` has a vector for this content."""
-    return txn.get(Space.VECTORS, scope + model.encode() + _MAP + chash) is not None
-
-
-def vector_hashes(txn: ReadTxn, scope: bytes, model: str) -> Iterator[bytes]:
-    """The content hashes ``model`` has vectors for."""
-    prefix = scope + model.encode() + _MAP
-    for key, _ in txn.scan(Space.VECTORS, prefix):
-        yield key[len(prefix) :]
-
-
-def block_hashes(txn: ReadTxn, scope: bytes, model: str) -> Iterator[bytes]:
-    """The content hashes of every live row of ``model``'s blocks."""
-    for _, data in txn.scan(Space.VECTORS, scope + model.encode() + _BLOCK):
-        yield from (chash for chash in parse_block(data)[0] if chash != _DEAD)
-
-
-def _last(txn: ReadTxn, prefix: bytes) -> int:
-    return last_number(txn, Space.VECTORS, prefix)
-
-
-def _log(txn: WriteTxn, scope: bytes, model: str) -> AppendLog:
-    """One model's change log."""
-    return AppendLog(txn, Space.VECTORS, scope + model.encode() + _LOG)
-
-
 def parse_block(data: bytes) -> tuple[list[bytes], Vectors]:
     """A block's content hashes and vectors (a dropped row's hash is all zeros)."""
-    (count,) = _COUNT.unpack_from(data)
-    end = _COUNT.size + 32 * count
-    hashes = [data[i : i + 32] for i in range(_COUNT.size, end, 32)]
-    rows = np.frombuffer(data, dtype="<f4", offset=end).reshape(count, -1) if count else np.zeros((0, 0))
+    try:
+        (count,) = _COUNT.unpack_from(data)
+        end = _COUNT.size + 32 * count
+        hashes = [data[i : i + 32] for i in range(_COUNT.size, end, 32)]
+        rows = np.frombuffer(data, dtype="<f4", offset=end).reshape(count, -1) if count else np.zeros((0, 0))
+    except (struct.error, ValueError) as exc:
+        raise CorruptObject(
+            f"the search index is damaged (a vector block: {exc}); "
+            "run 'mnemo reindex --vectors' to rebuild it"
+        ) from None
+    if len(hashes) != count:
+        raise CorruptObject(
+            "the search index is damaged (a vector block is cut short); run 'mnemo reindex --vectors'"
+        )
     return hashes, rows.astype(np.float32, copy=False)
 
 
@@ -99,7 +77,7 @@ class Writer:
         self._txn = txn
         self._prefix = scope + model.encode()
         self._log = _log(txn, scope, model)
-        self._block = _last(txn, self._prefix + _BLOCK)
+        self._block = last_number(txn, Space.VECTORS, self._prefix + _BLOCK)
         self._deferred: list[tuple[bytes, bytes]] | None = [] if defer_map else None
 
     def store(self, hashes: list[bytes], vectors: Vectors) -> None:
@@ -133,85 +111,165 @@ class Writer:
             self._deferred = []
 
 
-def drop(txn: WriteTxn, scope: bytes, model: str, chashes: Iterable[bytes]) -> int:
-    """Erase the vectors of these contents under ``model``; return how many there were.
+class VectorStore:
+    """One tenant's embedding vectors: the ``vectors`` keyspace, and the ``recall`` ``m`` family."""
 
-    Each block is rewritten once, with the dropped rows zeroed (or deleted when
-    no row is left), so the vector bytes leave the index, not only its map.
-    """
-    prefix = scope + model.encode()
-    rows: dict[int, list[int]] = {}
-    gone: list[bytes] = []
-    for chash in chashes:
-        key = prefix + _MAP + chash
-        data = txn.get(Space.VECTORS, key)
-        if data is None:
-            continue
-        block, row = _WHERE.unpack(data)
-        rows.setdefault(block, []).append(row)
-        txn.delete(Space.VECTORS, key)
-        gone.append(chash)
-    for block, dropped in rows.items():
-        key = prefix + _BLOCK + block.to_bytes(4, "big")
-        data = txn.get(Space.VECTORS, key)
-        if data is None:
-            continue
-        hashes, vectors = parse_block(data)
-        for row in dropped:
-            hashes[row] = _DEAD
-        if all(chash == _DEAD for chash in hashes):
+    def __init__(self, scope: bytes) -> None:
+        self.scope = scope
+
+    def models(self, txn: ReadTxn) -> list[str]:
+        """The model ids that have vectors in this tenant."""
+        prefix = self.scope + MODEL
+        return [key[len(prefix) :].decode(errors="replace") for key, _ in txn.scan(Space.RECALL, prefix)]
+
+    def has_model(self, txn: ReadTxn, model: str) -> bool:
+        """Whether ``model`` has embedded anything here."""
+        return txn.get(Space.RECALL, self.scope + MODEL + model.encode()) is not None
+
+    def model_dims(self, txn: ReadTxn) -> Iterator[tuple[str, bytes]]:
+        """Every model with its stored dimension, as stored (for checks)."""
+        prefix = self.scope + MODEL
+        for key, value in txn.scan(Space.RECALL, prefix):
+            yield key[len(prefix) :].decode(errors="replace"), value
+
+    def set_model(self, txn: WriteTxn, model: str, dim: int) -> None:
+        """Record that ``model`` (of dimension ``dim``) embeds here."""
+        txn.put(Space.RECALL, self.scope + MODEL + model.encode(), str(dim).encode())
+
+    def forget_models(self, txn: WriteTxn) -> None:
+        """Forget which models embedded here (their vectors cleared)."""
+        for key in [key for key, _ in txn.scan(Space.RECALL, self.scope + MODEL)]:
+            txn.delete(Space.RECALL, key)
+
+    def any(self, txn: ReadTxn) -> bool:
+        """Whether any vector (or its log) is kept."""
+        return next(iter(txn.scan(Space.VECTORS, self.scope)), None) is not None
+
+    def has_vector(self, txn: ReadTxn, model: str, chash: bytes) -> bool:
+        """Whether ``model`` has a vector for this content."""
+        return txn.get(Space.VECTORS, self.scope + model.encode() + _MAP + chash) is not None
+
+    def vector_hashes(self, txn: ReadTxn, model: str) -> Iterator[bytes]:
+        """The content hashes ``model`` has vectors for."""
+        prefix = self.scope + model.encode() + _MAP
+        for key, _ in txn.scan(Space.VECTORS, prefix):
+            yield key[len(prefix) :]
+
+    def blocks(self, txn: ReadTxn, model: str) -> Iterator[bytes]:
+        """Every stored block of ``model``, as stored."""
+        for _, data in txn.scan(Space.VECTORS, self.scope + model.encode() + _BLOCK):
+            yield data
+
+    def block_hashes(self, txn: ReadTxn, model: str) -> Iterator[bytes]:
+        """The content hashes of every live row of ``model``'s blocks."""
+        for data in self.blocks(txn, model):
+            yield from (chash for chash in parse_block(data)[0] if chash != _DEAD)
+
+    def block(self, txn: ReadTxn, model: str, number: bytes) -> bytes | None:
+        """One block of ``model`` as stored (``number``: 4 bytes), or None."""
+        return txn.get(Space.VECTORS, self.scope + model.encode() + _BLOCK + number)
+
+    def where(self, txn: ReadTxn, model: str, chash: bytes) -> tuple[int, int] | None:
+        """``(block, row)`` of a content's vector under ``model``, or None."""
+        data = txn.get(Space.VECTORS, self.scope + model.encode() + _MAP + chash)
+        return _WHERE.unpack(data) if data is not None else None
+
+    def log_since(self, txn: ReadTxn, model: str, seq: int) -> Iterator[tuple[int, bytes]]:
+        """``(sequence, change)`` of ``model``'s change log after ``seq``."""
+        log = self.scope + model.encode() + _LOG
+        for key, change in txn.scan(Space.VECTORS, log, start=log + (seq + 1).to_bytes(8, "big")):
+            yield int.from_bytes(key[len(log) :], "big"), change
+
+    def writer(self, txn: WriteTxn, model: str, defer_map: bool = False) -> Writer:
+        """A writer storing new vectors of ``model`` (see :class:`Writer`)."""
+        return Writer(txn, self.scope, model, defer_map)
+
+    def _last(self, txn: ReadTxn, prefix: bytes) -> int:
+        return last_number(txn, Space.VECTORS, prefix)
+
+    def drop(self, txn: WriteTxn, model: str, chashes: Iterable[bytes]) -> int:
+        """Erase the vectors of these contents under ``model``; return how many there were.
+
+        Each block is rewritten once, with the dropped rows zeroed (or deleted when
+        no row is left), so the vector bytes leave the index, not only its map.
+        """
+        prefix = self.scope + model.encode()
+        rows: dict[int, list[int]] = {}
+        gone: list[bytes] = []
+        for chash in chashes:
+            key = prefix + _MAP + chash
+            data = txn.get(Space.VECTORS, key)
+            if data is None:
+                continue
+            block, row = _WHERE.unpack(data)
+            rows.setdefault(block, []).append(row)
             txn.delete(Space.VECTORS, key)
-            continue
-        kept = vectors.copy()
-        kept[dropped] = 0.0
-        txn.put(Space.VECTORS, key, _COUNT.pack(len(hashes)) + b"".join(hashes) + kept.tobytes())
-    # The log names the blocks rewritten, never the contents: a content hash would
-    # confirm a guess of the erased text.
-    log = _log(txn, scope, model)
-    for block in rows:
-        log.append(b"-" + block.to_bytes(4, "big"))
-    return len(gone)
+            gone.append(chash)
+        for block, dropped in rows.items():
+            key = prefix + _BLOCK + block.to_bytes(4, "big")
+            data = txn.get(Space.VECTORS, key)
+            if data is None:
+                continue
+            hashes, vectors = parse_block(data)
+            for row in dropped:
+                hashes[row] = _DEAD
+            if all(chash == _DEAD for chash in hashes):
+                txn.delete(Space.VECTORS, key)
+                continue
+            kept = vectors.copy()
+            kept[dropped] = 0.0
+            txn.put(Space.VECTORS, key, _COUNT.pack(len(hashes)) + b"".join(hashes) + kept.tobytes())
+        # The log names the blocks rewritten, never the contents: a content hash would
+        # confirm a guess of the erased text.
+        log = _log(txn, self.scope, model)
+        for block in rows:
+            log.append(b"-" + block.to_bytes(4, "big"))
+        return len(gone)
 
+    def keep_only(self, txn: WriteTxn, contents: set[bytes]) -> int:
+        """Drop every vector whose content is not in ``contents``; return how many went."""
+        return sum(
+            self.drop(txn, model, [c for c in self.vector_hashes(txn, model) if c not in contents])
+            for model in self.models(txn)
+        )
 
-def keep_only(txn: WriteTxn, scope: bytes, contents: set[bytes]) -> int:
-    """Drop every vector whose content is not in ``contents``; return how many went."""
-    return sum(
-        drop(txn, scope, model, [c for c in vector_hashes(txn, scope, model) if c not in contents])
-        for model in models(txn, scope)
-    )
+    def clear(self, txn: WriteTxn) -> None:
+        """Drop every vector of the tenant.
 
-
-def clear(txn: WriteTxn, scope: bytes) -> None:
-    """Drop every vector of the tenant.
-
-    Each model's change log keeps counting up from where it was, after a ``*``
-    entry that tells every handle's cached matrix to start over (a log that
-    restarted at 1 would hide new vectors from handles that had read further).
-    """
-    restart = {model: _last(txn, scope + model.encode() + _LOG) for model in models(txn, scope)}
-    for model in restart:
-        prefix = scope + model.encode()
-        for key in [key for key, _ in txn.scan(Space.VECTORS, prefix + _MAP)]:
+        Each model's change log keeps counting up from where it was, after a ``*``
+        entry that tells every handle's cached matrix to start over (a log that
+        restarted at 1 would hide new vectors from handles that had read further).
+        """
+        scope = self.scope
+        restart = {model: self._last(txn, scope + model.encode() + _LOG) for model in self.models(txn)}
+        for model in restart:
+            prefix = scope + model.encode()
+            for key in [key for key, _ in txn.scan(Space.VECTORS, prefix + _MAP)]:
+                txn.delete(Space.VECTORS, key)
+            # Blocks and log entries are numbered: deleted by number, their values unread.
+            for part in (_BLOCK, _LOG):
+                first = next(iter(txn.scan(Space.VECTORS, prefix + part)), None)
+                if first is not None:
+                    start = int.from_bytes(first[0][len(prefix) + 1 :], "big")
+                    width = 4 if part == _BLOCK else 8
+                    for number in range(start, self._last(txn, prefix + part) + 1):
+                        txn.delete(Space.VECTORS, prefix + part + number.to_bytes(width, "big"))
+        for key in [key for key, _ in txn.scan(Space.VECTORS, scope)]:
+            # Anything else, such as the log of a model no longer listed (its vectors
+            # all went): its count must go on too, for handles that read that far.
+            rest = bytes(key[len(scope) :])
+            cut = next((i for i, byte in enumerate(rest) if byte < 3), -1)
+            if cut > 0 and rest[cut : cut + 1] == _LOG and len(rest) == cut + 9:
+                model = rest[:cut].decode(errors="replace")
+                restart[model] = max(restart.get(model, 0), int.from_bytes(rest[cut + 1 :], "big"))
             txn.delete(Space.VECTORS, key)
-        # Blocks and log entries are numbered: deleted by number, their values unread.
-        for part in (_BLOCK, _LOG):
-            first = next(iter(txn.scan(Space.VECTORS, prefix + part)), None)
-            if first is not None:
-                start = int.from_bytes(first[0][len(prefix) + 1 :], "big")
-                width = 4 if part == _BLOCK else 8
-                for number in range(start, _last(txn, prefix + part) + 1):
-                    txn.delete(Space.VECTORS, prefix + part + number.to_bytes(width, "big"))
-    for key in [key for key, _ in txn.scan(Space.VECTORS, scope)]:
-        # Anything else, such as the log of a model no longer listed (its vectors
-        # all went): its count must go on too, for handles that read that far.
-        rest = bytes(key[len(scope) :])
-        cut = next((i for i, byte in enumerate(rest) if byte < 3), -1)
-        if cut > 0 and rest[cut : cut + 1] == _LOG and len(rest) == cut + 9:
-            model = rest[:cut].decode(errors="replace")
-            restart[model] = max(restart.get(model, 0), int.from_bytes(rest[cut + 1 :], "big"))
-        txn.delete(Space.VECTORS, key)
-    for model, seq in restart.items():
-        txn.put(Space.VECTORS, scope + model.encode() + _LOG + (seq + 1).to_bytes(8, "big"), b"*")
+        for model, seq in restart.items():
+            txn.put(Space.VECTORS, scope + model.encode() + _LOG + (seq + 1).to_bytes(8, "big"), b"*")
+
+
+def _log(txn: WriteTxn, scope: bytes, model: str) -> AppendLog:
+    """One model's change log."""
+    return AppendLog(txn, Space.VECTORS, scope + model.encode() + _LOG)
 
 
 # -- reading ----------------------------------------------------------------------
@@ -278,22 +336,19 @@ class VectorCache:
         self._lock = threading.Lock()
         self._names = NameMemory()
 
-    def names(self, txn: ReadTxn, scope: bytes) -> Names:
+    def names(self, txn: ReadTxn, postings: Postings) -> Names:
         """Name lookups for ``txn``, served from this handle's memory where it is in step."""
-        return self._names.names(txn, scope)
+        return self._names.names(txn, postings)
 
-    def matrix(self, txn: ReadTxn, scope: bytes, model: str, dim: int) -> _Matrix:
+    def matrix(self, txn: ReadTxn, store: VectorStore, model: str, dim: int) -> _Matrix:
         """The up-to-date matrix of ``model`` as this transaction sees it."""
+        scope = store.scope
         with self._lock:
             found = self._matrices.get((scope, model))
             if found is None or found.dim != dim:
                 found = _Matrix(dim)
                 self._matrices[(scope, model)] = found
-            prefix = scope + model.encode()
-            log = prefix + _LOG
-            start = log + (found.seq + 1).to_bytes(8, "big")
-            for key, change in txn.scan(Space.VECTORS, log, start=start):
-                seq = int.from_bytes(key[len(log) :], "big")
+            for seq, change in store.log_since(txn, model, found.seq):
                 if change == b"*":  # the vectors were rebuilt: start over
                     found = _Matrix(dim)
                     self._matrices[(scope, model)] = found
@@ -301,7 +356,7 @@ class VectorCache:
                 kind, rest = change[:1], change[1:]
                 if len(rest) != 4:
                     continue  # not a change this version writes
-                data = txn.get(Space.VECTORS, prefix + _BLOCK + rest)
+                data = store.block(txn, model, rest)
                 hashes, vectors = parse_block(data) if data is not None else ([], None)
                 if kind == b"-":
                     # Rows of the block that are no longer there were dropped.
@@ -318,6 +373,7 @@ class VectorCache:
 
 def semantic(
     view: View,
+    postings: Postings,
     cache: VectorCache,
     embedder: Embedder,
     query: str,
@@ -337,8 +393,7 @@ def semantic(
         ``(node hash, node id, score)``, best first.
     """
     txn = view.txn
-    scope = view.stores.scope
-    matrix = cache.matrix(txn, scope, embedder.model_id, embedder.dim)
+    matrix = cache.matrix(txn, VectorStore(view.stores.scope), embedder.model_id, embedder.dim)
     count = len(matrix.hashes)
     if count == 0:
         return []
@@ -350,12 +405,12 @@ def semantic(
     cap = max(256, count // 50)
     members = namespace(cap) if namespace is not None else None
     if members is not None:
-        return _score_members(txn, scope, matrix, unit, members, accept, limit)
+        return _score_members(txn, postings, matrix, unit, members, accept, limit)
     scores = matrix.rows[:count] @ unit
     # The first window covers a filter that passes 1 row in 16; a more selective one costs
     # another pass or two over the scores.
     window = 16 * max(4, limit)
-    lookup = versions if versions is not None else lambda chash: versions_with_content(txn, scope, chash)
+    lookup = versions if versions is not None else lambda chash: postings.versions_with_content(txn, chash)
     out: list[tuple[bytes, str, float]] = []
     for row in _best_first(scores, matrix.keys[:count], matrix.alive[:count], window):
         for oid, node_id, expires in lookup(matrix.hashes[row]):
@@ -368,7 +423,7 @@ def semantic(
 
 def _score_members(
     txn: ReadTxn,
-    scope: bytes,
+    postings: Postings,
     matrix: _Matrix,
     unit: Vectors,
     members: list[tuple[str, bytes]],
@@ -378,7 +433,7 @@ def _score_members(
     """Score just the given versions (a small filtered namespace), best first."""
     found: list[tuple[bytes, str, int, int]] = []
     for node_id, oid in members:
-        indexed = document(txn, scope, oid)
+        indexed = postings.document(txn, oid)
         if indexed is None:
             continue
         row = matrix.where.get(indexed[1])

@@ -6,7 +6,7 @@ from mnemosyne.errors import InvalidInput
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
 
 _PREFIX = b"config/"
-KEYS = {"embedder": "none"}
+KEYS = {"embedder": "auto"}
 """Known settings and their defaults."""
 
 
