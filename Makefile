@@ -20,6 +20,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check mnemosyne cli tests bench examples
 	$(BIN)/ruff format --check mnemosyne cli
+	$(BIN)/lint-imports
 
 types: $(STAMP)
 	$(BIN)/mypy mnemosyne cli

@@ -330,7 +330,7 @@ def bench_merge(root: Path, n: int, depth: int) -> None:
         for r in range(9):
             repo.switch("main")
             start = repo.resolve("HEAD").id
-            repo.branch(f"side{r}", start)
+            repo.branch(f"side{r}", at=start)
             ids = rng.sample(range(n), 200)
             repo.commit([make_node(i, 1000 + r) for i in ids[:100]], message="ours", author="bench")
             repo.commit(
@@ -364,7 +364,7 @@ def bench_merge(root: Path, n: int, depth: int) -> None:
             right = bytes.fromhex(repo.resolve("right").id)
             samples = []
             for _ in range(9):
-                with repo._view() as view:
+                with repo._handle.read() as view:
                     t0 = time.perf_counter()
                     bases = merge_bases(view, left, right)
                     samples.append(time.perf_counter() - t0)
@@ -374,8 +374,8 @@ def bench_merge(root: Path, n: int, depth: int) -> None:
 
         # Two tips over a long history that forked 10 commits ago (the usual case).
         fork = repo.resolve("HEAD").id
-        repo.branch("left", fork)
-        repo.branch("right", fork)
+        repo.branch("left", at=fork)
+        repo.branch("right", at=fork)
 
         def grow_both(start: int, stop: int) -> None:
             for c in range(start, stop):
@@ -402,8 +402,8 @@ def bench_merge(root: Path, n: int, depth: int) -> None:
 
         target = node_id(7)
         threshold = depth // 2
-        main_line = list(repo.log("main~" + str(depth)))
-        history = [c for c in repo.log("main") if c.id not in {m.id for m in main_line}]
+        main_line = list(repo.log(at="main~" + str(depth)))
+        history = [c for c in repo.log(at="main") if c.id not in {m.id for m in main_line}]
         flip = [c for c in history if repo.get(target, at=c.id).provenance.agent_step >= threshold][-1].id
         samples = []
         evaluations = []

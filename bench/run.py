@@ -21,6 +21,7 @@ from commit_cpu import bench_commit_cpu
 from core_runs import bench_history, bench_merge, bench_size
 from feature_runs import bench_claims, bench_integrity, bench_recall
 from harness import write_table
+from startup import bench_startup
 
 
 def main() -> None:
@@ -49,6 +50,7 @@ def main() -> None:
         bench_integrity(root, max(sizes), args.history)
         bench_claims(root, args.claims, min(10_000, args.claims // 2))
         bench_recall(root, max(sizes), args.rounds)
+        bench_startup(root, 7 if args.quick else 21)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     write_table(args.out, started)

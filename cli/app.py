@@ -7,6 +7,7 @@ anything else one line and exit 1. Never a traceback: memories can hold secrets.
 """
 
 import errno
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -18,20 +19,46 @@ from typer.core import TyperGroup
 
 from mnemosyne import MnemoError, __version__
 
-from . import (
-    cmd_admin,
-    cmd_backup,
-    cmd_claims,
-    cmd_forget,
-    cmd_merge,
-    cmd_read,
-    cmd_recall,
-    cmd_refs,
-    cmd_store,
-    exits,
-)
+from . import exits
 from .render import note
 from .state import State
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("cmd_store", "init"),
+    "commit": ("cmd_store", "commit"),
+    "rm": ("cmd_store", "rm"),
+    "show": ("cmd_read", "show"),
+    "ls": ("cmd_read", "ls"),
+    "log": ("cmd_read", "log"),
+    "history": ("cmd_read", "history"),
+    "blame": ("cmd_read", "blame"),
+    "diff": ("cmd_read", "diff"),
+    "branch": ("cmd_refs", "branch"),
+    "switch": ("cmd_refs", "switch"),
+    "reset": ("cmd_refs", "reset"),
+    "revert": ("cmd_refs", "revert"),
+    "merge": ("cmd_merge", "merge"),
+    "bisect": ("cmd_merge", "bisect"),
+    "facts": ("cmd_claims", "facts"),
+    "timeline": ("cmd_claims", "timeline"),
+    "contradictions": ("cmd_claims", "contradictions"),
+    "fsck": ("cmd_admin", "fsck"),
+    "reindex": ("cmd_admin", "reindex"),
+    "forget": ("cmd_forget", "forget"),
+    "gc": ("cmd_forget", "gc"),
+    "search": ("cmd_recall", "search"),
+    "context": ("cmd_recall", "context"),
+    "reads": ("cmd_recall", "reads"),
+    "export": ("cmd_backup", "export"),
+    "import": ("cmd_backup", "import_"),
+    "tenant": ("cmd_admin", "tenant_app"),
+    "config": ("cmd_recall", "config_app"),
+}
+"""Every command: the module and function (or sub-app) that implements it.
+
+Built on demand: an agent that shells out to ``mnemo show`` pays for ``show``
+only, not for importing and introspecting every command.
+"""
 
 
 def one_line(error: BaseException) -> str:
@@ -62,7 +89,19 @@ def _usage_line(error: Exception) -> int:
 
 
 class MnemoGroup(TyperGroup):
-    """The root command group: turns library errors into one line and an exit code."""
+    """The root command group: builds commands on demand, turns errors into one line and an exit code."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Every command's name, in the order the help lists them."""
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command ``cmd_name``, built (and its module imported) when first asked for."""
+        built = self.commands.get(cmd_name)
+        if built is None and cmd_name in COMMANDS:
+            built = _build(cmd_name)
+            self.commands[cmd_name] = built
+        return built
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
         """Parse the global options; a usage error there is one line too (bare ``mnemo`` still shows help)."""
@@ -147,22 +186,17 @@ def root(
     ctx.obj = State(repo=repo, tenant=tenant, json=json)
 
 
-for _module, _names in (
-    (cmd_store, ("init", "commit", "rm")),
-    (cmd_read, ("show", "ls", "log", "history", "blame", "diff")),
-    (cmd_refs, ("branch", "switch", "reset", "revert")),
-    (cmd_merge, ("merge", "bisect")),
-    (cmd_claims, ("facts", "timeline", "contradictions")),
-    (cmd_admin, ("fsck", "reindex")),
-    (cmd_forget, ("forget", "gc")),
-    (cmd_recall, ("search", "context", "reads")),
-):
-    for _name in _names:
-        app.command(_name)(getattr(_module, _name))
-app.add_typer(cmd_admin.tenant_app, name="tenant")
-app.add_typer(cmd_recall.config_app, name="config")
-app.command("export")(cmd_backup.export)
-app.command("import")(cmd_backup.import_)
+def _build(name: str) -> Any:
+    """One command (or command group) as Click runs it, from the function that implements it."""
+    module, attribute = COMMANDS[name]
+    found = getattr(importlib.import_module(f"{__package__}.{module}"), attribute)
+    if isinstance(found, typer.Typer):
+        group = typer.main.get_command(found)
+        group.name = name
+        return group
+    single = typer.Typer(add_completion=False, rich_markup_mode=None)
+    single.command(name)(found)
+    return typer.main.get_command(single)
 
 
 class _ClosedPipe(Exception):

@@ -157,7 +157,7 @@ def reindex(
     JSON: {"entries": N, "recall": node versions indexed}.
     """
     settings = state(ctx)
-    repo = settings.open(ctx)
+    repo = settings.open(ctx, embeds=True)
     written = repo.reindex()
     with progress_bar("recall index") as progress:
         indexed = repo.reindex_recall(vectors=vectors, progress=progress)

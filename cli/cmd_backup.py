@@ -13,7 +13,6 @@ from typing import IO, Annotated
 import typer
 
 from mnemosyne import ExportReport, ImportReport, InvalidInput, NotFound, TenantCounts
-from mnemosyne.api.backup import export_store, import_store
 from mnemosyne.model.jsonform import to_builtins
 
 from . import exits
@@ -39,6 +38,8 @@ def export(ctx: typer.Context, file: FileArg) -> None:
 
     JSON: {"file", "size", "digest", "tenants": [{"name", "objects", "refs", "reflog", "redactions"}]}.
     """
+    from mnemosyne.api.backup import export_store  # loaded by the commands that need it
+
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
     only = [repo.tenant] if settings.tenant is not None else None
@@ -82,6 +83,8 @@ def import_(ctx: typer.Context, file: FileArg) -> None:
 
     JSON: {"path", "size", "digest", "tenants": [...], "fsck": {tenant: fsck report}, "ok"}.
     """
+    from mnemosyne.api.backup import import_store  # loaded by the commands that need it
+
     settings = state(ctx)
     if settings.tenant is not None:
         raise InvalidInput("import restores every tenant in the export; leave out --tenant")

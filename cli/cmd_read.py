@@ -13,7 +13,6 @@ from mnemosyne import NotFound
 from mnemosyne.model.jsonform import to_builtins
 from mnemosyne.model.times import rfc3339
 
-from . import diffview
 from .render import (
     blame_text,
     commit_oneline,
@@ -208,6 +207,8 @@ def diff(
     absent, or erased: then its hash is set and "redacted" is true); with
     --stat, also "stat": [{"namespace", "added", "removed", "modified"}].
     """
+    from . import diffview  # the text diffs: loaded by the command that shows them
+
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
     changes = repo.diff(a, b)

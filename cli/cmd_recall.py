@@ -112,7 +112,7 @@ def search(
     """  # noqa: D301 (\b keeps Click from rewrapping the examples)
     settings = state(ctx)
     wanted = parse_meta(meta or [])
-    repo = settings.open(ctx, readonly=not writable(settings.store_path()))
+    repo = settings.open(ctx, readonly=not writable(settings.store_path()), embeds=True)
     hits = repo.search(
         query,
         k=k,
@@ -197,7 +197,7 @@ def context(
     "items": [{"id", "hash", "text", "tokens", "score", "claim_in_force"}]}.
     """
     settings = state(ctx)
-    repo = settings.open(ctx, readonly=not writable(settings.store_path()))
+    repo = settings.open(ctx, readonly=not writable(settings.store_path()), embeds=True)
     built = repo.context(
         query,
         budget_tokens=budget,

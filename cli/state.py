@@ -79,13 +79,17 @@ class State:
             "(use --repo PATH, set MNEMO_DIR, or run 'mnemo init')"
         )
 
-    def open(self, ctx: typer.Context, *, readonly: bool = False, tenant: str | None = None) -> Repo:
+    def open(
+        self, ctx: typer.Context, *, readonly: bool = False, tenant: str | None = None, embeds: bool = False
+    ) -> Repo:
         """Open the store for this command; it is closed when the command ends.
 
         Args:
             ctx: the command's context (the handle is released when it closes).
             readonly: open for reading only.
             tenant: the tenant to bind to instead of ``--tenant``.
+            embeds: the command searches or embeds, so ``MNEMO_EMBEDDER`` applies
+                (other commands never load an embedder).
 
         Returns:
             The open store, bound to ``--tenant`` (or the default tenant), using the
@@ -94,7 +98,7 @@ class State:
         path = self.store_path()
         repo = Repo.open(path, tenant=tenant or self.tenant or DEFAULT_TENANT, readonly=readonly)
         ctx.call_on_close(repo.close)
-        embedder = os.environ.get(EMBEDDER_ENV)
+        embedder = os.environ.get(EMBEDDER_ENV) if embeds else None
         if embedder:
             try:
                 repo.use_embedder(embedder)

@@ -1,12 +1,13 @@
 """An agent's memory over six steps, then its history, shown by the ``mnemo`` command line.
 
 ``make demo`` runs this file. It recreates ``./demo.mnemo`` and commits what an
-agent learns about a user: facts, a correction, a per-line edit, a deletion and a
-speculative run on a branch. The store's clock is simulated, so the story keeps
-its dates (June 2026) whenever it runs. Then it shows ``log``, ``show`` (now and
-as of an earlier time), ``history``, ``blame``, ``diff`` and ``branch`` by running
-the ``mnemo`` command line; where that is not installed, it prints the same
-answers through the Python API.
+agent learns about a user: facts, a correction, a per-line edit, a deletion, an
+erasure the user asks for (``forget``: the bytes leave the store, a redaction
+record stays) and a speculative run on a branch. The store's clock is
+simulated, so the story keeps its dates (June 2026) whenever it runs. Then it
+shows ``log``, ``show`` (now and as of an earlier time), ``history``, ``blame``,
+``diff`` and ``branch`` by running the ``mnemo`` command line; where that is not
+installed, it prints the same answers through the Python API.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ STORE = Path("demo.mnemo")
 MIRA = "users/mira"
 DEADLINE = f"{MIRA}/passport_deadline"
 TRIP = f"{MIRA}/notes/trip"
+PASSPORT = f"{MIRA}/passport_number"
 JUNE_2 = "2026-06-02T00:00:00Z"
 AGENT = "agent-7"
 
@@ -75,6 +77,7 @@ def remember(clock: SimulatedClock) -> None:
                 Node(id=f"{MIRA}/profile/name", content="Mira Okafor", provenance=chat),
                 Node(id=f"{MIRA}/prefs/language", content="pt-PT", provenance=chat),
                 Node(id=DEADLINE, content="2026-07-15", provenance=chat, meta={"sensitivity": "personal"}),
+                Node(id=PASSPORT, content="C01X00T47", provenance=chat, meta={"sensitivity": "personal"}),
                 Node(
                     id=f"{MIRA}/claims/lives_in/m1",
                     kind="claim",
@@ -123,6 +126,13 @@ def remember(clock: SimulatedClock) -> None:
             "Mira asks to stop assuming a language",
             [],
             delete=(f"{MIRA}/prefs/language",),
+        )
+        clock.set("2026-06-04T08:30:00+00:00")
+        erased = repo.forget(PASSPORT, "Mira's erasure request", author="dpo")
+        assert erased.commit is not None
+        print(
+            f"  {erased.commit.id[:7]}  2026-06-04T08:30  Mira asks to erase her passport number "
+            f"(forget: {len(erased.redactions)} version erased, a redaction record kept)"
         )
         clock.set("2026-06-04T09:00:00+00:00")
         repo.branch("what-if", author=AGENT)
@@ -175,6 +185,11 @@ def _fallback_queries() -> dict[str, Callable[[Repo], None]]:
             when = _time(v.commit.record_time)
             print(f"{v.hash[:7]}  {v.status:<10}  {v.commit.id[:7]}  {when}  {v.node.content}")
 
+    def erased(repo: Repo) -> None:
+        for v in repo.history(PASSPORT):
+            why = f"erased by {v.redaction.author}: {v.redaction.reason}" if v.redaction else ""
+            print(f"{v.hash[:7]}  {v.status:<10}  {v.commit.id[:7]}  {_time(v.commit.record_time)}  {why}")
+
     def blame(repo: Repo) -> None:
         b = repo.blame(TRIP)
         print(f"{TRIP}: written by {b.commit.id[:7]} ({b.commit.author}, {_time(b.commit.record_time)})")
@@ -204,6 +219,7 @@ def _fallback_queries() -> dict[str, Callable[[Repo], None]]:
         "show": lambda repo: _print_node(repo.get(DEADLINE)),
         "show-as-of": lambda repo: _print_node(repo.get(DEADLINE, as_of=datetime.fromisoformat(JUNE_2))),
         "history": history,
+        "erased": erased,
         "blame": blame,
         "diff-since": diff(f"main@{{{JUNE_2}}}", "main"),
         "diff-branch": diff("main", "what-if"),
@@ -221,6 +237,7 @@ QUERIES = [
     ("show", "What is true now", ["show", DEADLINE]),
     ("show-as-of", "What the agent believed on June 2 (record time)", ["show", DEADLINE, "--as-of", JUNE_2]),
     ("history", "Every version of the deadline, and what replaced it", ["history", DEADLINE]),
+    ("erased", "The erased passport number: history keeps its hash, not its bytes", ["history", PASSPORT]),
     ("blame", "Who wrote each line of the trip note, and when", ["blame", TRIP]),
     ("diff-since", "What changed since June 2", ["diff", f"main@{{{JUNE_2}}}", "main"]),
     ("diff-branch", "What the speculative run would change", ["diff", "main", "what-if"]),

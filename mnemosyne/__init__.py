@@ -30,7 +30,6 @@ from mnemosyne.errors import (
 )
 from mnemosyne.model.choices import ClaimPolicy, MergeStrategy, SearchMode
 from mnemosyne.model.ids import new_id
-from mnemosyne.model.jsonform import from_json, to_json
 from mnemosyne.model.objects import Claim, Commit, Node, Provenance, Redaction
 from mnemosyne.model.reports import (
     CompactReport,
@@ -63,9 +62,12 @@ from mnemosyne.model.version import VERSION as __version__
 
 if TYPE_CHECKING:
     from mnemosyne.api.backup import export_store, import_store
+    from mnemosyne.model.jsonform import from_json, to_json
     from mnemosyne.recall.embedders import Embedder, HashEmbedder, default_embedder
 
 _LAZY = {
+    "to_json": "mnemosyne.model.jsonform",
+    "from_json": "mnemosyne.model.jsonform",
     "export_store": "mnemosyne.api.backup",
     "import_store": "mnemosyne.api.backup",
     "Embedder": "mnemosyne.recall.embedders",

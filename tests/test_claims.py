@@ -457,6 +457,9 @@ def test_facts_and_timeline_against_a_bitemporal_model(script):
                 got = repo.facts("subj", predicate, valid_at=t)
                 assert ids_of(got) == model_facts(state, predicate, t), (predicate, t)
                 assert all(f.node.content == state[f.id] for f in got)
+                # A fact (read by seeks) is exactly its entry on the timeline (read whole).
+                on_timeline = {f.id: f for f in repo.timeline("subj", predicate)}
+                assert all(f == on_timeline[f.id] for f in got), (predicate, t)
             timeline = repo.timeline("subj", predicate)
             assert [(f.id, f.effective_from, f.effective_to, f.supersedes) for f in timeline] == (
                 model_timeline(state, writers, predicate)

@@ -10,9 +10,10 @@ written after them as ``# exit N``. The other lines of the block are expected
 output of the command above them, matched in order against the lines it printed
 (stdout, then stderr, as a terminal would show them):
 
-- a line that is JSON matches a JSON line of output that has at least its keys
-  with equal values (objects compare as subsets, so keys may come in any order and
-  extra keys are allowed), where the string ``"..."`` matches any value;
+- a line that is JSON matches a JSON line of output with the same keys and equal
+  values (in any order), where the string ``"..."`` matches any value; an object
+  that holds the key ``"..."`` marks a cut: the output may have more keys, so a
+  sample never drops fields without saying so;
 - any other line must equal an output line, with ``...`` matching any text.
 """
 
@@ -77,9 +78,12 @@ def json_matches(expected: Any, actual: Any) -> bool:
     if expected == _WILDCARD:
         return True
     if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(
-            key in actual and json_matches(value, actual[key]) for key, value in expected.items()
-        )
+        if not isinstance(actual, dict):
+            return False
+        shown = {key: value for key, value in expected.items() if key != _WILDCARD}
+        if _WILDCARD not in expected and shown.keys() != actual.keys():
+            return False  # every field is shown, or the cut is marked
+        return all(key in actual and json_matches(value, actual[key]) for key, value in shown.items())
     if isinstance(expected, list):
         return (
             isinstance(actual, list)
@@ -144,10 +148,13 @@ def test_session_parsing_reads_commands_exit_codes_and_output():
 @pytest.mark.parametrize(
     ("expected", "actual", "ok"),
     [
-        ('{"commit": "...", "ids": ["a"]}', '{"ids":["a"],"commit":"abc","extra":1}', True),
+        ('{"commit": "...", "ids": ["a"]}', '{"ids":["a"],"commit":"abc"}', True),
+        ('{"commit": "...", "ids": ["a"]}', '{"ids":["a"],"commit":"abc","extra":1}', False),  # a cut unsaid
+        ('{"commit": "...", "...": "..."}', '{"ids":["a"],"commit":"abc","extra":1}', True),  # a cut marked
         ('{"commit": "...", "ids": ["a"]}', '{"commit": "abc", "ids": ["a", "b"]}', False),
         ('{"current": false}', '{"current": 0}', False),
-        ('{"a": {"b": null}}', '{"a": {"b": null, "c": 2}}', True),
+        ('{"a": {"b": null, "...": "..."}}', '{"a": {"b": null, "c": 2}}', True),
+        ('{"a": {"b": null}}', '{"a": {"b": null, "c": 2}}', False),
         ('{"a": 1}', "not json", False),
         ("main  ...  e1", "main  4f2a9c1  e1", True),
         ("main  ...  e1", "main  4f2a9c1  e2", False),

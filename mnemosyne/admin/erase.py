@@ -21,8 +21,6 @@ from mnemosyne.index.view import WriteView
 from mnemosyne.model import codec
 from mnemosyne.model.objects import Claim, Commit, Node, Redaction
 from mnemosyne.model.reports import ForgetReport
-from mnemosyne.recall.index import RecallIndex
-from mnemosyne.recall.reads import ReadLog
 from mnemosyne.store.refs import BRANCH_PREFIX
 
 
@@ -50,6 +48,9 @@ def erase(
         a claim (the claim index, whose keys hold subject and predicate, must then
         be rebuilt).
     """
+    from mnemosyne.recall.index import RecallIndex  # numpy: loaded when something is erased
+    from mnemosyne.recall.reads import ReadLog
+
     records: list[Redaction] = []
     before: list[Redaction] = []
     had_claim = False

@@ -15,7 +15,6 @@ from mnemosyne.index.view import View
 from mnemosyne.model import codec
 from mnemosyne.model.objects import CommitObject, TreeChunk
 from mnemosyne.model.reports import FsckReport, Problem
-from mnemosyne.recall.check import check as recall_check
 
 _REINDEX = "run 'mnemo reindex'"
 
@@ -30,6 +29,8 @@ def fsck(view: View) -> FsckReport:
         commits = _check_history(view, problems)
         if not any(p.kind != "index" for p in problems):
             _check_indexes(view, problems, claims_possible)
+        from mnemosyne.recall.check import check as recall_check  # numpy: loaded when fsck runs
+
         problems.extend(Problem(kind="index", object=None, message=line) for line in recall_check(view))
     except CorruptObject as exc:
         # Damage below the objects (the store file): what was checked so far stands.

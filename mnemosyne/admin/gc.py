@@ -17,7 +17,6 @@ from mnemosyne.index.view import View, WriteView
 from mnemosyne.model import codec
 from mnemosyne.model.objects import Node, TreeChunk
 from mnemosyne.model.reports import GcReport
-from mnemosyne.recall.index import RecallIndex
 from mnemosyne.store.prolly import EMPTY_ID
 
 _COMMIT_TAG = b"\xa8commit@1"
@@ -85,11 +84,14 @@ def collect(view: WriteView, *, grace: timedelta, now: datetime, expire_reflog: 
             pending += 1
             if seen is None:
                 pending_marks.mark(txn, oid, now)
-    # The recall indexes forget the versions collected, as for erasure.
-    recall = RecallIndex(view.stores.scope)
-    for oid, node in nodes.items():
-        recall.unindex(view, oid, node)
-    recall.queue.drop(txn, list(nodes))
+    if nodes:
+        # The recall indexes forget the versions collected, as for erasure.
+        from mnemosyne.recall.index import RecallIndex  # numpy: loaded only when needed
+
+        recall = RecallIndex(view.stores.scope)
+        for oid, node in nodes.items():
+            recall.unindex(view, oid, node)
+        recall.queue.drop(txn, list(nodes))
     for oid in doomed:
         view.objects.remove(txn, oid)
         pending_marks.unmark(txn, oid)

@@ -7,9 +7,7 @@ from typing import Any
 
 from mnemosyne.api.handle import Handle
 from mnemosyne.errors import InvalidInput, NotFound
-from mnemosyne.history import branches, queries, walk
-from mnemosyne.history.blame import blame
-from mnemosyne.history.commits import apply_commit
+from mnemosyne.history import queries, walk
 from mnemosyne.history.revisions import Rev, resolve
 from mnemosyne.index.view import WriteView
 from mnemosyne.model.choices import CLAIM_POLICIES, ClaimPolicy
@@ -59,6 +57,7 @@ class History:
             check_json(meta, "commit meta")
         target = check_branch_name(branch) if branch is not None else None
         handle = self._handle
+        from mnemosyne.history.commits import apply_commit  # the write path: loaded when first used
 
         def work(view: WriteView) -> CommitResult:
             return apply_commit(
@@ -79,11 +78,13 @@ class History:
 
     def revert(self, commit: Rev, *, author: str, message: str | None) -> CommitResult:
         """The work of :meth:`Repo.revert`."""
+        from mnemosyne.history.branches import inverse
+
         with self._handle.read() as view:
             tip = self._handle.tip(view, None, None)
             if tip is None:
                 raise NotFound("the current branch has no commits")
-            oid, summary, puts, removals = branches.inverse(view, commit, tip)
+            oid, summary, puts, removals = inverse(view, commit, tip)
         return self.commit(
             puts,
             removals,
@@ -174,6 +175,8 @@ class History:
 
     def blame(self, node_id: str, at: Rev | None) -> Blame:
         """The work of :meth:`Repo.blame`."""
+        from mnemosyne.history.blame import blame
+
         check_id(node_id)
         handle = self._handle
         with handle.read() as view:

@@ -9,6 +9,7 @@ parameter so record time is testable.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import timedelta
@@ -16,16 +17,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from mnemosyne.api.branches import Branches
-from mnemosyne.api.erasure import Erasure
 from mnemosyne.api.handle import Clock, Handle, system_clock
-from mnemosyne.api.history import History
-from mnemosyne.api.maintenance import Maintenance
-from mnemosyne.api.recall import Recall
 from mnemosyne.api.store import Location, Store
 from mnemosyne.errors import InvalidInput
-from mnemosyne.history.branches import Resolution
-from mnemosyne.history.revisions import Rev
 from mnemosyne.model.choices import ClaimPolicy, MergeStrategy, SearchMode
 from mnemosyne.model.defaults import (
     CONTEXT_BUDGET,
@@ -36,27 +30,34 @@ from mnemosyne.model.defaults import (
     GC_GRACE,
     SEARCH_K,
 )
-from mnemosyne.model.objects import Commit, Node
-from mnemosyne.model.reports import ForgetReport, FsckReport, GcReport
-from mnemosyne.model.results import (
-    Blame,
-    CommitResult,
-    Context,
-    Contradiction,
-    Diff,
-    Fact,
-    Hit,
-    MergeResult,
-    ReadRecord,
-    Version,
-)
-from mnemosyne.model.times import TimeLike
 from mnemosyne.store import tenancy
-from mnemosyne.store.kv.base import KV
 from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE
 
 if TYPE_CHECKING:
+    from mnemosyne.api.branches import Branches
+    from mnemosyne.api.erasure import Erasure
+    from mnemosyne.api.history import History
+    from mnemosyne.api.maintenance import Maintenance
+    from mnemosyne.api.recall import Recall
+    from mnemosyne.history.branches import Resolution
+    from mnemosyne.history.revisions import Rev
+    from mnemosyne.model.objects import Commit, Node
+    from mnemosyne.model.reports import ForgetReport, FsckReport, GcReport
+    from mnemosyne.model.results import (
+        Blame,
+        CommitResult,
+        Context,
+        Contradiction,
+        Diff,
+        Fact,
+        Hit,
+        MergeResult,
+        ReadRecord,
+        Version,
+    )
+    from mnemosyne.model.times import TimeLike
     from mnemosyne.recall.embedders import Embedder
+    from mnemosyne.store.kv.base import KV
 
 _UNSET: Any = object()
 
@@ -88,11 +89,39 @@ class Repo:
         self.store = store
         self._owned = owned
         self._handle = handle
-        self._history = History(handle)
-        self._branches = Branches(handle)
-        self._recall = Recall(handle)
-        self._erasure = Erasure(handle, store.compact)
-        self._maintenance = Maintenance(handle)
+
+    # The parts are made (and their modules imported) when first used: a short-lived
+    # process that only reads history never loads merge, recall or erasure.
+
+    @functools.cached_property
+    def _history(self) -> History:
+        from mnemosyne.api.history import History
+
+        return History(self._handle)
+
+    @functools.cached_property
+    def _branches(self) -> Branches:
+        from mnemosyne.api.branches import Branches
+
+        return Branches(self._handle)
+
+    @functools.cached_property
+    def _recall(self) -> Recall:
+        from mnemosyne.api.recall import Recall
+
+        return Recall(self._handle)
+
+    @functools.cached_property
+    def _erasure(self) -> Erasure:
+        from mnemosyne.api.erasure import Erasure
+
+        return Erasure(self._handle, self.store.compact)
+
+    @functools.cached_property
+    def _maintenance(self) -> Maintenance:
+        from mnemosyne.api.maintenance import Maintenance
+
+        return Maintenance(self._handle)
 
     @classmethod
     def bind(

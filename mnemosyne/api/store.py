@@ -15,9 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Self
 
-from mnemosyne.admin import backup
 from mnemosyne.api.handle import Clock, system_clock
-from mnemosyne.api.recall import check_setting
 from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.model.defaults import DEFAULT_TENANT
 from mnemosyne.model.reports import CompactReport, ExportReport, ImportReport
@@ -25,7 +23,6 @@ from mnemosyne.store import settings, tenancy
 from mnemosyne.store.kv.base import KV, WriteTxn
 from mnemosyne.store.kv.datafile import DATA_FILE, is_lmdb_file
 from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV
-from mnemosyne.store.kv.memory import MemoryKV
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -157,6 +154,8 @@ class Store:
     @classmethod
     def in_memory(cls) -> Store:
         """A store held in memory only: for tests and throwaway experiments."""
+        from mnemosyne.store.kv.memory import MemoryKV
+
         kv = MemoryKV()
         kv.transact(tenancy.initialise)
         return cls(kv, None)
@@ -277,6 +276,8 @@ class Store:
             InvalidInput: an unknown setting, or a value it cannot take.
         """
         if value is not None:
+            from mnemosyne.api.recall import check_setting
+
             checked = check_setting(key, value)
             self._kv.transact(lambda txn: settings.put(txn, key, checked))
         with self._kv.read() as txn:
@@ -294,6 +295,8 @@ class Store:
             NotFound: a tenant named in ``tenants`` does not exist.
             CorruptObject: a stored object's bytes do not match its hash.
         """
+        from mnemosyne.admin import backup
+
         return backup.dump(self._kv, out, tenants=tenants)
 
     def import_(self, inp: IO[bytes]) -> ImportReport:
@@ -307,6 +310,8 @@ class Store:
                 a newer format.
             CorruptObject: the input is truncated or damaged.
         """
+        from mnemosyne.admin import backup
+
         backup.check_empty(self._kv, self.where)
         with backup.checked(inp) as export:
             return backup.restore(self._kv, export, self.where)

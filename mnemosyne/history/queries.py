@@ -10,7 +10,6 @@ from datetime import datetime
 
 from mnemosyne.errors import Redacted
 from mnemosyne.history import walk
-from mnemosyne.index import claims
 from mnemosyne.index.view import View
 from mnemosyne.model.objects import Claim, Commit, ContradictionObject, Node
 from mnemosyne.model.results import Contradiction, Fact, Status, Version
@@ -107,11 +106,16 @@ def _supersedes(previous: Fact | None, start: datetime, commit: Commit) -> str |
     return None
 
 
-def _fact(
-    view: View, tip: bytes, root: bytes, node_id: str, node: Node, now: datetime, with_before: bool = True
-) -> Fact:
-    """The fact of one claim in force, its neighbours on its timeline read by seeks."""
+def _fact(view: View, tip: bytes, root: bytes, node_id: str, node: Node, now: datetime) -> Fact:
+    """The fact of one claim in force, its neighbours on its timeline read by seeks.
+
+    The same answer as :func:`timeline` gives for that claim, for two seeks and
+    the writer of at most two versions rather than the whole timeline.
+    """
+    from mnemosyne.index import claims
+
     claim = _claim(node)
+    start = claim.valid_from
     before, next_start = claims.neighbours(view, root, node_id, claim, now)
     end = (
         claim.valid_to
@@ -119,16 +123,22 @@ def _fact(
         else next_start
     )
     commit = writer(view, node_id, tip)
-    previous = None
-    if before is not None and with_before:
-        previous = _fact(view, tip, root, before[0], before[1], now, with_before=False)
+    supersedes = None
+    if before is not None:
+        previous_id, times = before
+        # Just before it, a claim with an earlier start ends at this start (the next
+        # one after its own) unless its own valid_to comes first; one that ended by
+        # its valid_to just here was not cut short.
+        cut_short = times.valid_from < start and (times.valid_to is None or times.valid_to > start)
+        if cut_short and writer(view, previous_id, tip).record_time < commit.record_time:
+            supersedes = previous_id
     return Fact(
         id=node_id,
         node=node,
         commit=commit,
-        effective_from=claim.valid_from,
+        effective_from=start,
         effective_to=end,
-        supersedes=_supersedes(previous, claim.valid_from, commit),
+        supersedes=supersedes,
     )
 
 
@@ -136,6 +146,8 @@ def facts(
     view: View, tip: bytes, subject: str, predicate: str | None, valid_at: datetime, now: datetime
 ) -> list[Fact]:
     """The claims in force on ``subject`` at ``valid_at`` in ``tip``'s snapshot, as facts."""
+    from mnemosyne.index import claims  # the claim index: loaded by the calls that read it
+
     root = view.graph.entry(view.txn, tip).claims
     names = [predicate] if predicate is not None else list(claims.predicates(view, root, subject))
     found: list[Node] = []
@@ -156,6 +168,8 @@ def facts(
 
 def timeline(view: View, tip: bytes, subject: str, predicate: str, now: datetime) -> list[Fact]:
     """Every live claim on one attribute, ordered by ``valid_from``, with intervals."""
+    from mnemosyne.index import claims
+
     root = view.graph.entry(view.txn, tip).claims
     entries = claims.attribute(view, root, subject, predicate, now)
     spans = claims.intervals(_claim(node) for _, node in entries)

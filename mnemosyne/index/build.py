@@ -16,7 +16,6 @@ from mnemosyne.index.graph import GraphEntry
 from mnemosyne.index.view import Stores, View, WriteView
 from mnemosyne.model.objects import CommitObject, ContradictionObject, Node
 from mnemosyne.store.kv.base import WriteTxn
-from mnemosyne.store.kv.memory import MemoryKV
 from mnemosyne.store.kv.overlay import Overlay
 
 
@@ -119,6 +118,8 @@ class Rebuilt:
 
 def rebuild(view: View, claims_possible: bool = True) -> Rebuilt:
     """Rebuild the derived indexes of the reachable commits without touching the store."""
+    from mnemosyne.store.kv.memory import MemoryKV  # scratch space: only rebuilds need it
+
     scratch = MemoryKV()
     order = topological(view, ref_tips(view))
     stores = view.stores

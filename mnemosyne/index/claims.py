@@ -13,10 +13,13 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
+from typing import NamedTuple
 
-from mnemosyne.errors import Redacted
+import msgspec
+
+from mnemosyne.errors import CorruptObject, Redacted
 from mnemosyne.index.view import View, WriteView
-from mnemosyne.model.codec import CLAIM_TAG
+from mnemosyne.model.codec import CLAIM_TAG, object_id
 from mnemosyne.model.objects import Claim, Node
 from mnemosyne.model.times import micros
 
@@ -138,32 +141,73 @@ def _ends_after(node: Node, valid_at: datetime) -> bool:
     return claim.valid_to is None or claim.valid_to > valid_at
 
 
+class Times(NamedTuple):
+    """A claim's times, read without decoding (nor validating) its whole node."""
+
+    valid_from: datetime
+    valid_to: datetime | None
+    expires_at: datetime | None
+
+
+_untyped = msgspec.msgpack.Decoder()
+
+
+def times_of(view: View, oid: bytes) -> Times | None:
+    """The times of the claim version ``oid``; None when it was erased.
+
+    Reads the stored bytes (verified against their hash) as plain msgpack: a
+    neighbour on a timeline needs its times, not a validated node.
+
+    Raises:
+        CorruptObject: the bytes do not match the hash, or hold no claim.
+    """
+    data = view.objects.raw(view.txn, oid)
+    if data is None:
+        return None
+    if object_id(data) != oid:
+        raise CorruptObject(f"object {oid.hex()} is corrupt: its bytes do not match its hash")
+    try:
+        raw = _untyped.decode(data)
+        claim = raw[2]
+        valid_to = claim[5] if len(claim) > 5 else None
+        found = Times(claim[4], valid_to, raw[7])
+    except (msgspec.DecodeError, IndexError, TypeError) as exc:
+        raise CorruptObject(f"object {oid.hex()} should be a claim ({exc})") from None
+    if not isinstance(found.valid_from, datetime):
+        raise CorruptObject(f"object {oid.hex()} should be a claim")
+    return found
+
+
+def _live_times(times: Times | None, now: datetime) -> bool:
+    return times is not None and (times.expires_at is None or times.expires_at > now)
+
+
 def neighbours(
     view: View, root: bytes, node_id: str, claim: Claim, now: datetime
-) -> tuple[tuple[str, Node] | None, datetime | None]:
+) -> tuple[tuple[str, Times] | None, datetime | None]:
     """Around one claim on its attribute's timeline: the live claim just before it, and the next start.
 
-    ``(id, node)`` of the live claim whose key comes just before this one's (an
+    ``(id, times)`` of the live claim whose key comes just before this one's (an
     earlier start, or the same start and a smaller id), and the first
     ``valid_from`` after this claim's among live claims (None for none): two
     seeks, so a claim's effective interval costs nothing like its whole timeline.
     """
     prefix = attribute_prefix(claim.subject, claim.predicate)
     key = claim_key(node_id, claim)
-    before: tuple[str, Node] | None = None
+    before: tuple[str, Times] | None = None
     for found, value in view.tree.items_reverse(root, prefix=prefix, last=key):
         if found == key:
             continue
-        node = view.node(value)
-        if _live(node, now):
-            before = (split_key(found)[3], node)
+        times = times_of(view, value)
+        if times is not None and _live_times(times, now):
+            before = (split_key(found)[3], times)
             break
     after: datetime | None = None
     # Keys of the same start continue with SEP ("\x00"): "\x01" is past all of them.
     for _, value in view.tree.items(root, prefix=prefix, start=prefix + time_text(claim.valid_from) + "\x01"):
-        node = view.node(value)
-        if _live(node, now):
-            after = node.content.valid_from if isinstance(node.content, Claim) else None
+        times = times_of(view, value)
+        if times is not None and _live_times(times, now):
+            after = times.valid_from
             break
     return before, after
 

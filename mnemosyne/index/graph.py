@@ -65,7 +65,12 @@ class CommitGraph:
         data = txn.get(Space.INDEX, self.prefix + oid)
         if data is None:
             raise CorruptObject(f"commit {oid.hex()} is missing from the commit graph; run 'mnemo reindex'")
-        return _decoder.decode(data)
+        try:
+            return _decoder.decode(data)
+        except msgspec.DecodeError as exc:
+            raise CorruptObject(
+                f"the commit graph entry of {oid.hex()} is damaged ({exc}); run 'mnemo reindex'"
+            ) from None
 
     def add(
         self,

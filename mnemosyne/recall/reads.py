@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import msgspec
 
+from mnemosyne.errors import CorruptObject
 from mnemosyne.model.results import ReadRecord
 from mnemosyne.store.kv.base import AppendLog, ReadTxn, Space, WriteTxn
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(ReadRecord)
+
+
+def _record(data: bytes) -> ReadRecord:
+    try:
+        return _decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise CorruptObject(f"a read log record is damaged ({exc})") from None
 
 
 class ReadLog:
@@ -31,14 +39,14 @@ class ReadLog:
 
     def reads(self, txn: ReadTxn, run_id: str) -> list[ReadRecord]:
         """Every read recorded under ``run_id``, oldest first."""
-        return [_decoder.decode(value) for _, value in txn.scan(Space.READS, self._prefix(run_id))]
+        return [_record(value) for _, value in txn.scan(Space.READS, self._prefix(run_id))]
 
     def scrub(self, txn: WriteTxn, erased: set[str]) -> None:
         """Remove erased versions (by hash) from every read record."""
         if not erased:
             return
         for key, value in list(txn.scan(Space.READS, self.scope)):
-            record = _decoder.decode(value)
+            record = _record(value)
             if not erased.intersection(record.hashes):
                 continue
             keep = [(i, h) for i, h in zip(record.ids, record.hashes, strict=True) if h not in erased]

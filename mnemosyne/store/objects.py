@@ -174,7 +174,12 @@ class ObjectStore:
     def redaction(self, txn: ReadTxn, oid: bytes) -> Redaction | None:
         """The redaction record of an erased version, or None."""
         data = txn.get(Space.REDACTIONS, self.scope + oid)
-        return decode_redaction(data) if data is not None else None
+        if data is None:
+            return None
+        try:
+            return decode_redaction(data)
+        except msgspec.DecodeError as exc:
+            raise CorruptObject(f"the redaction record of {oid.hex()} is damaged ({exc})") from None
 
     def redactions(self, txn: ReadTxn) -> Iterator[tuple[bytes, bytes]]:
         """Yield ``(id, stored record)`` of every redaction record."""

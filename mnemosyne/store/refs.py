@@ -13,7 +13,7 @@ from datetime import datetime
 
 import msgspec
 
-from mnemosyne.errors import InvalidInput, NotFound, RefConflict
+from mnemosyne.errors import CorruptObject, InvalidInput, NotFound, RefConflict
 from mnemosyne.model.defaults import DEFAULT_BRANCH
 from mnemosyne.model.times import MICROSECOND, micros, rfc3339
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
@@ -39,6 +39,25 @@ class ReflogEntry(msgspec.Struct, frozen=True, array_like=True):
 
 _reflog_encoder = msgspec.msgpack.Encoder()
 _reflog_decoder = msgspec.msgpack.Decoder(ReflogEntry)
+
+
+def _entry(data: bytes) -> ReflogEntry:
+    """A stored reflog entry, decoded.
+
+    Raises:
+        CorruptObject: the bytes are not one (the store file is damaged).
+    """
+    try:
+        return _reflog_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise CorruptObject(f"a reflog entry is damaged ({exc}); run 'mnemo fsck'") from None
+
+
+def _name(raw: bytes) -> str:
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        raise CorruptObject(f"a ref name is damaged ({raw!r}); run 'mnemo fsck'") from None
 
 
 def check_branch_name(name: str) -> str:
@@ -112,7 +131,7 @@ class RefStore:
         value = txn.get(Space.REFS, self._key(HEAD))
         if value is None or not value.startswith(_SYMBOLIC):
             return DEFAULT_BRANCH
-        return value[len(_SYMBOLIC) :].decode()[len(BRANCH_PREFIX) :]
+        return _name(value[len(_SYMBOLIC) :])[len(BRANCH_PREFIX) :]
 
     def set_head(self, txn: WriteTxn, branch: str) -> None:
         """Point HEAD at ``branch``."""
@@ -123,19 +142,19 @@ class RefStore:
         prefix = self._key(BRANCH_PREFIX)
         for key, value in txn.scan(Space.REFS, prefix):
             if value:  # an unborn branch has no tip
-                yield key[len(prefix) :].decode(), value
+                yield _name(key[len(prefix) :]), value
 
     def unborn(self, txn: ReadTxn) -> Iterator[str]:
         """Names of the branches created with no commits yet, in name order."""
         prefix = self._key(BRANCH_PREFIX)
         for key, value in txn.scan(Space.REFS, prefix):
             if not value:
-                yield key[len(prefix) :].decode()
+                yield _name(key[len(prefix) :])
 
     def last_time(self, txn: ReadTxn, name: str) -> datetime | None:
         """Time of the newest reflog entry of a ref."""
         for _, value in txn.scan(Space.REFLOG, self._log_prefix(name), reverse=True):
-            return _reflog_decoder.decode(value).time
+            return _entry(value).time
         return None
 
     def next_time(self, txn: ReadTxn, name: str, now: datetime) -> datetime:
@@ -191,7 +210,7 @@ class RefStore:
     def every_entry(self, txn: ReadTxn) -> Iterator[ReflogEntry]:
         """Every reflog entry of every ref (deleted branches' too), in key order."""
         for _, value in txn.scan(Space.REFLOG, self.scope):
-            yield _reflog_decoder.decode(value)
+            yield _entry(value)
 
     def expire(self, txn: WriteTxn, horizon: datetime) -> int:
         """Delete reflog entries older than ``horizon``, keeping each ref's newest; return how many."""
@@ -233,7 +252,7 @@ class RefStore:
     def reflog(self, txn: ReadTxn, name: str) -> Iterator[ReflogEntry]:
         """Yield a ref's moves, newest first."""
         for _, value in txn.scan(Space.REFLOG, self._log_prefix(name), reverse=True):
-            yield _reflog_decoder.decode(value)
+            yield _entry(value)
 
     def at_time(self, txn: ReadTxn, name: str, when: datetime) -> bytes:
         """What ``name`` pointed at at ``when`` (inclusive), per its reflog.
@@ -243,7 +262,7 @@ class RefStore:
         """
         prefix = self._log_prefix(name)
         for _, value in txn.scan(Space.REFLOG, prefix, start=prefix + time_key(when), reverse=True):
-            entry = _reflog_decoder.decode(value)
+            entry = _entry(value)
             if not entry.new:
                 break
             return entry.new

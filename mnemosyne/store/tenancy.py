@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from mnemosyne.errors import InvalidInput, NotFound
+from mnemosyne.errors import CorruptObject, InvalidInput, NotFound
 from mnemosyne.model.defaults import DEFAULT_BRANCH, DEFAULT_TENANT
 from mnemosyne.store.kv.base import KV, ReadTxn, Space, WriteTxn
 from mnemosyne.store.pending import PendingMarks
@@ -113,7 +113,13 @@ def check_bound(txn: ReadTxn, tenant: str, bound: bytes) -> None:
 
 def tenant_names(txn: ReadTxn) -> list[str]:
     """Names of the store's tenants, sorted."""
-    return sorted(key[len(_TENANT_KEY) :].decode() for key, _ in txn.scan(Space.META, _TENANT_KEY))
+    names = []
+    for key, _ in txn.scan(Space.META, _TENANT_KEY):
+        try:
+            names.append(key[len(_TENANT_KEY) :].decode())
+        except UnicodeDecodeError:
+            raise CorruptObject(f"a tenant name is damaged ({key!r}); the store file is damaged") from None
+    return sorted(names)
 
 
 def is_empty(txn: ReadTxn) -> bool:
