@@ -59,6 +59,20 @@ class _Gate:
                 self._cond.notify_all()
 
     @contextmanager
+    def released(self) -> Iterator[None]:
+        """Step out of a shared slot for the duration of the block."""
+        with self._cond:
+            self._active -= 1
+            self._cond.notify_all()
+        try:
+            yield
+        finally:
+            with self._cond:
+                while self._resizing:
+                    self._cond.wait()
+                self._active += 1
+
+    @contextmanager
     def exclusive(self) -> Iterator[None]:
         with self._cond:
             while self._resizing:
@@ -513,7 +527,7 @@ class LmdbKV:
             except lmdb.MapResizedError:
                 # Another process grew the map; adopt its size outside our slot.
                 pass
-            with _released(shared.gate):
+            with shared.gate.released():
                 shared.adopt_new_size()
         return shared.env.begin(write=write)
 
@@ -541,18 +555,3 @@ class LmdbKV:
         if self._closed:
             raise MnemoError("the store is closed")
         return self._shared
-
-
-@contextmanager
-def _released(gate: _Gate) -> Iterator[None]:
-    """Step out of a shared slot for the duration of the block."""
-    with gate._cond:
-        gate._active -= 1
-        gate._cond.notify_all()
-    try:
-        yield
-    finally:
-        with gate._cond:
-            while gate._resizing:
-                gate._cond.wait()
-            gate._active += 1

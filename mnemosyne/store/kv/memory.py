@@ -37,7 +37,7 @@ class _Table:
 
 class _Txn:
     def __init__(self, tables: dict[Space, _Table], writable: bool) -> None:
-        self._tables = tables
+        self.tables = tables
         self._writable = writable
         self._copied: set[Space] = set()
         self.closed = False
@@ -45,7 +45,7 @@ class _Txn:
     def _table(self, space: Space) -> _Table:
         if self.closed:
             raise MnemoError("transaction is closed")
-        return self._tables[space]
+        return self.tables[space]
 
     def get(self, space: Space, key: bytes) -> bytes | None:
         return self._table(space).data.get(key)
@@ -83,9 +83,9 @@ class _Txn:
         if not self._writable:
             raise InvalidInput("the store is open read-only")
         if space not in self._copied:
-            self._tables[space] = self._table(space).copy()
+            self.tables[space] = self._table(space).copy()
             self._copied.add(space)
-        table = self._tables[space]
+        table = self.tables[space]
         return table
 
     def put(self, space: Space, key: bytes, value: bytes, overwrite: bool = True) -> bool:
@@ -140,7 +140,7 @@ class MemoryKV:
                 result = fn(txn)
             finally:
                 txn.closed = True
-            self._tables = txn._tables
+            self._tables = txn.tables
             return result
 
     def close(self) -> None:
