@@ -396,7 +396,7 @@ class _Restore:
         try:
             found = decode_redaction(record.value)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            tag = _tag_of(record.value)
+            tag = codec.tag_of(record.value)
             if tag is not None and tag != _REDACTION_TAG:
                 raise InvalidInput(
                     f"{self.where()}: redaction record format {tag!r} is not one this version of "
@@ -426,11 +426,3 @@ def _is_branch(raw: bytes) -> bool:
     except (UnicodeDecodeError, InvalidInput):
         return False
     return True
-
-
-def _tag_of(data: bytes) -> str | None:
-    try:
-        raw = msgspec.msgpack.decode(data)
-    except msgspec.DecodeError:
-        return None
-    return raw[0] if isinstance(raw, list) and raw and isinstance(raw[0], str) else None

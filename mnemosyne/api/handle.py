@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TypeVar
+from types import TracebackType
+from typing import Self, TypeVar
 
 from mnemosyne.errors import InvalidInput
 from mnemosyne.history.revisions import Rev, resolve
@@ -29,6 +30,22 @@ T = TypeVar("T")
 def system_clock() -> datetime:
     """The default clock: the system's time in UTC."""
     return datetime.now(UTC)
+
+
+class Resource:
+    """Something to close, usable as a context manager (``with Store.open(...) as store:``)."""
+
+    def close(self) -> None:
+        """Release it."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
 
 class Handle:

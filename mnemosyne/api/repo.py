@@ -14,10 +14,9 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import timedelta
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
-from mnemosyne.api.handle import Clock, Handle, system_clock
+from mnemosyne.api.handle import Clock, Handle, Resource, system_clock
 from mnemosyne.api.store import Location, Store
 from mnemosyne.errors import InvalidInput
 from mnemosyne.model.choices import ClaimPolicy, MergeStrategy, SearchMode
@@ -72,7 +71,7 @@ def _renamed(old: str, new: str, old_value: Any, new_value: Any) -> Any:
     return old_value
 
 
-class Repo:
+class Repo(Resource):
     """A store of agent memory, bound to one tenant.
 
     Open one with :meth:`init`, :meth:`open`, :meth:`in_memory` or
@@ -226,14 +225,6 @@ class Repo:
         """Release the handle; a handle that opened its store closes the store too."""
         if self._owned:
             self.store.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<Repo {self.store.where} tenant={self.tenant}>"

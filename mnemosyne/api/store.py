@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from types import TracebackType
-from typing import IO, TYPE_CHECKING, Self
+from typing import IO, TYPE_CHECKING
 
-from mnemosyne.api.handle import Clock, system_clock
+from mnemosyne.api.handle import Clock, Resource, system_clock
 from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.model.defaults import DEFAULT_TENANT
 from mnemosyne.model.reports import CompactReport, ExportReport, ImportReport
@@ -49,7 +48,7 @@ def store_path(location: Location) -> Path:
     return Path(text)
 
 
-class Store:
+class Store(Resource):
     """A whole store: its tenants, settings, backups and compaction.
 
     Open one with :meth:`init`, :meth:`open` or :meth:`in_memory`; use it as a
@@ -163,14 +162,6 @@ class Store:
     def close(self) -> None:
         """Release the store; its handles cannot be used afterwards."""
         self._kv.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<Store {self.where}>"

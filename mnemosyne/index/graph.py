@@ -13,7 +13,7 @@ from __future__ import annotations
 import msgspec
 
 from mnemosyne.errors import CorruptObject
-from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
+from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn, entries, replace_all
 
 _TAG = b"g"
 
@@ -141,10 +141,8 @@ class CommitGraph:
 
     def entries(self, txn: ReadTxn) -> dict[bytes, bytes]:
         """Every entry as stored (to compare with a rebuild)."""
-        return dict(txn.scan(Space.INDEX, self.prefix))
+        return entries(txn, Space.INDEX, self.prefix)
 
-    def replace(self, txn: WriteTxn, entries: dict[bytes, bytes]) -> None:
-        """Replace every entry by ``entries`` (as :meth:`entries` gives them): a rebuild."""
-        for key in list(self.entries(txn)):
-            txn.delete(Space.INDEX, key)
-        txn.put_many(Space.INDEX, sorted(entries.items()))
+    def replace(self, txn: WriteTxn, rebuilt: dict[bytes, bytes]) -> None:
+        """Replace every entry by ``rebuilt`` (as :meth:`entries` gives them): a rebuild."""
+        replace_all(txn, Space.INDEX, self.prefix, rebuilt)

@@ -65,14 +65,18 @@ def decode(data: bytes, oid: bytes) -> StoredObject:
     return obj
 
 
-def describe_tag(data: bytes) -> str | None:
-    """Name an object's kind tag when it is one this version does not know."""
+def tag_of(data: bytes) -> str | None:
+    """The kind tag (``"node@1"``, …) an encoded tagged struct starts with, or None."""
     try:
         raw = msgspec.msgpack.decode(data)
     except msgspec.DecodeError:
         return None
-    if isinstance(raw, list) and raw and isinstance(raw[0], str):
-        tag = raw[0]
-        if tag not in {"node@1", "tree@1", "commit@1", "contradiction@1"}:
-            return f"object format {tag!r} is not one this version of Mnemosyne reads (newer?)"
+    return raw[0] if isinstance(raw, list) and raw and isinstance(raw[0], str) else None
+
+
+def describe_tag(data: bytes) -> str | None:
+    """Name an object's kind tag when it is one this version does not know."""
+    tag = tag_of(data)
+    if tag is not None and tag not in {"node@1", "tree@1", "commit@1", "contradiction@1"}:
+        return f"object format {tag!r} is not one this version of Mnemosyne reads (newer?)"
     return None

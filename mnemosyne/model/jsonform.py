@@ -273,18 +273,6 @@ def _refuse(value: Any, wanted: str, where: str) -> Any:
     raise InvalidInput(f"{where}: expected {wanted}, not {_kind(value)}")
 
 
-def node_from_json(text: str, source: str = "input") -> Node:
-    """The one node a JSON text describes (see the module docstring for the rules).
-
-    Raises:
-        InvalidInput: anything but exactly one valid node.
-    """
-    values = json_values(text, source)
-    if len(values) != 1:
-        raise InvalidInput(f"{source}: expected one node object, found {len(values)} JSON values")
-    return node_from_builtins(values[0][1], source)
-
-
 def node_from_builtins(value: Any, where: str) -> Node:
     """A node from its JSON form as plain values.
 

@@ -125,6 +125,18 @@ def last_number(txn: ReadTxn, space: Space, prefix: bytes) -> int:
     return int.from_bytes(last[0][len(prefix) :], "big") if last else 0
 
 
+def entries(txn: ReadTxn, space: Space, prefix: bytes) -> dict[bytes, bytes]:
+    """Every key under ``prefix`` with its value, as stored."""
+    return dict(txn.scan(space, prefix))
+
+
+def replace_all(txn: WriteTxn, space: Space, prefix: bytes, items: dict[bytes, bytes]) -> None:
+    """Replace every key under ``prefix`` by ``items`` (keys with the prefix): a rebuild."""
+    for key in [key for key, _ in txn.scan(space, prefix)]:
+        txn.delete(space, key)
+    txn.put_many(space, sorted(items.items()))
+
+
 class AppendLog:
     """Appends entries numbered 1, 2, … (8 bytes, big-endian) under a prefix.
 
