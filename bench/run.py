@@ -23,6 +23,12 @@ from feature_runs import bench_claims, bench_integrity, bench_recall
 from harness import write_table
 from startup import bench_startup
 
+from mnemosyne.store import settings
+
+# The bench picks its embedders itself (HashEmbedder, MiniLM); a store it opens
+# without one searches lexically, as the rows measured before `auto` existed.
+settings.KEYS["embedder"] = "none"
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(

@@ -1,6 +1,6 @@
 """The ``mnemo`` command line, in-process through Typer's CliRunner.
 
-Covers every command, the JSON shapes of INTERFACE.md, exit codes and error
+Covers every command, the JSON forms of the results, exit codes and error
 messages. ``test_cli_process.py`` runs the real executable.
 """
 

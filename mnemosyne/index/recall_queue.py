@@ -58,20 +58,38 @@ class RecallQueue:
             txn.delete(Space.RECALL, key)
 
     def drop(self, txn: WriteTxn, oids: Iterable[bytes]) -> None:
-        """Cut versions out of every entry that names them (erasure), in one pass."""
-        import numpy as np  # here, not at import: only erasure needs it
+        """Cut versions out of every entry that names them (erasure, collection), in one pass."""
+        import numpy as np  # here, not at import: only erasure and collection need it
 
-        wanted = np.array(list(oids), dtype=f"S{HASH}")
-        if len(wanted) == 0:
+        wanted = set(oids)
+        if not wanted:
             return
-        changed: list[tuple[bytes, bytes]] = []
-        for key, value in txn.scan(Space.RECALL, self.prefix):
-            hashes = np.frombuffer(value, dtype=f"S{HASH}")
-            hit = np.isin(hashes, wanted)
-            if hit.any():
-                changed.append((bytes(key), hashes[~hit].tobytes()))
-        for key, data in changed:
-            if data:
-                txn.put(Space.RECALL, key, data)
+        # Empty entries are never written; skipping any keeps reduceat's slices honest.
+        entries = [
+            (bytes(key), bytes(value)) for key, value in txn.scan(Space.RECALL, self.prefix) if len(value)
+        ]
+        if not entries:
+            return
+        # One membership test over every queued hash at once, on their first 8 bytes
+        # (random: equal prefixes are rare), each candidate then compared whole.
+        joined = b"".join(value for _, value in entries)
+        hashes = np.frombuffer(joined, dtype=f"S{HASH}")
+        prefixes = np.frombuffer(joined, dtype="<u8")[:: HASH // 8]
+        targets = np.frombuffer(b"".join(oid[:8] for oid in wanted), dtype="<u8")
+        hit = np.isin(prefixes, targets)
+        for index in np.flatnonzero(hit).tolist():
+            if joined[index * HASH : (index + 1) * HASH] not in wanted:
+                hit[index] = False
+        if not hit.any():
+            return
+        sizes = np.array([len(value) // HASH for _, value in entries])
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        touched = np.flatnonzero(np.add.reduceat(hit, starts) > 0)
+        for index in touched.tolist():
+            key, _ = entries[index]
+            start, size = int(starts[index]), int(sizes[index])
+            kept = hashes[start : start + size][~hit[start : start + size]]
+            if len(kept):
+                txn.put(Space.RECALL, key, kept.tobytes())
             else:
                 txn.delete(Space.RECALL, key)
