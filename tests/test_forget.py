@@ -365,6 +365,22 @@ def test_forgetting_twice_keeps_the_first_record(repo: Repo) -> None:
     assert first.time < second.time
 
 
+def test_a_retried_write_of_an_erased_version_stores_none_of_its_bytes(repo: Repo) -> None:
+    """A write that changes nothing is a no-op: it must not bring erased bytes back."""
+    repo.commit([Node(id="n", content="secret")], message="1")
+    repo.branch("side")
+    (record,) = repo.forget("n", "asked to").redactions  # side still names the version
+    retried = repo.commit([Node(id="n", content="secret")], branch="side", message="retry")
+    assert not retried.created and retried.id == repo.resolve("side").id
+    assert not stored(repo, record.hash)
+    with pytest.raises(Redacted):
+        repo.get("n", at="side")
+    # A write that does change the branch stores what it names, as any commit does.
+    made = repo.commit([Node(id="n", content="secret"), Node(id="m", content="x")], message="again")
+    assert made.created and repo.get("n") == Node(id="n", content="secret")
+    assert repo.fsck().problems == []
+
+
 def _by_time(record: Redaction) -> tuple[object, str]:
     return (record.time, record.hash)
 

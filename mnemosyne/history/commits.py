@@ -117,9 +117,12 @@ def apply_commit(
     base = view.commit(tip).tree if tip is not None else view.empty_tree()
     claim_root = view.graph.entry(txn, tip).claims if tip is not None else b""
     replaced = claim_conflicts(view, claim_root, nodes, removals, on_claim_conflict)
+    # Hashed first, stored only once a commit will name them: a retried write stores
+    # nothing, not even bytes an erasure removed since the first try.
+    encoded = view.objects.encode_nodes(nodes)
     written: dict[bytes, Node] = {}
     edits: list[tuple[str, bytes | None]] = []
-    for node, node_oid in zip(nodes, view.objects.put_nodes(txn, nodes), strict=True):
+    for node, (node_oid, _) in zip(nodes, encoded, strict=True):
         written[node_oid] = node
         edits.append((node.id, node_oid))
     edits.extend((node_id, None) for node_id in removals + replaced)
@@ -136,9 +139,9 @@ def apply_commit(
         if tip is None:
             raise InvalidInput(f"nothing to commit: branch {branch!r} has no commits and nothing was given")
         # Nothing changes (a retried write): no commit, no objects; the tip as it is.
-        # Stored node bytes are unreachable until a commit names them; gc removes them.
         current = Commit.from_object(tip, view.commit(tip))
         return _result(current, put_ids, deleted_ids, created=False)
+    view.objects.put_encoded(txn, encoded)
     made = record_commit(
         view,
         branch,

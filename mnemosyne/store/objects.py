@@ -141,24 +141,35 @@ class ObjectStore:
 
     def put_nodes(self, txn: WriteTxn, nodes: list[Node]) -> list[ObjectId]:
         """Store many node versions at once; return their ids in order."""
-        oids: list[ObjectId] = []
-        items: list[tuple[bytes, bytes]] = []
-        scope = self.scope
+        encoded = self.encode_nodes(nodes)
+        self.put_encoded(txn, encoded)
+        return [oid for oid, _ in encoded]
+
+    @staticmethod
+    def encode_nodes(nodes: list[Node]) -> list[tuple[ObjectId, bytes]]:
+        """Encode node versions and hash them, writing nothing: ``(id, bytes)`` in order.
+
+        Raises:
+            InvalidInput: a node's encoding is larger than the limit.
+        """
+        encoded: list[tuple[ObjectId, bytes]] = []
         encode = codec.encode
         object_id = codec.object_id
         for node in nodes:
             data = encode(node)
             if len(data) > MAX_NODE_BYTES:
                 check_node_size(len(data))
-            oid = ObjectId(object_id(data))
-            oids.append(oid)
-            items.append((scope + oid, data))
+            encoded.append((ObjectId(object_id(data)), data))
             # Node.hash is left to compute on demand: caching it would give each node a
             # __dict__, about a tenth of a bulk import's time.
+        return encoded
+
+    def put_encoded(self, txn: WriteTxn, encoded: list[tuple[ObjectId, bytes]]) -> None:
+        """Store versions from :meth:`encode_nodes` (no-ops for those present)."""
+        scope = self.scope
         # Sorted keys fill LMDB's pages in order: fewer splits, fewer dirty pages.
-        items.sort()
+        items = sorted((scope + oid, data) for oid, data in encoded)
         txn.put_many(Space.OBJECTS, items, overwrite=False)
-        return oids
 
     def put_raw(self, txn: WriteTxn, oid: bytes, data: bytes) -> bool:
         """Store bytes already known to hash to ``oid`` (a restore); False when present."""
