@@ -249,7 +249,7 @@ class _Shared:
             create=False,
             readonly=self.readonly,
             map_size=map_size,
-            max_dbs=16,
+            max_dbs=_MAX_DBS,
             max_readers=512,
             readahead=False,
             sync=self.sync,
@@ -277,6 +277,7 @@ class _Shared:
 
         Raises:
             InvalidInput: another handle or process has the store open.
+            StorageFull: no room for the second copy (the store is unchanged).
         """
         if self.users > 1:
             raise InvalidInput("compaction needs the store to itself: it is open more than once here")
@@ -285,11 +286,17 @@ class _Shared:
         data = os.path.join(self.path, "data.mdb")
         try:
             with self.gate.exclusive():
-                before = os.path.getsize(data)
-                scratch = tempfile.mkdtemp(prefix=".compact-", dir=self.path)
+                _remove_stale_scratch(self.path)  # left by a compaction that was killed
+                before = os.stat(data)
+                scratch = tempfile.mkdtemp(prefix=_SCRATCH_PREFIX, dir=self.path)
+                closed = False
                 try:
                     try:
                         self._rewrite_into(scratch)
+                        fresh = os.path.join(scratch, "data.mdb")
+                        os.chmod(fresh, before.st_mode & 0o7777)
+                        if os.geteuid() == 0:
+                            os.chown(fresh, before.st_uid, before.st_gid)
                     except (lmdb.Error, OSError) as exc:
                         if _is_disk_full(exc):
                             raise StorageFull(
@@ -298,15 +305,17 @@ class _Shared:
                             ) from None
                         raise MnemoError(f"compaction failed, the store is unchanged: {exc}") from None
                     self.env.close()
-                    os.replace(os.path.join(scratch, "data.mdb"), data)
+                    closed = True
+                    os.replace(fresh, data)
                     _sync_directory(self.path)
                 finally:
                     shutil.rmtree(scratch, ignore_errors=True)
-                    self.env = self._open_env(self.map_size)
-                    self._open_dbs()
-                return before, os.path.getsize(data)
+                    if closed:  # LMDB forbids a second environment on a path in one process
+                        self.env = self._open_env(self.map_size)
+                        self._open_dbs()
+                return before.st_size, os.path.getsize(data)
         finally:
-            fcntl.flock(self.lock_file, fcntl.LOCK_SH)
+            _share(self.lock_file)
 
     def _rewrite_into(self, directory: str) -> None:
         """Write every live record, one by one, into a new environment in ``directory``.
@@ -318,23 +327,26 @@ class _Shared:
         built afresh from live records holds live bytes and zeroes only (LMDB
         zeroes what it does not fill of a new page), so erased bytes cannot
         survive compaction.
+
+        Every named database in the file is copied, not only the keyspaces this
+        version knows: compaction must not lose what a newer version wrote.
         """
         target = lmdb.open(
             directory,
             subdir=True,
             map_size=self.map_size,
-            max_dbs=16,
+            max_dbs=_MAX_DBS,
             readahead=False,
             sync=True,
             metasync=True,
             meminit=True,
         )
         try:
+            names = self._database_names()
             with self.env.begin() as source:
-                for space in Space:
-                    name = space.value.encode()
+                for name in names:
                     db = target.open_db(name, create=True)
-                    cursor = source.cursor(db=self.dbs[space])
+                    cursor = source.cursor(db=self._source_db(name))
                     batch: list[tuple[bytes, bytes]] = []
                     size = 0
                     for key, value in cursor.iternext():
@@ -347,6 +359,23 @@ class _Shared:
             target.sync(True)
         finally:
             target.close()
+
+    def _database_names(self) -> list[bytes]:
+        """The names of every named database in the file (the main database's keys).
+
+        The store writes nothing else into the main database.
+        """
+        with self.env.begin() as txn:
+            return [bytes(key) for key in txn.cursor().iternext(values=False)]
+
+    def _source_db(self, name: bytes) -> Any:
+        for space, db in self.dbs.items():
+            if space.value.encode() == name:
+                return db
+        # A keyspace of a newer version: opened (in a write transaction, so the handle
+        # outlives it) only to be copied.
+        with self.env.begin(write=True) as txn:
+            return self.env.open_db(name, txn=txn, create=False)
 
     def close(self) -> None:
         """Close the environment and release the process's lock on the store."""
@@ -371,6 +400,9 @@ class _Shared:
             self.env.set_mapsize(0)
             self.map_size = self.env.info()["map_size"]
 
+
+_MAX_DBS = 64
+"""Named databases an environment may open: the keyspaces, and room for more."""
 
 _REWRITE_BATCH = 64 << 20
 """Bytes of records compaction writes per transaction of the new environment."""
@@ -403,16 +435,40 @@ def _hold_shared_lock(path: str) -> IO[bytes] | None:
         handle = open(os.path.join(path, "mnemo.lock"), "a+b")  # kept open: the lock lives with it
     except OSError:
         return None  # a read-only location: compaction will refuse, reads still work
-    fcntl.flock(handle, fcntl.LOCK_SH)
+    _share(handle)
     return handle
+
+
+# POSIX record locks, not flock: converting a shared lock to an exclusive one is
+# atomic, and a refused conversion keeps the shared lock. (flock drops the shared
+# lock first: a refused compaction would leave this process unprotected, and
+# another process's compaction could replace the file under it.) The lock file is
+# opened once per process per store (see _Shared), so no other close of it can
+# release the lock.
+
+
+def _share(handle: IO[bytes]) -> None:
+    fcntl.lockf(handle, fcntl.LOCK_SH)
 
 
 def _try_exclusive(handle: IO[bytes]) -> bool:
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
+        fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EAGAIN):
+            return False
+        raise
     return True
+
+
+_SCRATCH_PREFIX = ".compact-"
+
+
+def _remove_stale_scratch(path: str) -> None:
+    """Remove what a killed compaction left: the store's file was never replaced by it."""
+    for entry in os.listdir(path):
+        if entry.startswith(_SCRATCH_PREFIX):
+            shutil.rmtree(os.path.join(path, entry), ignore_errors=True)
 
 
 class LmdbKV:

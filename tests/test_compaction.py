@@ -1,0 +1,121 @@
+"""Compaction keeps every promise around the file swap, not only the erased bytes.
+
+A refused compaction must leave this process's claim on the store in place, a
+failed one must leave the store as it was and usable, and a successful one must
+keep what it does not know (keyspaces of a newer version), the file's mode, and
+no scratch copy behind.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import lmdb
+import pytest
+
+from mnemosyne import InvalidInput, MnemoError, Node, Repo
+from mnemosyne.store.kv import lmdb_kv
+
+HOLDER = """
+import sys
+from mnemosyne import Repo
+repo = Repo.open(sys.argv[1])
+print("open", flush=True)
+sys.stdin.readline()
+"""
+
+COMPACTOR = """
+import sys
+from mnemosyne import InvalidInput, Repo
+with Repo.open(sys.argv[1]) as repo:
+    try:
+        repo.gc(compact=True)
+    except InvalidInput as exc:
+        print("refused:", exc)
+    else:
+        print("compacted")
+"""
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Iterator[Path]:
+    store = tmp_path / "store"
+    with Repo.init(store) as repo:
+        repo.commit([Node(id="n", content="v")], message="1")
+    yield store
+
+
+def test_a_refused_compaction_keeps_this_process_s_claim_on_the_store(path: Path) -> None:
+    """After another process refuses us, a third must still see us holding the store."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    with Repo.open(path) as repo:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+            with pytest.raises(InvalidInput, match="another process has it open"):
+                repo.gc(compact=True)
+        finally:
+            assert holder.stdin is not None
+            holder.stdin.close()
+            holder.wait(timeout=30)
+        other = subprocess.run(
+            [sys.executable, "-c", COMPACTOR, str(path)], capture_output=True, text=True, timeout=60
+        )
+        assert other.stdout.startswith("refused: compaction needs the store to itself"), other
+        assert repo.get("n") == Node(id="n", content="v")
+        repo.commit([Node(id="m", content="w")], message="2")
+    with Repo.open(path) as repo:
+        assert repo.gc(compact=True).compacted
+        assert [n.id for n in repo.nodes()] == ["m", "n"]
+
+
+def test_a_failed_rewrite_leaves_the_store_unchanged_and_usable(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: object, directory: str) -> None:
+        raise OSError(5, "Input/output error")
+
+    before = (path / "data.mdb").read_bytes()
+    with Repo.open(path) as repo:
+        with monkeypatch.context() as patched:
+            patched.setattr(lmdb_kv._Shared, "_rewrite_into", broken)
+            with pytest.raises(MnemoError, match="compaction failed, the store is unchanged"):
+                repo.gc(compact=True)
+        assert (path / "data.mdb").read_bytes() == before
+        assert not [entry for entry in os.listdir(path) if entry.startswith(".compact-")]
+        assert repo.get("n") == Node(id="n", content="v")
+        repo.commit([Node(id="m", content="w")], message="2")
+        assert repo.gc(compact=True).compacted
+        assert [n.id for n in repo.nodes()] == ["m", "n"]
+        assert repo.fsck().ok
+
+
+def test_compaction_keeps_keyspaces_it_does_not_know_and_the_file_mode(path: Path) -> None:
+    with Repo.open(path) as repo:
+        env = repo.kv.env
+        future = env.open_db(b"a-newer-keyspace", create=True)
+        with env.begin(write=True, db=future) as txn:
+            for number in range(2000):
+                txn.put(b"key-%05d" % number, b"value-%d" % number * 10)
+        os.chmod(path / "data.mdb", 0o640)
+        (path / ".compact-killed").mkdir()
+        (path / ".compact-killed" / "data.mdb").write_bytes(b"left by a killed compaction")
+        assert repo.gc(compact=True).compacted
+        assert repo.get("n") == Node(id="n", content="v")
+    assert stat.S_IMODE((path / "data.mdb").stat().st_mode) == 0o640
+    assert not [entry for entry in os.listdir(path) if entry.startswith(".compact-")]
+    env = lmdb.open(str(path), max_dbs=64, readonly=True, lock=False)
+    try:
+        future = env.open_db(b"a-newer-keyspace", create=False)
+        with env.begin(db=future) as txn:
+            records = list(txn.cursor().iternext())
+        assert len(records) == 2000
+        assert records[7] == (b"key-00007", b"value-7" * 10)
+    finally:
+        env.close()
