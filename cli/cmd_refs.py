@@ -24,6 +24,9 @@ def branch(
             "--from", metavar="REV", help="Start the new branch at REV (default: HEAD).", show_default=False
         ),
     ] = None,
+    orphan: Annotated[
+        bool, typer.Option("--orphan", help="Create NAME with no commits: its first commit starts a new history.")
+    ] = False,
     delete: Annotated[bool, typer.Option("-d", "--delete", help="Delete branch NAME.")] = False,
     author: AuthorOpt = None,
 ) -> None:
@@ -32,11 +35,13 @@ def branch(
     \b
       mnemo branch                   list branches
       mnemo branch NAME [--from REV] create one (default: at HEAD)
+      mnemo branch NAME --orphan     create one with no commits
       mnemo branch -d NAME           delete one
 
     The list marks the current branch with '*'. Deleting keeps the branch's
     reflog, so as-of reads stay honest. On a branch with no commits yet, a new
-    branch has none either: the first commit on it starts it.
+    branch has none either: the first commit on it starts it. Commits go only to
+    branches that exist: `mnemo commit --branch` never creates one.
 
     JSON Lines (list): {"name", "commit", "current"}; create: {"name", "commit"}
     (null: no commits yet); delete: {"deleted", "commit"}.
@@ -45,8 +50,10 @@ def branch(
     if delete:
         if name is None:
             raise typer.BadParameter("give the branch to delete", param_hint="NAME")
-        if start is not None:
-            raise typer.BadParameter("cannot be used with --delete", param_hint="--from")
+        if start is not None or orphan:
+            raise typer.BadParameter(
+                "cannot be used with --delete", param_hint="--from" if start is not None else "--orphan"
+            )
         repo = settings.open(ctx)
         tip = repo.delete_branch(name, author=author_or_default(author))
         if settings.json:
@@ -55,8 +62,10 @@ def branch(
             say(f"Deleted branch {name}" + (f" (was {short(tip.id)})." if tip else "."))
         return
     if name is None:
-        if start is not None:
-            raise typer.BadParameter("needs the NAME of a branch to create", param_hint="--from")
+        if start is not None or orphan:
+            raise typer.BadParameter(
+                "needs the NAME of a branch to create", param_hint="--from" if start is not None else "--orphan"
+            )
         repo = settings.open(ctx, readonly=True)
         head = repo.head
         tips = repo.branch_tips()
@@ -69,7 +78,7 @@ def branch(
                 say(f"{mark} {branch_name:<{width}}  {short(tip_commit.id)} {summary(tip_commit.message)}")
         return
     repo = settings.open(ctx)
-    made = repo.branch(name, at=start, author=author_or_default(author))
+    made = repo.branch(name, at=start, orphan=orphan, author=author_or_default(author))
     if settings.json:
         emit({"name": name, "commit": made.id if made is not None else None})
     elif made is None:

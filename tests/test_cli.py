@@ -233,6 +233,15 @@ def test_commit_to_another_branch_and_with_parent(store: Store) -> None:
     store.ok("commit", "-m", "ok", "--parent", first, input='{"id": "b", "content": 1}')
     stale = store.run("commit", "-m", "late", "--parent", first, input='{"id": "c", "content": 1}')
     assert_error(stale, 4, "moved")
+    typo = store.run("commit", "-m", "typo", "--branch", "sdie", input='{"id": "t", "content": 1}')
+    assert_error(typo, 3, "no branch 'sdie'")
+    assert [b["name"] for b in store.lines("branch")] == ["main", "side"]
+    assert store.ok("branch", "fresh", "--orphan") == (
+        "Created branch fresh (no commits yet: its first commit starts it)\n"
+    )
+    root = store.doc("commit", "-m", "root", "--branch", "fresh", input='{"id": "r", "content": 1}')
+    assert root["parents"] == []
+    assert [n["id"] for n in store.lines("ls", "--at", "fresh")] == ["r"]
 
 
 def test_allow_empty(store: Store) -> None:
@@ -723,7 +732,14 @@ def test_branch_create_list_switch_delete(store: Store) -> None:
 
 def test_branch_usage_errors(store: Store) -> None:
     store.put({"id": "a", "content": 1})
-    for args in (["branch", "-d"], ["branch", "--from", "HEAD"], ["branch", "-d", "x", "--from", "HEAD"]):
+    for args in (
+        ["branch", "-d"],
+        ["branch", "--from", "HEAD"],
+        ["branch", "-d", "x", "--from", "HEAD"],
+        ["branch", "--orphan"],
+        ["branch", "-d", "x", "--orphan"],
+        ["branch", "x", "--orphan", "--from", "HEAD"],
+    ):
         result = store.run(*args)
         assert result.exit_code == 2, args
         assert "Traceback" not in result.output

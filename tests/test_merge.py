@@ -189,7 +189,8 @@ def test_already_up_to_date(mem):
 
 
 def test_merge_into_an_unborn_branch(mem):
-    f1 = mem.commit([Node(id="a", content=1)], branch="feat")  # HEAD (main) has no commits yet
+    mem.branch("feat")  # from HEAD (main), which has no commits yet: neither has feat
+    f1 = mem.commit([Node(id="a", content=1)], branch="feat")
     assert mem.head == "main" and mem.branches() == ["feat"]
     result = mem.merge("feat")
     assert result.fast_forward and result.commit.id == f1.id
@@ -803,6 +804,7 @@ def test_a_resolution_that_removes_a_claim_leaves_no_contradiction(mem):
 
 def test_merging_unrelated_histories(mem):
     mem.commit([Node(id="x", content=1), Node(id="same", content=0), Node(id="clash", content="a")])
+    assert mem.branch("other", orphan=True) is None
     other = mem.commit(
         [Node(id="y", content=2), Node(id="same", content=0), Node(id="clash", content="b")], branch="other"
     )

@@ -152,6 +152,10 @@ def test_empty_commit_refused_unless_allowed(repo):
     assert c2.tree == c1.tree
     assert c2.parents == (c1.id,)
     assert ids(repo.log()) == [c2.id, c1.id]
+    with pytest.raises(NotFound, match="no branch 'other'"):
+        repo.commit([Node(id="b", content=2)], branch="other")  # a commit never creates a branch
+    assert repo.branches() == ["main"]
+    repo.branch("other", orphan=True)
     first = repo.commit(message="root of another branch", branch="other", allow_empty=True)
     assert first.parents == ()
     assert list(repo.nodes(at="other")) == []
@@ -287,6 +291,7 @@ def test_parent_refuses_a_moved_branch(repo):
     assert c4.parents == (c3.id,)
     with pytest.raises(NotFound):
         repo.commit([Node(id="n", content=5)], parent="0" * 64)
+    repo.branch("fresh", orphan=True)
     with pytest.raises(RefConflict):
         repo.commit([Node(id="x", content=1)], branch="fresh", parent=c1.id)  # branch has no commits
 

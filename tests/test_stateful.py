@@ -7,6 +7,7 @@ import shutil
 import tempfile
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -90,6 +91,8 @@ class RepoMachine(RuleBasedStateMachine):
             after.pop(node_id, None)
         if len(set(written)) < len(written):
             return InvalidInput, False, after
+        if not self.exists(target):
+            return NotFound, False, after  # a commit never creates a branch
         changed = after != before
         if changed and any(d not in before for d in deletes):
             return NotFound, False, after
@@ -173,14 +176,23 @@ class RepoMachine(RuleBasedStateMachine):
         """Any puts and deletes at all: often refused (duplicates, absent ids), never half-written."""
         return self.do_commit(puts, deletes, branch, allow_empty)
 
-    @rule(name=st.sampled_from(BRANCHES), start=st.none() | commits)
-    def create_branch(self, name, start):
+    @rule(name=st.sampled_from(BRANCHES), start=st.none() | commits, orphan=st.booleans())
+    def create_branch(self, name, start, orphan):
         if self.exists(name):
             try:
-                self.repo.branch(name, at=start)
+                self.repo.branch(name, at=start, orphan=orphan)
             except InvalidInput:
                 return
             raise AssertionError("creating an existing branch must fail")
+        if orphan:
+            if start is not None:
+                with pytest.raises(InvalidInput):
+                    self.repo.branch(name, at=start, orphan=True)
+                assert not self.exists(name) and name not in {n for n, _ in self.repo.branch_tips()}
+                return
+            assert self.repo.branch(name, orphan=True) is None  # its first commit is a new root
+            self.unborn.add(name)
+            return
         if start is None and self.head not in self.branch_tips:
             # from an unborn HEAD the new branch is unborn too
             assert self.repo.branch(name) is None

@@ -39,11 +39,13 @@ class Branches:
                 for name, oid in view.refs.branches(view.txn)
             ]
 
-    def create(self, name: str, at: Rev | None, author: str) -> Commit | None:
+    def create(self, name: str, at: Rev | None, author: str, orphan: bool) -> Commit | None:
         """The work of :meth:`Repo.branch`."""
         check_branch_name(name)
         handle = self._handle
-        return handle.write(lambda view: branches.create(view, name, at, handle.now(), author))
+        return handle.write(
+            lambda view: branches.create(view, name, at, handle.now(), author, orphan=orphan)
+        )
 
     def delete(self, name: str, author: str) -> Commit | None:
         """The work of :meth:`Repo.delete_branch`."""

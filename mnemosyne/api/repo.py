@@ -276,7 +276,8 @@ class Repo(Resource):
             delete: ids to remove from the snapshot (history keeps them).
             message: why.
             author: who.
-            branch: the branch to commit to (default: HEAD's branch).
+            branch: the branch to commit to (default: HEAD's branch); it must
+                exist (create it with :meth:`branch`), unless it is HEAD's.
             parent: the commit the caller expects at the tip (optimistic concurrency).
             meta: optional JSON map stored in the commit (run id, …).
             allow_empty: record a commit even when the snapshot does not change.
@@ -292,7 +293,8 @@ class Repo(Resource):
 
         Raises:
             InvalidInput: bad nodes, ids or meta; an id both written and removed.
-            NotFound: removing an id that is not in the branch; an unknown ``parent``.
+            NotFound: removing an id that is not in the branch; an unknown ``parent``;
+                no such branch.
             RefConflict: ``parent`` was given and the branch has moved past it.
             ClaimConflict: a claim conflicts with another and the policy is ``"refuse"``.
         """
@@ -470,19 +472,27 @@ class Repo(Resource):
         return self._branches.tips()
 
     def branch(
-        self, name: str, *, at: Rev | None = None, author: str = DEFAULT_AUTHOR, start: Rev | None = _UNSET
+        self,
+        name: str,
+        *,
+        at: Rev | None = None,
+        orphan: bool = False,
+        author: str = DEFAULT_AUTHOR,
+        start: Rev | None = _UNSET,
     ) -> Commit | None:
         """Create branch ``name`` at revision ``at`` (default: HEAD); return the commit it starts at.
 
         From HEAD on a branch with no commits yet, the new branch has none either
         (as ``git switch -c`` does) and None is returned: the first commit on it
-        starts it. ``start=`` is the old name of ``at=``.
+        starts it. An ``orphan`` branch has no commits whatever HEAD has (as
+        ``git switch --orphan``): its first commit starts an unrelated history.
+        ``start=`` is the old name of ``at=``.
 
         Raises:
-            InvalidInput: a bad name, or the branch exists.
+            InvalidInput: a bad name, the branch exists, or ``orphan`` with ``at``.
             NotFound: ``at`` does not resolve.
         """
-        return self._branches.create(name, _renamed("start", "at", start, at), author)
+        return self._branches.create(name, _renamed("start", "at", start, at), author, orphan)
 
     def delete_branch(self, name: str, *, author: str = DEFAULT_AUTHOR) -> Commit | None:
         """Delete a branch; return the commit it pointed at (None: it had none). Its reflog stays.

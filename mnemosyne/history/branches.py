@@ -32,16 +32,25 @@ Resolution = Choice | Node
 """How one conflict is resolved: a side, the base, deletion, or a node to write."""
 
 
-def create(view: WriteView, name: str, start: Rev | None, now: datetime, author: str) -> Commit | None:
+def create(
+    view: WriteView, name: str, start: Rev | None, now: datetime, author: str, *, orphan: bool = False
+) -> Commit | None:
     """Create branch ``name`` at ``start`` (default: HEAD); return the commit it starts at.
 
     From HEAD on a branch with no commits yet, the new branch has none either (as
     ``git switch -c`` does): the first commit on it starts it, and None is returned.
+    An ``orphan`` branch has no commits whatever HEAD has: its first commit is a
+    new root (an unrelated history).
     """
     ref = BRANCH_PREFIX + name
     if view.refs.exists(view.txn, ref) or view.refs.head_branch(view.txn) == name:
         raise InvalidInput(f"branch {name!r} already exists")
     when = view.refs.next_time(view.txn, ref, now)
+    if orphan:
+        if start is not None:
+            raise InvalidInput("an orphan branch starts with no commits: it takes no start revision")
+        view.refs.create_unborn(view.txn, ref, when=when, author=author, reason="branch: orphan")
+        return None
     head = BRANCH_PREFIX + view.refs.head_branch(view.txn)
     if start is None and view.refs.read(view.txn, head) is None:
         if not view.refs.exists(view.txn, head):

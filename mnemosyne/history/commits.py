@@ -92,8 +92,9 @@ def apply_commit(
 
     Raises:
         RefConflict: ``parent`` names a commit other than the tip.
-        NotFound: a removal names an id that is not in the branch (in a commit
-            that changes something else).
+        NotFound: no branch ``branch`` (only HEAD's may be absent: a new
+            store's); a removal names an id that is not in the branch (in a
+            commit that changes something else).
         InvalidInput: an id appears twice; nothing to commit on a branch with no
             commits yet.
         ClaimConflict: see :func:`claim_conflicts`.
@@ -106,7 +107,11 @@ def apply_commit(
         seen.add(node_id)
     put_ids = tuple(node.id for node in nodes)
     txn = view.txn
-    tip = view.refs.read(txn, BRANCH_PREFIX + branch)
+    ref = BRANCH_PREFIX + branch
+    if not view.refs.exists(txn, ref) and branch != view.refs.head_branch(txn):
+        # As git: a commit never creates a branch, so a mistyped name cannot start one.
+        raise NotFound(f"no branch {branch!r}: create it first (mnemo branch {branch})")
+    tip = view.refs.read(txn, ref)
     if parent is not None:
         expected = resolve(view, parent)
         if tip != expected:
