@@ -115,7 +115,8 @@ def _report_merge(settings: State, result: MergeResult, source: str, target: str
         note(_contradiction_warning(found))
     if result.conflicts:
         for conflict in result.conflicts:
-            say(f"CONFLICT ({conflict.kind}): {conflict.id}")
+            erased = f" ({', '.join(conflict.erased)}: erased)" if conflict.erased else ""
+            say(f"CONFLICT ({conflict.kind}): {conflict.id}{erased}")
         note(
             f"Merge of {source} into {target} stopped: {len(result.conflicts)} conflict(s), nothing written. "
             "Re-run with --resolve ID=ours|theirs|base|delete for each, or --strategy ours|theirs."

@@ -25,7 +25,8 @@ def branch(
         ),
     ] = None,
     orphan: Annotated[
-        bool, typer.Option("--orphan", help="Create NAME with no commits: its first commit starts a new history.")
+        bool,
+        typer.Option("--orphan", help="Create NAME with no commits: its first commit starts a new history."),
     ] = False,
     delete: Annotated[bool, typer.Option("-d", "--delete", help="Delete branch NAME.")] = False,
     author: AuthorOpt = None,
@@ -63,9 +64,8 @@ def branch(
         return
     if name is None:
         if start is not None or orphan:
-            raise typer.BadParameter(
-                "needs the NAME of a branch to create", param_hint="--from" if start is not None else "--orphan"
-            )
+            hint = "--from" if start is not None else "--orphan"
+            raise typer.BadParameter("needs the NAME of a branch to create", param_hint=hint)
         repo = settings.open(ctx, readonly=True)
         head = repo.head
         tips = repo.branch_tips()

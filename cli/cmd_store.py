@@ -16,7 +16,9 @@ from .state import STORE_DIR, AuthorOpt, State, author_or_default, state
 MessageOpt = Annotated[str, typer.Option("-m", "--message", metavar="MSG", help="Why: the commit message.")]
 BranchOpt = Annotated[
     str | None,
-    typer.Option("--branch", metavar="B", help="Commit to branch B, which must exist (default: HEAD's).", show_default=False),
+    typer.Option(
+        "--branch", metavar="B", help="Commit to existing branch B (default: HEAD's).", show_default=False
+    ),
 ]
 ParentOpt = Annotated[
     str | None,

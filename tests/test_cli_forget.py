@@ -424,3 +424,18 @@ def test_forget_gc_compact_in_a_real_process_leaves_no_canary(tmp_path: Path) ->
     assert shown.returncode == 3
     assert shown.stderr.startswith("error: version ") and shown.stderr.endswith("by dpo: asked\n")
     assert mnemo("fsck").returncode == 0
+
+
+def test_a_merge_conflict_with_an_erased_side_says_which_side(two_branches: Store) -> None:
+    store = two_branches
+    store.put({"id": "n", "content": "side"}, message="s", branch="side")
+    side_hash = store.hashes("n", "side")[0]
+    store.result("forget", "n", "--reason", "r", "--version", side_hash)
+    stopped = store.run("merge", "side")
+    assert stopped.exit_code == 1, stopped.output
+    assert stopped.stdout == "CONFLICT (edit/edit): n (theirs: erased)\n"
+    document = store.run("merge", "side", as_json=True)
+    assert document.exit_code == 1
+    (conflict,) = json.loads(document.stdout)["conflicts"]
+    assert (conflict["theirs"], conflict["theirs_hash"]) == (None, side_hash)
+    assert conflict["ours"]["content"] == "three" and conflict["ours_hash"] == store.hashes("n")[0]

@@ -381,6 +381,25 @@ def test_a_retried_write_of_an_erased_version_stores_none_of_its_bytes(repo: Rep
     assert repo.fsck().problems == []
 
 
+def test_a_merge_with_an_erased_side_reports_the_conflict_with_its_hash(repo: Repo) -> None:
+    repo.commit([Node(id="n", content={"a": 1}), Node(id="k", content=0)], message="base")
+    repo.branch("side")
+    repo.commit([Node(id="n", content={"a": 2})], message="ours")
+    theirs = repo.commit([Node(id="n", content={"a": 3})], branch="side", message="theirs")
+    hashes = {v.commit.id: v.hash for v in repo.history("n", at="side")}
+    (record,) = repo.forget("n", "asked to", version=hashes[theirs.id]).redactions
+    result = repo.merge("side")
+    assert result.commit is None
+    (conflict,) = result.conflicts
+    assert (conflict.id, conflict.kind, conflict.erased) == ("n", "edit/edit", ("theirs",))
+    assert conflict.theirs is None and conflict.theirs_hash == record.hash
+    assert conflict.ours == Node(id="n", content={"a": 2}) and conflict.ours_hash == repo.get("n").hash
+    assert conflict.base is not None and conflict.base_hash == conflict.base.hash
+    merged = repo.merge("side", resolutions={"n": "ours"})
+    assert merged.commit is not None and repo.get("n") == Node(id="n", content={"a": 2})
+    assert not stored(repo, record.hash)
+
+
 def _by_time(record: Redaction) -> tuple[object, str]:
     return (record.time, record.hash)
 

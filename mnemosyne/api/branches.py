@@ -43,9 +43,7 @@ class Branches:
         """The work of :meth:`Repo.branch`."""
         check_branch_name(name)
         handle = self._handle
-        return handle.write(
-            lambda view: branches.create(view, name, at, handle.now(), author, orphan=orphan)
-        )
+        return handle.write(lambda view: branches.create(view, name, at, handle.now(), author, orphan=orphan))
 
     def delete(self, name: str, author: str) -> Commit | None:
         """The work of :meth:`Repo.delete_branch`."""

@@ -20,6 +20,7 @@ from mnemosyne.history.merge import (
     record,
     three_way,
 )
+from mnemosyne.history.queries import readable
 from mnemosyne.history.revisions import Rev, label, resolve
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model.choices import Choice, MergeStrategy
@@ -128,9 +129,21 @@ def _conflict(
     node_id, kind, base, ours, theirs = entry
 
     def load(oid: bytes | None) -> Node | None:
-        return view.node(oid) if oid is not None else None
+        return readable(view, oid) if oid is not None else None  # erased: no node, the hash kept
 
-    return Conflict(node_id, kind, load(base), load(ours), load(theirs))
+    def hex_of(oid: bytes | None) -> str | None:
+        return oid.hex() if oid is not None else None
+
+    return Conflict(
+        node_id,
+        kind,
+        load(base),
+        load(ours),
+        load(theirs),
+        base_hash=hex_of(base),
+        ours_hash=hex_of(ours),
+        theirs_hash=hex_of(theirs),
+    )
 
 
 def merge(

@@ -175,9 +175,15 @@ class Conflict(msgspec.Struct, frozen=True):
         id: the node id.
         kind: ``edit/edit``, ``delete/edit`` (ours deleted, theirs edited),
             ``edit/delete`` or ``add/add``.
-        base: the version at the merge base (None if absent).
-        ours: our version (None if deleted).
-        theirs: their version (None if deleted).
+        base: the version at the merge base (None if absent or erased).
+        ours: our version (None if deleted or erased).
+        theirs: their version (None if deleted or erased).
+        base_hash: hex hash of the base version (None if absent).
+        ours_hash: hex hash of our version (None if deleted).
+        theirs_hash: hex hash of their version (None if deleted).
+
+    A side with a hash and no node was erased: its bytes are gone, so it
+    cannot be merged key by key; resolve it like any other conflict.
     """
 
     id: str
@@ -185,6 +191,19 @@ class Conflict(msgspec.Struct, frozen=True):
     base: Node | None
     ours: Node | None
     theirs: Node | None
+    base_hash: str | None = None
+    ours_hash: str | None = None
+    theirs_hash: str | None = None
+
+    @property
+    def erased(self) -> tuple[str, ...]:
+        """The sides (``base``, ``ours``, ``theirs``) whose version was erased."""
+        sides = (
+            ("base", self.base, self.base_hash),
+            ("ours", self.ours, self.ours_hash),
+            ("theirs", self.theirs, self.theirs_hash),
+        )
+        return tuple(side for side, node, hash_ in sides if node is None and hash_ is not None)
 
 
 class Contradiction(msgspec.Struct, frozen=True):
