@@ -106,7 +106,9 @@ def test_merge_table_row(mem, name, base, ours, theirs, expected):
     assert not result.fast_forward
     if isinstance(expected, str) and "/" in expected:
         assert result.commit is None
-        assert result.conflicts == [Conflict("k", expected, base_node, ours_node, theirs_node)]
+        hashes = [node.hash if node is not None else None for node in (base_node, ours_node, theirs_node)]
+        assert result.conflicts == [Conflict("k", expected, base_node, ours_node, theirs_node, *hashes)]
+        assert result.conflicts[0].erased == ()
         assert state(mem) == before  # nothing written while unresolved
         return
     assert result.conflicts == []

@@ -807,13 +807,15 @@ def test_a_read_only_handle_searches_without_writing_anything(tmp_path: Path, cl
 
     with Repo.open(path, readonly=True, clock=clock) as reader:
         assert reader.embedder() is not None
-        lexical = reader.search("apple", k=20, mode="lexical", run_id="ro")
+        lexical = reader.search("apple", k=20, mode="lexical")
         assert {h.id for h in lexical} == {f"n/{i}" for i in range(10)} | {"n/new"}
         for mode in ("semantic", "hybrid"):
-            for hit in reader.search("apple river", k=20, mode=mode, run_id="ro"):
+            for hit in reader.search("apple river", k=20, mode=mode):
                 assert reader.get(hit.id).hash == hit.hash
-        context = reader.context("apple", budget_tokens=30, run_id="ro")
+        context = reader.context("apple", budget_tokens=30)
         assert context.items
+        with pytest.raises(InvalidInput, match="cannot record reads"):
+            reader.search("apple", run_id="ro")  # an audit log with a gap would mislead
         assert reader.reads("ro") == []
     assert data_file.read_bytes() == raw
     with Repo.open(path, clock=clock) as repo:

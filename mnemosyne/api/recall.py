@@ -163,8 +163,7 @@ class Recall:
         """The work of :meth:`Repo.reads`."""
         from mnemosyne.recall.reads import ReadLog
 
-        if not isinstance(run_id, str):
-            raise InvalidInput("run_id must be text")
+        _check_run_id_text(run_id)
         with self._handle.read() as view:
             return ReadLog(self._handle.scope).reads(view.txn, run_id)
 
@@ -209,17 +208,20 @@ class Recall:
             claim_root=view.graph.entry(view.txn, tip).claims,
         )
 
-    @staticmethod
-    def _check_run_id(run_id: str | None) -> None:
-        if run_id is not None and (not isinstance(run_id, str) or not run_id or "\x00" in run_id):
-            raise InvalidInput("run_id must be non-empty text without NUL")
+    def _check_run_id(self, run_id: str | None) -> None:
+        if run_id is None:
+            return
+        _check_run_id_text(run_id)
+        if self._handle.readonly:
+            # Silently not recording would leave a gap in an audit trail.
+            raise InvalidInput(
+                "a read-only handle cannot record reads: open the store writable or drop run_id"
+            )
 
     def _record_read(self, run_id: str, kind: str, query: str, hits: list[Hit]) -> None:
         from mnemosyne.recall.reads import ReadLog
 
         handle = self._handle
-        if handle.readonly:
-            return  # a read-only handle never writes, not even the read log
         record = ReadRecord(
             run_id=run_id,
             time=handle.now(),
@@ -229,6 +231,21 @@ class Recall:
             hashes=[h.hash for h in hits],
         )
         handle.write(lambda view: ReadLog(handle.scope).record(view.txn, record))
+
+
+MAX_RUN_ID_BYTES = 256
+"""Longest run id, in bytes of UTF-8 (it is part of a storage key)."""
+
+
+def _check_run_id_text(run_id: object) -> None:
+    if not isinstance(run_id, str) or not run_id or "\x00" in run_id:
+        raise InvalidInput("run_id must be non-empty text without NUL")
+    try:
+        size = len(run_id.encode())
+    except UnicodeEncodeError:
+        raise InvalidInput("run_id must be valid Unicode text (it has a lone surrogate)") from None
+    if size > MAX_RUN_ID_BYTES:
+        raise InvalidInput(f"run_id is {size} bytes of UTF-8; at most {MAX_RUN_ID_BYTES}")
 
 
 def _check_query(query: object, k: object) -> None:

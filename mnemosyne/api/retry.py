@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from mnemosyne.errors import RefConflict
+from mnemosyne.errors import InvalidInput, RefConflict
 
 T = TypeVar("T")
 
@@ -34,9 +34,13 @@ def with_retry(
 
     Returns:
         Whatever ``fn`` returns.
+
+    Raises:
+        InvalidInput: ``attempts`` is not a whole number of at least 1.
+        RefConflict: every attempt lost its race.
     """
-    if attempts < 1:
-        raise ValueError("attempts must be at least 1")
+    if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1:
+        raise InvalidInput(f"attempts must be a whole number, at least 1 (got {attempts!r})")
     for attempt in range(attempts):
         try:
             return fn()

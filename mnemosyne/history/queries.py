@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from mnemosyne.errors import Redacted
+from mnemosyne.errors import CorruptObject, Redacted
 from mnemosyne.history import walk
 from mnemosyne.index.view import View
 from mnemosyne.model.objects import Claim, Commit, ContradictionObject, Node
@@ -87,8 +87,16 @@ def open_contradictions(view: View, tip: bytes) -> list[Contradiction]:
 
 
 def writer(view: View, node_id: str, tip: bytes) -> Commit:
-    """The commit that wrote the version of ``node_id`` current at ``tip``."""
-    oid = next(walk.changes_of(view, node_id, tip))[0]
+    """The commit that wrote the version of ``node_id`` current at ``tip``.
+
+    Raises:
+        CorruptObject: the change index knows no commit that wrote it.
+    """
+    found = next(walk.changes_of(view, node_id, tip), None)
+    if found is None:
+        # The snapshot holds the id, so some commit wrote it: the index is behind.
+        raise CorruptObject(f"the change index has no commit that wrote {node_id}; run `mnemo fsck --repair`")
+    oid = found[0]
     return Commit.from_object(oid, view.commit(oid))
 
 

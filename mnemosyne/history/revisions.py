@@ -19,6 +19,7 @@ from mnemosyne.store.refs import BRANCH_PREFIX, HEAD
 Rev = str | Commit
 """A revision as a caller may give it: its text, or a :class:`Commit` (from ``resolve``, ``log``, …)."""
 
+_FULL_ID = re.compile(r"[0-9a-fA-F]{64}")
 _REV = re.compile(r"(?P<base>[^~^@{}]+)(?:@\{(?P<time>[^}]*)\})?(?P<ops>(?:[~^][0-9]*)*)")
 _OP = re.compile(r"([~^])([0-9]*)")
 _HEX = re.compile(r"[0-9a-f]{4,64}")
@@ -54,6 +55,8 @@ def resolve(view: View, rev: Rev, as_of: datetime | None = None) -> bytes:
     if isinstance(rev, Commit):
         if as_of is not None:
             raise InvalidInput("an as-of time needs a branch name or HEAD, not a commit")
+        if not isinstance(rev.id, str) or not _FULL_ID.fullmatch(rev.id):
+            raise InvalidInput(f"{rev.id!r} is not a commit id (64 hex digits)")
         oid = bytes.fromhex(rev.id)
         view.commit(oid)  # a commit of another store or tenant is not found here
         return oid

@@ -44,7 +44,11 @@ T = TypeVar("T")
 
 
 def to_builtins(value: Any) -> Any:
-    """``value`` as plain JSON values (dicts, lists, text, numbers, None), in its JSON form."""
+    """``value`` as plain JSON values (dicts, lists, text, numbers, None), in its JSON form.
+
+    Raises:
+        InvalidInput: ``value`` holds something with no JSON form.
+    """
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, Node):
@@ -66,12 +70,20 @@ def to_builtins(value: Any) -> Any:
         return [to_builtins(item) for item in value]
     if isinstance(value, dict):
         return {str(key): to_builtins(item) for key, item in value.items()}
-    raise TypeError(f"{type(value).__name__} has no JSON form")
+    raise InvalidInput(f"{type(value).__name__} has no JSON form")
 
 
 def to_json(value: Any) -> str:
-    """``value`` in its JSON form, as one line of JSON text."""
-    return msgspec.json.encode(to_builtins(value)).decode()
+    """``value`` in its JSON form, as one line of JSON text.
+
+    Raises:
+        InvalidInput: ``value`` holds something with no JSON form, or text that is
+            not valid Unicode (a lone surrogate).
+    """
+    try:
+        return msgspec.json.encode(to_builtins(value)).decode()
+    except UnicodeEncodeError:
+        raise InvalidInput("text with a lone surrogate has no JSON form") from None
 
 
 def node_builtins(node: Node) -> dict[str, Any]:

@@ -30,6 +30,20 @@ class _NoId(str):
 
     __slots__ = ()
 
+    # One instance only: copies and pickles give it back, so has_id() holds across them.
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return (_no_id, ())
+
+    def __copy__(self) -> _NoId:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _NoId:
+        return self
+
+
+def _no_id() -> str:
+    return NO_ID
+
 
 NO_ID: str = _NoId()
 """The id of a node created without one: the commit gives it a generated id.

@@ -224,6 +224,10 @@ class _Shared:
         self.locked = True
         """Whether LMDB tracks this process's readers in ``lock.mdb`` (see :meth:`_open_env`)."""
         self.env = self._open_env(map_size)
+        if self.locked:
+            # Free reader slots left by processes that died mid-read: stale ones would
+            # pin old pages (the file grows) and count against max_readers.
+            self.env.reader_check()
         self.map_size: int = self.env.info()["map_size"]
         self.dbs: dict[Space, Any] = {}
         self._open_dbs()
@@ -577,6 +581,21 @@ class LmdbKV:
                 raise
 
     def _begin(self, shared: _Shared, write: bool) -> lmdb.Transaction:
+        try:
+            return self._begin_retrying(shared, write)
+        except _DAMAGE as exc:
+            raise damaged(shared.path, exc) from None
+        except lmdb.ReadersFullError:
+            raise MnemoError(
+                f"too many readers of {shared.path} at once ({shared.env.max_readers()}); "
+                "close idle handles or processes and try again"
+            ) from None
+        except lmdb.Error as exc:
+            if write:
+                raise  # _transact maps it (a full map grows and runs again)
+            raise MnemoError(f"storage error: {exc}") from None
+
+    def _begin_retrying(self, shared: _Shared, write: bool) -> lmdb.Transaction:
         for _ in range(3):
             try:
                 return shared.env.begin(write=write)
