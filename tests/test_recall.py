@@ -32,6 +32,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from mnemosyne import Claim, InvalidInput, Node, NotFound, Repo
 from mnemosyne.index.recall_queue import RecallQueue
 from mnemosyne.recall import names, postings, vectors
+from mnemosyne.recall import text as text_module
 from mnemosyne.recall.embedders import HashEmbedder
 from mnemosyne.recall.postings import Postings
 from mnemosyne.recall.search import count_under
@@ -1131,6 +1132,41 @@ def test_an_index_in_the_older_layout_is_rebuilt_by_a_writer_and_refused_to_a_re
         assert postings
         old = [key for key in postings if len(key.split(b"\x00", 1)[1]) == 32]
         assert not old, "an older posting is left"
+
+
+def test_an_index_without_id_words_is_upgraded_by_its_postings_alone(
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Layout 2 lacked the words of ids: a writer re-indexes postings and keeps every vector."""
+    path = tmp_path / "store"
+    with Repo.init(path, clock=clock) as repo:
+        repo.use_embedder("hash")
+        with monkeypatch.context() as patched:
+            patched.setattr(text_module, "id_words", lambda node_id: [])
+            repo.commit([Node(id=f"users/mira/{i}", content=f"apple river {i}") for i in range(12)])
+            assert repo.search("mira", mode="lexical") == []
+        repo.kv.transact(lambda txn: txn.put(Space.RECALL, SCOPE + b"f", b"2"))
+        vectors_before = side_items(repo, Space.VECTORS)
+    with Repo.open(path, readonly=True, clock=clock) as reader:
+        reader.use_embedder("hash")
+        assert len(reader.search("apple", k=20)) == 12  # readable, ids not yet among its words
+        assert reader.fsck().ok
+    embedded: list[str] = []
+
+    class Counting(HashEmbedder):
+        def __call__(self, texts: list[str]) -> np.ndarray:
+            embedded.extend(texts)
+            return super().__call__(texts)
+
+    with Repo.open(path, clock=clock) as repo:
+        repo.use_embedder(Counting())
+        assert len(repo.search("mira", k=20, mode="lexical")) == 12
+        assert embedded == []  # no stored content embedded again
+        assert len(repo.search("apple river", k=20, mode="semantic")) == 12
+        assert embedded == ["apple river"]  # the query alone
+        assert side_items(repo, Space.VECTORS) == vectors_before
+        assert dict(side_items(repo, Space.RECALL))[SCOPE + b"f"] == b"3"
+        assert repo.fsck().ok
 
 
 def test_erasing_from_an_index_in_the_older_layout_leaves_nothing_of_it(clock: Clock) -> None:

@@ -32,8 +32,12 @@ from mnemosyne.recall.vectors import Writer as VectorWriter
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
 
 _FORMAT = b"f"
-FORMAT = b"2"
-"""The layout written by this version: numbered documents, postings segments, vector blocks."""
+FORMAT = b"3"
+"""The layout written by this version: numbered documents, postings segments, vector blocks,
+and the words of ids among a document's words."""
+_POSTINGS_STALE = (b"2",)
+"""Layouts this version reads and upgrades by re-indexing postings alone: their vectors
+are laid out as this version's (layout 2 lacked id words)."""
 BATCH = 256
 """Versions read and texts embedded per step."""
 
@@ -76,13 +80,21 @@ class RecallIndex:
         # Older layouts wrote totals as soon as they indexed, and a model key as they embedded.
         return not self.postings.has_totals(txn) and not self.vectors.models(txn)
 
+    def vectors_current(self, txn: ReadTxn) -> bool:
+        """Whether the index is readable, its vectors kept by an upgrade.
+
+        True for this version's layout, and for one whose postings alone are stale
+        (see ``_POSTINGS_STALE``).
+        """
+        return self.format_current(txn) or self.layout.stamped(txn) in _POSTINGS_STALE
+
     def check_format(self, txn: ReadTxn) -> None:
-        """Refuse to read an index in an older layout.
+        """Refuse to read an index in a layout this version cannot read.
 
         Raises:
             InvalidInput: the index predates this version (a writable handle rebuilds it).
         """
-        if not self.format_current(txn):
+        if not self.vectors_current(txn):
             raise InvalidInput(
                 "the recall index was written by an older version: search once from a writable "
                 "handle, or run 'mnemo reindex', to rebuild it"
@@ -99,7 +111,8 @@ class RecallIndex:
     def clear(self, txn: WriteTxn, vectors: bool, rebuilding: bool = False) -> int:
         """Drop the derived recall entries of the tenant (and its vectors, when asked).
 
-        An older layout goes whole, vectors included: it could not be read.
+        An older layout goes whole, vectors included: it could not be read
+        (one whose postings alone are stale keeps its vectors).
         ``rebuilding`` leaves the document-number records for a rebuild to
         overwrite from 0 up (cheaper than deleting them first), which then drops
         those it did not reach with :meth:`Postings.drop_numbers`.
@@ -107,8 +120,7 @@ class RecallIndex:
         Returns:
             The next document number the index had (0 unless ``rebuilding``).
         """
-        current = self.format_current(txn)
-        if not current:
+        if not self.vectors_current(txn):
             seq = self.postings.last_change(txn)
             self.vectors.clear(txn)  # first: it reads the model keys, and keeps its logs counting
             self.layout.wipe(txn)
@@ -150,7 +162,7 @@ class RecallIndex:
         """
         txn = view.txn
         if not self.format_current(txn):
-            self.requeue(view)  # drops the old layout whole, vectors included
+            self.requeue(view)  # drops an old layout (vectors too, unless they are current)
         self.postings.remove(txn, oid, node)
         chash = content_hash(node)
         if not self.postings.versions_with_content(txn, chash):

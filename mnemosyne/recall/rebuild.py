@@ -30,7 +30,7 @@ def rebuild(
     """
     txn = view.txn
     recall = RecallIndex(view.stores.scope)
-    vectors = vectors or not recall.format_current(txn)
+    vectors = vectors or not recall.vectors_current(txn)
     end = recall.clear(txn, vectors=vectors, rebuilding=True)
     # Counted by kind tag alone: hashing and decoding every node twice would double the work.
     total = sum(data[1:8] == NODE_TAG for _, data in view.objects.scan(txn)) if progress else 0
