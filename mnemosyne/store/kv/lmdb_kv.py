@@ -239,10 +239,11 @@ class _Shared:
             if not (self.readonly and self.locked and _is_unwritable(exc)):
                 raise
         # A read-only handle on a directory or medium it cannot write: LMDB cannot
-        # register its readers in lock.mdb, so it reads without that lock. Safe
-        # where nothing writes (a read-only medium, an archived copy); a writer
-        # with rights there could recycle pages under it, which the hash check of
-        # every object turns into CorruptObject, never wrong data.
+        # register its readers in lock.mdb, so it reads without that lock. Safe only
+        # where nothing writes (a read-only medium, an archived copy): a writer could
+        # recycle pages under an unregistered reader; objects would fail their hash
+        # check, but refs and index records carry none. So this is a fallback for an
+        # unwritable directory, never an option.
         self.locked = False
         return self._lmdb_open(map_size, False)
 
