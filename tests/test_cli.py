@@ -306,18 +306,19 @@ def test_rm_removes_and_reports(store: Store) -> None:
     assert list(removed) == COMMIT_RESULT_KEYS
     assert [n["id"] for n in store.lines("ls")] == ["c"]
     assert_error(store.run("show", "a"), 3, "a is not in HEAD")
-    # Removing an absent id, and nothing else, changes nothing: no commit, not an error.
+    # Removing an id removed before, and nothing else (a retry), changes nothing: not an error.
     tip = store.lines("log")[0]["id"]
-    absent = store.result("rm", "zz", "-m", "x")
-    assert absent.stdout == f"nothing to commit: branch main is unchanged at {tip[:7]}\n"
-    assert store.doc("rm", "zz", "-m", "x") == {
+    again = store.result("rm", "a", "-m", "x")
+    assert again.stdout == f"nothing to commit: branch main is unchanged at {tip[:7]}\n"
+    assert store.doc("rm", "a", "-m", "x") == {
         **store.lines("log")[0],
         "put_ids": [],
         "deleted_ids": [],
         "created": False,
     }
     assert store.lines("log")[0]["id"] == tip
-    # Beside a real change, an absent id is still an error, and nothing is written.
+    # An id never written is a mistake (a typo), alone or beside a change; nothing is written.
+    assert_error(store.run("rm", "zz", "-m", "x"), 3, "cannot remove zz")
     assert_error(store.run("rm", "c", "zz", "-m", "x"), 3, "cannot remove zz")
     assert store.lines("log")[0]["id"] == tip
     human = store.ok("rm", "c", "-m", "last")

@@ -74,7 +74,7 @@ def test_merge_conflict_resolve_and_log_session(diverged: Store) -> None:
     assert document["previous"] == store.lines("log", "-n", "1")[0]  # main's tip, unmoved
     assert document["contradictions"] == []
     (conflict,) = document["conflicts"]
-    assert list(conflict) == ["id", "kind", "base", "ours", "theirs"]
+    assert list(conflict) == ["id", "kind", "base", "ours", "theirs", "base_hash", "ours_hash", "theirs_hash"]
     assert (conflict["id"], conflict["kind"]) == ("k", "edit/edit")
     assert [conflict[side]["content"] for side in ("base", "ours", "theirs")] == ["base", "ours", "theirs"]
     assert list(conflict["ours"]) == NODE_KEYS

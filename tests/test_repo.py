@@ -175,10 +175,9 @@ def test_duplicate_ids_in_one_commit_refused(repo):
 
 def test_deleting_an_absent_id_writes_nothing(repo):
     c1 = repo.commit([Node(id="a", content=1)])
-    # removing only an absent id changes nothing: a no-op returning the tip
-    noop = repo.commit(delete=["missing"])
-    assert noop.created is False and noop.id == c1.id
-    assert noop.deleted_ids == ()  # nothing was removed
+    # removing an id never written anywhere is a mistake (a typo), not a retry
+    with pytest.raises(NotFound, match="cannot remove missing"):
+        repo.commit(delete=["missing"])
     # beside a change, an absent id is refused and nothing is written
     with pytest.raises(NotFound):
         repo.commit([Node(id="b", content=2)], delete=["missing"])
@@ -194,6 +193,10 @@ def test_deleting_an_absent_id_writes_nothing(repo):
     assert repo.get("a") is None
     assert repo.get("a", at=c1.id).content == 1
     assert [c.id for c in repo.log(node="a")] == [c2.id, c1.id]
+    # removing it again (a retried removal) changes nothing: a no-op returning the tip
+    noop = repo.commit(delete=["a"])
+    assert noop.created is False and noop.id == c2.id
+    assert noop.deleted_ids == ()  # nothing was removed
 
 
 def test_commit_validates_its_arguments(repo):

@@ -96,6 +96,9 @@ class RepoMachine(RuleBasedStateMachine):
         changed = after != before
         if changed and any(d not in before for d in deletes):
             return NotFound, False, after
+        written_ever = set().union(*self.snapshots.values()) if self.snapshots else set()
+        if any(d not in before and d not in written_ever for d in deletes):
+            return NotFound, False, after  # never written anywhere: a mistake, not a retry
         if not changed and not allow_empty:
             if target not in self.branch_tips:
                 return InvalidInput, False, after  # nothing to commit on a branch with no commits

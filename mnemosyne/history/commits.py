@@ -94,7 +94,8 @@ def apply_commit(
         RefConflict: ``parent`` names a commit other than the tip.
         NotFound: no branch ``branch`` (only HEAD's may be absent: a new
             store's); a removal names an id that is not in the branch (in a
-            commit that changes something else).
+            commit that changes nothing else, only an id never written: removing
+            an id removed before is a retry).
         InvalidInput: an id appears twice; nothing to commit on a branch with no
             commits yet.
         ClaimConflict: see :func:`claim_conflicts`.
@@ -135,11 +136,13 @@ def apply_commit(
     root, changes = view.tree.update(base, edits)
     removed = {key for key, _, new in changes if new is None}
     deleted_ids = tuple(i for i in removals if i in removed)
-    if removals and changes:
-        # (A commit that changes nothing at all is a retry: it is a no-op below.)
-        missing = [i for i in removals if i not in removed]
-        if missing:
-            raise NotFound(f"cannot remove {missing[0]}: it is not in branch {branch}")
+    missing = [i for i in removals if i not in removed]
+    if missing and not changes:
+        # A commit that changes nothing is a retry (a no-op below), if what it removes
+        # was ever written: an id never seen anywhere is a mistake, not a retry.
+        missing = [i for i in missing if next(view.changes.versions(txn, i), None) is None]
+    if missing:
+        raise NotFound(f"cannot remove {missing[0]}: it is not in branch {branch}")
     if not changes and not allow_empty:
         if tip is None:
             raise InvalidInput(f"nothing to commit: branch {branch!r} has no commits and nothing was given")
