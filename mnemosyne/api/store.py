@@ -260,8 +260,9 @@ class Store(Resource):
     def config(self, key: str, value: str | None = None) -> str:
         """Read a store setting, or change it when ``value`` is given; return its value.
 
-        Settings are shared by every tenant. ``embedder``: ``none`` (the default:
-        lexical search only), ``hash``, ``hash-DIM`` or ``minilm``.
+        Settings are shared by every tenant. ``embedder``: ``auto`` (the default:
+        MiniLM when the ``embed`` extra is installed, else lexical search only),
+        ``none`` (lexical only), ``hash``, ``hash-DIM`` or ``minilm``.
 
         Raises:
             InvalidInput: an unknown setting, or a value it cannot take.
