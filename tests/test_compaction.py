@@ -13,12 +13,13 @@ import stat
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import lmdb
 import pytest
 
-from mnemosyne import InvalidInput, MnemoError, Node, Repo
+from mnemosyne import InvalidInput, MnemoError, Node, NotFound, Repo
 from mnemosyne.store.kv import lmdb_kv
 
 HOLDER = """
@@ -119,3 +120,28 @@ def test_compaction_keeps_keyspaces_it_does_not_know_and_the_file_mode(path: Pat
         assert records[7] == (b"key-00007", b"value-7" * 10)
     finally:
         env.close()
+
+
+def test_a_refused_compaction_collects_nothing_first(path: Path) -> None:
+    """gc(compact=True) is one outcome: refused before it collects, or done whole."""
+    with Repo.open(path) as repo:
+        first = repo.resolve("HEAD")
+        second = repo.commit([Node(id="n", content="w")], message="2")
+        repo.reset("main", first.id)  # the second commit is reachable from the reflog only
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        with Repo.open(path) as repo:
+            with pytest.raises(InvalidInput, match="another process has it open"):
+                repo.gc(grace=timedelta(0), expire_reflog=timedelta(0), compact=True)
+            assert repo.get("n", at=second.id) == Node(id="n", content="w")  # nothing collected
+            report = repo.gc(grace=timedelta(0), expire_reflog=timedelta(0))
+            assert report.objects_removed > 0 and report.commits_removed == 1
+            with pytest.raises(NotFound):
+                repo.get("n", at=second.id)
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)

@@ -49,6 +49,8 @@ class Erasure:
             if value is not None and (not isinstance(value, timedelta) or value < timedelta(0)):
                 raise InvalidInput(f"{name} must be a non-negative timedelta")
         handle = self._handle
+        if compact:
+            handle.kv.check_compact()  # a refusal before collecting, not after: one outcome
         report = handle.write(
             lambda view: collect(view, grace=grace, now=handle.now(), expire_reflog=expire_reflog)
         )

@@ -107,6 +107,16 @@ class KV(Protocol):
         """
         ...
 
+    def check_compact(self) -> None:
+        """Refuse now what :meth:`compact` would refuse, before work that should precede it.
+
+        A check, not a reservation: ``compact`` checks again.
+
+        Raises:
+            InvalidInput: the backend is shared with another handle or process, or read-only.
+        """
+        ...
+
 
 def prefix_end(prefix: bytes) -> bytes | None:
     """Return the smallest key greater than every key starting with ``prefix``.

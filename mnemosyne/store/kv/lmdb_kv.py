@@ -284,9 +284,9 @@ class _Shared:
             InvalidInput: another handle or process has the store open.
             StorageFull: no room for the second copy (the store is unchanged).
         """
-        if self.users > 1:
-            raise InvalidInput("compaction needs the store to itself: it is open more than once here")
-        if self.lock_file is None or not _try_exclusive(self.lock_file):
+        self.check_alone()
+        assert self.lock_file is not None
+        if not _try_exclusive(self.lock_file):
             raise InvalidInput("compaction needs the store to itself: another process has it open")
         data = os.path.join(self.path, "data.mdb")
         try:
@@ -320,6 +320,21 @@ class _Shared:
                         self._open_dbs()
                 return before.st_size, os.path.getsize(data)
         finally:
+            _share(self.lock_file)
+
+    def check_alone(self, probe: bool = False) -> None:
+        """Refuse unless no other handle has the store open (with ``probe``, no other process).
+
+        Raises:
+            InvalidInput: another handle or process has the store open.
+        """
+        if self.users > 1:
+            raise InvalidInput("compaction needs the store to itself: it is open more than once here")
+        if self.lock_file is None:
+            raise InvalidInput("compaction needs the store to itself: its lock file cannot be written")
+        if probe:
+            if not _try_exclusive(self.lock_file):
+                raise InvalidInput("compaction needs the store to itself: another process has it open")
             _share(self.lock_file)
 
     def _rewrite_into(self, directory: str) -> None:
@@ -626,6 +641,14 @@ class LmdbKV:
             raise InvalidInput("the store is open read-only")
         with _Shared.registry_lock, shared.writer:
             return shared.compact()
+
+    def check_compact(self) -> None:
+        """Refuse now what :meth:`compact` would refuse (see ``KV.check_compact``)."""
+        shared = self._check_open()
+        if self.readonly:
+            raise InvalidInput("the store is open read-only")
+        with _Shared.registry_lock:
+            shared.check_alone(probe=True)
 
     def _check_open(self) -> _Shared:
         if self._closed:

@@ -149,10 +149,14 @@ class MemoryKV:
 
     def compact(self) -> tuple[int, int]:
         """Nothing to rewrite: deleted records leave memory with their last reference."""
+        self.check_compact()
+        return 0, 0
+
+    def check_compact(self) -> None:
+        """Refuse a read-only store (see :meth:`KV.check_compact`)."""
         self._check_open()
         if self.readonly:
             raise InvalidInput("the store is open read-only")
-        return 0, 0
 
     def _check_open(self) -> None:
         if self._closed:
