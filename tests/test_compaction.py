@@ -20,7 +20,7 @@ import lmdb
 import pytest
 
 from mnemosyne import InvalidInput, MnemoError, Node, NotFound, Repo
-from mnemosyne.store.kv import lmdb_kv
+from mnemosyne.store.kv import lmdb_rewrite
 
 HOLDER = """
 import sys
@@ -79,13 +79,13 @@ def test_a_refused_compaction_keeps_this_process_s_claim_on_the_store(path: Path
 def test_a_failed_rewrite_leaves_the_store_unchanged_and_usable(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(self: object, directory: str) -> None:
+    def broken(*args: object) -> None:
         raise OSError(5, "Input/output error")
 
     before = (path / "data.mdb").read_bytes()
     with Repo.open(path) as repo:
         with monkeypatch.context() as patched:
-            patched.setattr(lmdb_kv._Shared, "_rewrite_into", broken)
+            patched.setattr(lmdb_rewrite, "rewrite_into", broken)
             with pytest.raises(MnemoError, match="compaction failed, the store is unchanged"):
                 repo.gc(compact=True)
         assert (path / "data.mdb").read_bytes() == before
@@ -105,11 +105,13 @@ def test_compaction_keeps_keyspaces_it_does_not_know_and_the_file_mode(path: Pat
             for number in range(2000):
                 txn.put(b"key-%05d" % number, b"value-%d" % number * 10)
         os.chmod(path / "data.mdb", 0o640)
+        os.chown(path / "data.mdb", 4242, 4243)  # the suite runs as root (CI does)
         (path / ".compact-killed").mkdir()
         (path / ".compact-killed" / "data.mdb").write_bytes(b"left by a killed compaction")
         assert repo.gc(compact=True).compacted
         assert repo.get("n") == Node(id="n", content="v")
-    assert stat.S_IMODE((path / "data.mdb").stat().st_mode) == 0o640
+    after = (path / "data.mdb").stat()
+    assert (stat.S_IMODE(after.st_mode), after.st_uid, after.st_gid) == (0o640, 4242, 4243)
     assert not [entry for entry in os.listdir(path) if entry.startswith(".compact-")]
     env = lmdb.open(str(path), max_dbs=64, readonly=True, lock=False)
     try:
@@ -145,3 +147,46 @@ def test_a_refused_compaction_collects_nothing_first(path: Path) -> None:
         assert holder.stdin is not None
         holder.stdin.close()
         holder.wait(timeout=30)
+
+
+def test_reading_the_store_s_files_in_this_process_keeps_its_lock(path: Path) -> None:
+    """Copying or reading a live store opens and closes mnemo.lock: that must release nothing."""
+    with Repo.open(path) as repo:
+        for file in sorted(path.iterdir()):
+            if file.is_file():
+                file.read_bytes()
+        other = subprocess.run(
+            [sys.executable, "-c", COMPACTOR, str(path)], capture_output=True, text=True, timeout=60
+        )
+        assert other.stdout.startswith("refused: compaction needs the store to itself"), other
+        repo.commit([Node(id="m", content="w")], message="2")
+    with Repo.open(path) as repo:
+        assert [n.id for n in repo.nodes()] == ["m", "n"]
+
+
+def test_a_forked_child_opens_the_store_again_and_holds_it_open(path: Path) -> None:
+    parent = Repo.open(path)
+    ready, go = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child reports through its exit status)
+        status = 1
+        try:
+            os.read(ready, 1)  # the parent has closed its handle
+            with pytest.raises(MnemoError, match="opened before a fork"):
+                parent.get("n")
+            with Repo.open(path) as mine:
+                other = subprocess.run(
+                    [sys.executable, "-c", COMPACTOR, str(path)], capture_output=True, text=True, timeout=60
+                )
+                if other.stdout.startswith("refused: compaction needs the store to itself"):
+                    mine.commit([Node(id="from-child", content="c")], message="child")
+                    status = 0
+        finally:
+            os._exit(status)
+    parent.commit([Node(id="from-parent", content="p")], message="parent")
+    parent.close()
+    os.write(go, b"x")
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    with Repo.open(path) as repo:
+        assert [n.id for n in repo.nodes()] == ["from-child", "from-parent", "n"]

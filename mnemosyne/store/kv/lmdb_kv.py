@@ -9,20 +9,20 @@ so users never meet ``MapFullError``.
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import IO, Any, ClassVar, TypeVar, cast
+from contextlib import contextmanager, suppress
+from typing import Any, ClassVar, TypeVar, cast
 
 import lmdb
 
 from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, StorageFull
+from mnemosyne.store.kv import lmdb_rewrite
 from mnemosyne.store.kv.base import Space, WriteTxn, prefix_end
 from mnemosyne.store.kv.datafile import check_data_file
+from mnemosyne.store.kv.store_lock import StoreLock
 
 T = TypeVar("T")
 
@@ -71,6 +71,14 @@ class _Gate:
                 while self._resizing:
                     self._cond.wait()
                 self._active += 1
+
+    def idle_after_fork(self) -> bool:
+        """Whether no transaction was open when the process forked.
+
+        Read in the child alone, without the condition's lock: a thread the child
+        does not have may have held it.
+        """
+        return self._active == 0 and not self._resizing
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -218,12 +226,21 @@ class _Shared:
         # LMDB's writer lock: so a writer can always get the gate to itself to abort.
         self.writer = threading.RLock()
         self.sync = sync
-        # Every process holding the store open keeps a shared lock on this file, so
-        # compaction (which replaces the data file) can tell it is alone.
-        self.lock_file = _hold_shared_lock(path)
+        self.pid = os.getpid()
+        """The process that opened the environment: LMDB's may not be used in another."""
+        self.broken: str | None = None
+        """Why the environment is unusable (a failed reopen after compaction), or None."""
+        # Every process holding the store open keeps a shared lock, so compaction
+        # (which replaces the data file) can tell it is alone.
+        self.lock = StoreLock.acquire(path)
         self.locked = True
         """Whether LMDB tracks this process's readers in ``lock.mdb`` (see :meth:`_open_env`)."""
-        self.env = self._open_env(map_size)
+        try:
+            self.env = self._open_env(map_size)
+        except BaseException:
+            if self.lock is not None:
+                self.lock.close()
+            raise
         if self.locked:
             # Free reader slots left by processes that died mid-read: stale ones would
             # pin old pages (the file grows) and count against max_readers.
@@ -285,42 +302,64 @@ class _Shared:
             StorageFull: no room for the second copy (the store is unchanged).
         """
         self.check_alone()
-        assert self.lock_file is not None
-        if not _try_exclusive(self.lock_file):
+        assert self.lock is not None  # check_alone refuses without one
+        if not self.lock.try_exclusive():
             raise InvalidInput("compaction needs the store to itself: another process has it open")
         data = os.path.join(self.path, "data.mdb")
         try:
             with self.gate.exclusive():
-                _remove_stale_scratch(self.path)  # left by a compaction that was killed
-                before = os.stat(data)
-                scratch = tempfile.mkdtemp(prefix=_SCRATCH_PREFIX, dir=self.path)
-                closed = False
-                try:
-                    try:
-                        self._rewrite_into(scratch)
-                        fresh = os.path.join(scratch, "data.mdb")
-                        os.chmod(fresh, before.st_mode & 0o7777)
-                        if os.geteuid() == 0:
-                            os.chown(fresh, before.st_uid, before.st_gid)
-                    except (lmdb.Error, OSError) as exc:
-                        if _is_disk_full(exc):
-                            raise StorageFull(
-                                f"the disk is full: compaction needs room for a second copy ({exc}); "
-                                "the store is unchanged"
-                            ) from None
-                        raise MnemoError(f"compaction failed, the store is unchanged: {exc}") from None
-                    self.env.close()
-                    closed = True
-                    os.replace(fresh, data)
-                    _sync_directory(self.path)
-                finally:
-                    shutil.rmtree(scratch, ignore_errors=True)
-                    if closed:  # LMDB forbids a second environment on a path in one process
-                        self.env = self._open_env(self.map_size)
-                        self._open_dbs()
-                return before.st_size, os.path.getsize(data)
+                return self._compact_alone(data)
         finally:
-            _share(self.lock_file)
+            self.lock.share()
+
+    def _compact_alone(self, data: str) -> tuple[int, int]:
+        """Rewrite and swap the data file; the store is this handle's alone."""
+        try:
+            lmdb_rewrite.remove_stale_scratch(self.path)  # left by a compaction that was killed
+            before = os.stat(data)
+            scratch = lmdb_rewrite.scratch_directory(self.path)
+        except OSError as exc:
+            raise MnemoError(f"compaction failed, the store is unchanged: {exc}") from None
+        closed = False
+        try:
+            try:
+                known = {space.value.encode(): db for space, db in self.dbs.items()}
+                lmdb_rewrite.rewrite_into(self.env, known, scratch, self.map_size, _MAX_DBS)
+                fresh = os.path.join(scratch, "data.mdb")
+                lmdb_rewrite.copy_owner_and_mode(before, fresh)
+            except (lmdb.Error, OSError) as exc:
+                if _is_disk_full(exc):
+                    raise StorageFull(
+                        f"the disk is full: compaction needs room for a second copy ({exc}); "
+                        "the store is unchanged"
+                    ) from None
+                raise MnemoError(f"compaction failed, the store is unchanged: {exc}") from None
+            self.env.close()
+            closed = True
+            try:
+                os.replace(fresh, data)
+            except OSError as exc:
+                raise MnemoError(f"compaction failed, the store is unchanged: {exc}") from None
+            try:
+                lmdb_rewrite.sync_directory(self.path)
+            except OSError as exc:
+                raise MnemoError(
+                    f"compaction swapped the store file but could not flush its directory ({exc}); "
+                    "run 'mnemo fsck'"
+                ) from None
+            return before.st_size, os.path.getsize(data)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+            if closed:  # LMDB forbids a second environment on a path in one process
+                self._reopen()
+
+    def _reopen(self) -> None:
+        try:
+            self.env = self._open_env(self.map_size)
+            self._open_dbs()
+        except (lmdb.Error, OSError) as exc:
+            self.broken = f"the store could not be reopened after compaction ({exc}); open it again"
+            raise MnemoError(self.broken) from None
 
     def check_alone(self, probe: bool = False) -> None:
         """Refuse unless no other handle has the store open (with ``probe``, no other process).
@@ -330,78 +369,19 @@ class _Shared:
         """
         if self.users > 1:
             raise InvalidInput("compaction needs the store to itself: it is open more than once here")
-        if self.lock_file is None:
+        if self.lock is None:
             raise InvalidInput("compaction needs the store to itself: its lock file cannot be written")
         if probe:
-            if not _try_exclusive(self.lock_file):
+            if not self.lock.try_exclusive():
                 raise InvalidInput("compaction needs the store to itself: another process has it open")
-            _share(self.lock_file)
-
-    def _rewrite_into(self, directory: str) -> None:
-        """Write every live record, one by one, into a new environment in ``directory``.
-
-        Not LMDB's compacting copy: that copies live pages whole, and a live page
-        keeps the bytes of records deleted from it in its unused middle (LMDB
-        neither zeroes a page when a record leaves it nor when it reuses a freed
-        page), and branch pages keep separator keys of deleted records. A page
-        built afresh from live records holds live bytes and zeroes only (LMDB
-        zeroes what it does not fill of a new page), so erased bytes cannot
-        survive compaction.
-
-        Every named database in the file is copied, not only the keyspaces this
-        version knows: compaction must not lose what a newer version wrote.
-        """
-        target = lmdb.open(
-            directory,
-            subdir=True,
-            map_size=self.map_size,
-            max_dbs=_MAX_DBS,
-            readahead=False,
-            sync=True,
-            metasync=True,
-            meminit=True,
-        )
-        try:
-            names = self._database_names()
-            with self.env.begin() as source:
-                for name in names:
-                    db = target.open_db(name, create=True)
-                    cursor = source.cursor(db=self._source_db(name))
-                    batch: list[tuple[bytes, bytes]] = []
-                    size = 0
-                    for key, value in cursor.iternext():
-                        batch.append((bytes(key), bytes(value)))
-                        size += len(key) + len(value)
-                        if size >= _REWRITE_BATCH:
-                            _append_all(target, db, batch)
-                            batch, size = [], 0
-                    _append_all(target, db, batch)
-            target.sync(True)
-        finally:
-            target.close()
-
-    def _database_names(self) -> list[bytes]:
-        """The names of every named database in the file (the main database's keys).
-
-        The store writes nothing else into the main database.
-        """
-        with self.env.begin() as txn:
-            return [bytes(key) for key in txn.cursor().iternext(values=False)]
-
-    def _source_db(self, name: bytes) -> Any:
-        for space, db in self.dbs.items():
-            if space.value.encode() == name:
-                return db
-        # A keyspace of a newer version: opened (in a write transaction, so the handle
-        # outlives it) only to be copied.
-        with self.env.begin(write=True) as txn:
-            return self.env.open_db(name, txn=txn, create=False)
+            self.lock.share()
 
     def close(self) -> None:
         """Close the environment and release the process's lock on the store."""
-        self.env.close()
-        if self.lock_file is not None:
-            self.lock_file.close()
+        if self.pid == os.getpid():  # a forked child leaves the parent's environment alone
+            self.env.close()
+        if self.lock is not None:
+            self.lock.close()
 
     def grow(self, failed_size: int) -> None:
         with self.gate.exclusive():
@@ -421,74 +401,28 @@ class _Shared:
             self.map_size = self.env.info()["map_size"]
 
 
+def _forget_parent_stores() -> None:
+    # A forked child must open stores afresh (LMDB's environments do not survive a
+    # fork); the parent's registry, and a lock another thread may have held, are
+    # replaced, not used. An inherited environment is closed in the child when no
+    # transaction was open at the fork (closing touches only this process's state
+    # then), so the child can open the store again; else the child cannot.
+    parents = list(_Shared.registry.values())
+    _Shared.registry = {}
+    _Shared.registry_lock = threading.Lock()
+    for shared in parents:
+        if shared.gate.idle_after_fork():
+            with suppress(lmdb.Error):
+                shared.env.close()
+        if shared.lock is not None:
+            shared.lock.close()  # the child's copy: the parent keeps its own
+
+
+os.register_at_fork(after_in_child=_forget_parent_stores)
+
+
 _MAX_DBS = 64
 """Named databases an environment may open: the keyspaces, and room for more."""
-
-_REWRITE_BATCH = 64 << 20
-"""Bytes of records compaction writes per transaction of the new environment."""
-
-
-def _append_all(env: lmdb.Environment, db: Any, items: list[tuple[bytes, bytes]]) -> None:
-    """Append records (in key order) to a database of a new environment, in one transaction."""
-    if not items:
-        return
-    while True:
-        try:
-            with env.begin(write=True, db=db) as txn:
-                txn.cursor().putmulti(items, append=True)
-            return
-        except lmdb.MapFullError:
-            env.set_mapsize(env.info()["map_size"] * 2)
-
-
-def _sync_directory(path: str) -> None:
-    """Flush a directory's entries, so a rename in it survives a crash."""
-    handle = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)
-
-
-def _hold_shared_lock(path: str) -> IO[bytes] | None:
-    try:
-        handle = open(os.path.join(path, "mnemo.lock"), "a+b")  # kept open: the lock lives with it
-    except OSError:
-        return None  # a read-only location: compaction will refuse, reads still work
-    _share(handle)
-    return handle
-
-
-# POSIX record locks, not flock: converting a shared lock to an exclusive one is
-# atomic, and a refused conversion keeps the shared lock. (flock drops the shared
-# lock first: a refused compaction would leave this process unprotected, and
-# another process's compaction could replace the file under it.) The lock file is
-# opened once per process per store (see _Shared), so no other close of it can
-# release the lock.
-
-
-def _share(handle: IO[bytes]) -> None:
-    fcntl.lockf(handle, fcntl.LOCK_SH)
-
-
-def _try_exclusive(handle: IO[bytes]) -> bool:
-    try:
-        fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        if exc.errno in (errno.EACCES, errno.EAGAIN):
-            return False
-        raise
-    return True
-
-
-_SCRATCH_PREFIX = ".compact-"
-
-
-def _remove_stale_scratch(path: str) -> None:
-    """Remove what a killed compaction left: the store's file was never replaced by it."""
-    for entry in os.listdir(path):
-        if entry.startswith(_SCRATCH_PREFIX):
-            shutil.rmtree(os.path.join(path, entry), ignore_errors=True)
 
 
 class LmdbKV:
@@ -653,4 +587,9 @@ class LmdbKV:
     def _check_open(self) -> _Shared:
         if self._closed:
             raise MnemoError("the store is closed")
-        return self._shared
+        shared = self._shared
+        if shared.pid != os.getpid():
+            raise MnemoError("this handle was opened before a fork: open the store again in this process")
+        if shared.broken is not None:
+            raise MnemoError(shared.broken)
+        return shared
