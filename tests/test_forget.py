@@ -375,7 +375,14 @@ def test_a_retried_write_of_an_erased_version_stores_none_of_its_bytes(repo: Rep
     assert not stored(repo, record.hash)
     with pytest.raises(Redacted):
         repo.get("n", at="side")
-    # A write that does change the branch stores what it names, as any commit does.
+    # Retried beside a new memory: the new one is stored, the erased one stays erased.
+    batch = repo.commit([Node(id="n", content="secret"), Node(id="m", content="new")], branch="side")
+    assert batch.created and repo.get("m", at="side") == Node(id="m", content="new")
+    assert not stored(repo, record.hash)
+    with pytest.raises(Redacted):
+        repo.get("n", at="side")
+    assert repo.fsck().problems == []
+    # A write that does change the id's entry stores what it names, as any commit does.
     made = repo.commit([Node(id="n", content="secret"), Node(id="m", content="x")], message="again")
     assert made.created and repo.get("n") == Node(id="n", content="secret")
     assert repo.fsck().problems == []

@@ -149,7 +149,10 @@ def apply_commit(
         # Nothing changes (a retried write): no commit, no objects; the tip as it is.
         current = Commit.from_object(tip, view.commit(tip))
         return _result(current, put_ids, deleted_ids, created=False)
-    view.objects.put_encoded(txn, encoded)
+    # Only versions the commit puts in the tree: one already there (a retried write
+    # beside a new one) may be a version erased since, whose bytes must stay gone.
+    entering = {new for _, _, new in changes if new is not None}
+    view.objects.put_encoded(txn, [(oid, data) for oid, data in encoded if oid in entering])
     made = record_commit(
         view,
         branch,
