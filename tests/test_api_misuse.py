@@ -50,8 +50,11 @@ def test_a_forged_commit_id_is_invalid_input(repo: Repo) -> None:
 def test_a_run_id_that_cannot_key_the_read_log_is_refused_before_searching(repo: Repo, run_id: str) -> None:
     with pytest.raises(InvalidInput, match="run_id"):
         repo.search("alpha", run_id=run_id)
-    with pytest.raises(InvalidInput, match="run_id"):
-        repo.reads(run_id)
+    if len(run_id.encode(errors="replace")) > 256:
+        assert repo.reads(run_id) == []  # earlier versions could record longer ones: listed
+    else:
+        with pytest.raises(InvalidInput, match="run_id"):
+            repo.reads(run_id)
     longest = "x" * 256
     assert [h.id for h in repo.search("alpha", run_id=longest)] == ["a"]
     assert [r.ids for r in repo.reads(longest)] == [["a"]]
@@ -84,6 +87,10 @@ def test_values_with_no_json_form_are_invalid_input() -> None:
         to_json({"when": object()})
     with pytest.raises(InvalidInput, match="lone surrogate"):
         to_json("text \ud800")
+    cyclic: dict[str, object] = {}
+    cyclic["self"] = cyclic
+    with pytest.raises(InvalidInput, match="contains itself"):
+        to_json(cyclic)
     assert to_json({"n": Node(id="a", content=1)}).startswith('{"n":{"id":"a"')
 
 

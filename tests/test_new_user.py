@@ -47,6 +47,12 @@ def test_a_fresh_store_branches_and_the_first_commit_on_either_branch_starts_it(
         second = repo.commit([Node(id="a", content="on main")])
         assert second.parents == () and second.id != first.id
         assert [n.content for n in repo.nodes(at="run-1")] == ["on run-1"]
+    with Repo.init(tmp_path / "orphan", clock=Clock()) as repo:
+        assert repo.branch("dev", orphan=True) is None  # from a fresh store too
+        repo.switch("dev")
+        repo.switch("main")  # main stays a branch to come back to
+        assert repo.commit([Node(id="a", content=1)], branch="main").parents == ()
+        assert repo.commit([Node(id="b", content=2)], branch="dev").parents == ()
     store = CliStore(tmp_path / "cli")
     created = store.ok("branch", "run-2")
     assert created == "Created branch run-2 (no commits yet: its first commit starts it)\n"

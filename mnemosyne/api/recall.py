@@ -163,7 +163,7 @@ class Recall:
         """The work of :meth:`Repo.reads`."""
         from mnemosyne.recall.reads import ReadLog
 
-        _check_run_id_text(run_id)
+        _check_run_id_text(run_id, _LONGEST_STORED_RUN_ID)
         with self._handle.read() as view:
             return ReadLog(self._handle.scope).reads(view.txn, run_id)
 
@@ -234,18 +234,21 @@ class Recall:
 
 
 MAX_RUN_ID_BYTES = 256
-"""Longest run id, in bytes of UTF-8 (it is part of a storage key)."""
+"""Longest run id a search records under, in bytes of UTF-8 (it is part of a storage key)."""
+
+_LONGEST_STORED_RUN_ID = 498
+"""Longest run id earlier versions could record (LMDB's 511-byte keys): still listed."""
 
 
-def _check_run_id_text(run_id: object) -> None:
+def _check_run_id_text(run_id: object, limit: int = MAX_RUN_ID_BYTES) -> None:
     if not isinstance(run_id, str) or not run_id or "\x00" in run_id:
         raise InvalidInput("run_id must be non-empty text without NUL")
     try:
         size = len(run_id.encode())
     except UnicodeEncodeError:
         raise InvalidInput("run_id must be valid Unicode text (it has a lone surrogate)") from None
-    if size > MAX_RUN_ID_BYTES:
-        raise InvalidInput(f"run_id is {size} bytes of UTF-8; at most {MAX_RUN_ID_BYTES}")
+    if size > limit:
+        raise InvalidInput(f"run_id is {size} bytes of UTF-8; at most {limit}")
 
 
 def _check_query(query: object, k: object) -> None:

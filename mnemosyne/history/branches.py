@@ -47,19 +47,18 @@ def create(
     if view.refs.exists(view.txn, ref) or view.refs.head_branch(view.txn) == name:
         raise InvalidInput(f"branch {name!r} already exists")
     when = view.refs.next_time(view.txn, ref, now)
+    if orphan and start is not None:
+        raise InvalidInput("an orphan branch starts with no commits: it takes no start revision")
+    head = BRANCH_PREFIX + view.refs.head_branch(view.txn)
+    if not view.refs.exists(view.txn, head):
+        # HEAD's branch exists only as HEAD's target (a new store): keep it a branch to
+        # switch back to once HEAD moves.
+        since = view.refs.next_time(view.txn, head, now)
+        view.refs.create_unborn(view.txn, head, when=since, author=author, reason="branch: no commits yet")
     if orphan:
-        if start is not None:
-            raise InvalidInput("an orphan branch starts with no commits: it takes no start revision")
         view.refs.create_unborn(view.txn, ref, when=when, author=author, reason="branch: orphan")
         return None
-    head = BRANCH_PREFIX + view.refs.head_branch(view.txn)
     if start is None and view.refs.read(view.txn, head) is None:
-        if not view.refs.exists(view.txn, head):
-            # HEAD's branch exists only as HEAD's target: keep it a branch to switch back to.
-            since = view.refs.next_time(view.txn, head, now)
-            view.refs.create_unborn(
-                view.txn, head, when=since, author=author, reason="branch: no commits yet"
-            )
         view.refs.create_unborn(
             view.txn, ref, when=when, author=author, reason="branch: from HEAD (no commits)"
         )

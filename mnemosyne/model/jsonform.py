@@ -77,13 +77,15 @@ def to_json(value: Any) -> str:
     """``value`` in its JSON form, as one line of JSON text.
 
     Raises:
-        InvalidInput: ``value`` holds something with no JSON form, or text that is
-            not valid Unicode (a lone surrogate).
+        InvalidInput: ``value`` holds something with no JSON form, text that is
+            not valid Unicode (a lone surrogate), or itself.
     """
     try:
         return msgspec.json.encode(to_builtins(value)).decode()
     except UnicodeEncodeError:
         raise InvalidInput("text with a lone surrogate has no JSON form") from None
+    except RecursionError:
+        raise InvalidInput("a value that contains itself has no JSON form") from None
 
 
 def node_builtins(node: Node) -> dict[str, Any]:
