@@ -139,9 +139,13 @@ def rebuild(view: View, claims_possible: bool = True) -> Rebuilt:
     return scratch.transact(replay)
 
 
-def reindex(view: WriteView) -> int:
-    """Rebuild the commit graph, change and claim indexes in place; return the entries written."""
-    rebuilt = rebuild(view)
+def reindex(view: WriteView, claims_possible: bool = True) -> int:
+    """Rebuild the commit graph, change and claim indexes in place; return the entries written.
+
+    ``claims_possible``: False when the caller knows the rebuild can meet no claim
+    (see :func:`index_commit`).
+    """
+    rebuilt = rebuild(view, claims_possible)
     for oid, data in rebuilt.chunks.items():  # claim-tree chunks the store lacked
         view.objects.put_raw(view.txn, oid, data)
     view.graph.replace(view.txn, rebuilt.graph)
