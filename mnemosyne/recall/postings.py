@@ -309,6 +309,26 @@ def _decode_versions(data: bytes) -> tuple[Version, ...]:
         raise _damaged("the content map", exc) from None
 
 
+class _Terms(dict[str, int]):
+    """Word → term number for one writer's life; a word is numbered when first looked up.
+
+    Kept rather than a vocabulary built per segment (two more passes over its
+    words): most words recur from segment to segment, a known word's lookup stays
+    in C, and words come back as the dictionary's own strings, hashes computed,
+    when their postings are filed.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.words: list[str] = []
+        """The words by term number."""
+
+    def __missing__(self, word: str) -> int:
+        number = self[word] = len(self.words)
+        self.words.append(word)
+        return number
+
+
 class Writer:
     """Adds documents to one tenant's lexical index, a segment of postings at a time.
 
@@ -332,6 +352,7 @@ class Writer:
         self._totals = Stats() if fresh else postings.stats(txn)
         self._first = self._totals.next  # the number of the first buffered document
         self._words: list[str] = []  # the buffered documents' words, one after another
+        self._terms = _Terms()
         self._lengths: list[int] = []
         self._segments: dict[str, list[tuple[int, bytes]]] = {}  # fresh: word → its segments
         self._contents: dict[bytes, list[Version]] = {}  # fresh: the content map
@@ -410,9 +431,8 @@ class Writer:
         self._words, self._lengths = [], []
         if not flat:
             return
-        vocabulary = list(dict.fromkeys(flat))
-        ids = {word: i for i, word in enumerate(vocabulary)}
-        terms = np.fromiter(map(ids.__getitem__, flat), dtype=np.int64, count=len(flat))
+        terms = np.fromiter(map(self._terms.__getitem__, flat), dtype=np.int64, count=len(flat))
+        vocabulary = self._terms.words
         # One sort gives every (word, document) pair in word then document order, with its tf.
         pairs, tf = np.unique(terms * count + np.repeat(np.arange(count), lengths), return_counts=True)
         term, local = np.divmod(pairs, count)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -58,7 +59,30 @@ def id_words(node_id: str) -> list[str]:
 
     So ``users/mira/prefs/language`` is found by "mira" and "language".
     """
-    return words(_ID_SEPARATORS.sub(" ", node_id))
+    # Ids of one namespace share all but their last segment, so the words before the
+    # last "/" are remembered, and a last segment of ASCII letters and digits (a
+    # counter, a hex id) is one word as it stands: the two regexes run on the rest
+    # only (on every id they took a tenth of a rebuild's postings work, 2.5 µs an
+    # id). The parts' words are the whole's: "/" becomes a space, which no word
+    # spans and lower() sees no case context across (its one context rule, final
+    # sigma, stops at a space).
+    head, _, tail = node_id.rpartition("/")
+    found = [*_prefix_words(head)]
+    if tail.isascii() and tail.isalnum():
+        found.append(tail[:MAX_WORD].lower())
+    else:
+        found += _separated_words(tail)
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _prefix_words(prefix: str) -> tuple[str, ...]:
+    """The words of an id's part before its last "/" (bounded: ids may have any shape)."""
+    return tuple(_separated_words(prefix))
+
+
+def _separated_words(text: str) -> list[str]:
+    return words(_ID_SEPARATORS.sub(" ", text))
 
 
 def document_words(node: Node) -> list[str]:
