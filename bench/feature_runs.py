@@ -292,20 +292,30 @@ def bench_recall(root: Path, n: int, rounds: int) -> None:
         t0 = time.perf_counter()
         repo.search("warm up")  # the first search indexes and embeds everything
         row("recall: first catch-up, index and embed (nodes/s)", n, f"{n / (time.perf_counter() - t0):,.0f}")
-        timed = TimedEmbedder(HashEmbedder(384))
-        repo.use_embedder(timed)  # the same model id as the store's setting: same vectors
-        t0 = time.perf_counter()
-        indexed = repo.reindex_recall(vectors=True)
-        elapsed = time.perf_counter() - t0
-        assert indexed == n
+        # Medians of three rebuilds: one run is at the mercy of the machine's speed of
+        # the moment (on a 2-core VM the model's own time for the same texts took from
+        # 3.1 to 5.2 s); each rebuild rewrites the same index, so the runs compare.
+        # The model's time is what the embedder's calls took, so "excl." is the
+        # rebuild's own work: reading, postings, vector blocks, the commit.
+        overall: list[float] = []
+        own: list[float] = []
+        for _ in range(3):
+            timed = TimedEmbedder(HashEmbedder(384))
+            repo.use_embedder(timed)  # the same model id as the store's setting: same vectors
+            t0 = time.perf_counter()
+            indexed = repo.reindex_recall(vectors=True)
+            elapsed = time.perf_counter() - t0
+            assert indexed == n
+            overall.append(elapsed)
+            own.append(elapsed - timed.seconds)
         row(
-            "recall: reindex_recall(vectors=True), incl. HashEmbedder(384) (nodes/s)",
+            "recall: reindex_recall(vectors=True), incl. HashEmbedder(384), median of 3 (nodes/s)",
             n,
-            f"{n / elapsed:,.0f}",
+            f"{n / statistics.median(overall):,.0f}",
         )
-        rate = n / (elapsed - timed.seconds)
+        rate = n / statistics.median(own)
         row(
-            "recall: reindex_recall(vectors=True), excl. model time (nodes/s)",
+            "recall: reindex_recall(vectors=True), excl. model time, median of 3 (nodes/s)",
             n,
             f"{rate:,.0f}",
             ">= 20,000",
@@ -347,7 +357,8 @@ def bench_recall(root: Path, n: int, rounds: int) -> None:
     with Repo.init(without_path, sync=False) as plain:
         plain.commit(nodes, message="memories", author="bench")
         plain.search("warm up")
-        plain.reindex_recall(vectors=True)
+        for _ in range(3):  # as often as the other store; postings alone: it has no embedder
+            plain.reindex_recall()
     with Repo.open(with_path, sync=False) as repo, Repo.open(without_path, sync=False) as plain:
         repo.search("warm up")
         plain.search("warm up")

@@ -3,8 +3,8 @@
 A row that says median is the median of repeated runs in this one process (the
 sync-off commits: of runs in fresh processes, the sizes taking turns; see
 commit_cpu.py); a ratio is of two medians measured interleaved unless the row says
-one run each; other rows (bulk imports, gc, forget, rebuild rates) time one run,
-as they change the store they measure. Usage:
+one run each; other rows (bulk imports, gc, forget, the first recall catch-up) time
+one run, as they change the store they measure. Usage:
 
     python bench/run.py [--out bench/results.md] [--sizes 1000,10000,100000] [--quick]
 """
