@@ -111,7 +111,7 @@ def apply_commit(
     ref = BRANCH_PREFIX + branch
     if not view.refs.exists(txn, ref) and branch != view.refs.head_branch(txn):
         # As git: a commit never creates a branch, so a mistyped name cannot start one.
-        raise NotFound(f"no branch {branch!r}: create it first (mnemo branch {branch})")
+        raise NotFound(f"no branch {branch!r}: create it first (branch(), or mnemo branch {branch})")
     tip = view.refs.read(txn, ref)
     if parent is not None:
         expected = resolve(view, parent)
