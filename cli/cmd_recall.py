@@ -26,7 +26,7 @@ import typer
 from mnemosyne import Hit, InvalidInput, ReadRecord
 from mnemosyne.model.choices import Kind, SearchMode
 from mnemosyne.model.defaults import CONTEXT_BUDGET, CONTEXT_K, SEARCH_K
-from mnemosyne.store.settings import KEYS
+from mnemosyne.model.defaults import SETTINGS as KEYS
 
 from .render import emit, note, preview, provenance_text, say, short, when
 from .state import EMBEDDER_ENV, AsOfOpt, AtOpt, state, time_or_none, writable

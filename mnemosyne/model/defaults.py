@@ -27,3 +27,6 @@ GC_GRACE = timedelta(days=14)
 
 EXPIRED_REASON = "expired"
 """The reason ``forget_expired`` records when none is given."""
+
+SETTINGS = {"embedder": "auto"}
+"""The store's known settings and their defaults (``Store.config``)."""

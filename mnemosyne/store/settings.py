@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from mnemosyne.errors import InvalidInput
+from mnemosyne.model.defaults import SETTINGS as KEYS
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
 
 _PREFIX = b"config/"
-KEYS = {"embedder": "auto"}
-"""Known settings and their defaults."""
 
 
 def check_key(key: str) -> str:
