@@ -1,0 +1,558 @@
+"""``MnemosyneSaver``: LangGraph's checkpointer on a Mnemosyne store.
+
+The mapping (ADR 0017):
+
+- a thread is a branch, ``threads/<thread>``; every checkpoint namespace of the
+  thread lives on it, so ``mnemo log threads/<thread>`` is the thread's history;
+- a checkpoint is one node, ``threads/<thread>/<ns>/<checkpoint_id>``, holding the
+  serialized checkpoint and metadata, written by one commit (one node and one ref
+  move); the commit's parent is the branch tip, and the checkpoint's own parent
+  (LangGraph's ``parent_config``) is kept in the node, so a fork inside a thread
+  (time travel) never leaves a checkpoint unreachable;
+- the latest checkpoint of a namespace is named by a small pointer node,
+  ``threads/<thread>/<ns>``, updated by the same commit;
+- pending writes are nodes under ``threads/<thread>/<ns>/<checkpoint_id>/w/``, one
+  commit per ``put_writes``.
+
+Each id segment is the name itself when it is plain (letters, digits, ``.``,
+``_``, ``-``) and otherwise ``_`` plus a digest, so any thread id, namespace
+or task id maps to a valid id; the real names are kept in the nodes.
+
+Deleting (``delete_thread``, ``delete_for_runs``, ``prune``) removes what LangGraph
+reads at once. The bytes stay in the store's history until they leave it: a
+deleted thread's branch is collected by ``gc`` once its reflog entries expire;
+checkpoints deleted from a live thread stay in that thread's earlier commits. With
+``erase=True`` every delete also erases the deleted versions' bytes (a redaction
+record stays), and ``gc(compact=True)`` then leaves none of them in the file.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import random
+import re
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from mnemosyne import Commit, InvalidInput, Node, NotFound, Provenance, Repo
+
+BRANCH_PREFIX = "threads/"
+"""Every thread's branch starts with this."""
+
+_PLAIN = re.compile(r"[A-Za-z0-9-][A-Za-z0-9_.-]{0,79}")
+
+
+def segment(name: str) -> str:
+    """One id (and branch name) segment standing for ``name``, distinct for distinct names.
+
+    A plain name stands for itself; anything else (``/``, spaces, unicode, the
+    empty root namespace, a long name, a name starting with ``_``) becomes ``_``
+    and 32 hex digits of its SHA-256, which no plain name can equal.
+    """
+    if not isinstance(name, str):
+        raise InvalidInput(f"a thread id, namespace or task id must be a string, not {type(name).__name__}")
+    if _PLAIN.fullmatch(name) and ".." not in name and not name.endswith((".", ".lock")):
+        return name
+    return "_" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def thread_branch(thread_id: str) -> str:
+    """The branch holding ``thread_id``'s checkpoints."""
+    return BRANCH_PREFIX + segment(thread_id)
+
+
+def _pack(typed: tuple[str, bytes]) -> list[str]:
+    return [typed[0], base64.b64encode(typed[1]).decode("ascii")]
+
+
+def _unpack(packed: list[str]) -> tuple[str, bytes]:
+    return packed[0], base64.b64decode(packed[1])
+
+
+def _configurable(config: RunnableConfig) -> dict[str, Any]:
+    configurable = config.get("configurable")
+    if not isinstance(configurable, dict) or "thread_id" not in configurable:
+        raise InvalidInput("the config must name a thread: {'configurable': {'thread_id': ...}}")
+    return configurable
+
+
+class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["MnemosyneSaver"]):
+    """A LangGraph checkpointer whose threads are branches of a Mnemosyne store.
+
+    Args:
+        repo: an open :class:`~mnemosyne.Repo` (the tenant the threads live in).
+        serde: LangGraph's serializer (default: its JSON-plus serializer).
+        author: the author of the commits the saver makes.
+        erase: whether deleting also erases the deleted versions' bytes (see the module).
+
+    The async methods do the same work inline: a read takes microseconds and a
+    durable commit about a millisecond, less than handing it to a thread would.
+    """
+
+    def __init__(
+        self,
+        repo: Repo,
+        *,
+        serde: SerializerProtocol | None = None,
+        author: str = "langgraph",
+        erase: bool = False,
+    ) -> None:
+        super().__init__(serde=serde)
+        if not isinstance(repo, Repo):
+            raise InvalidInput("MnemosyneSaver needs an open mnemosyne.Repo")
+        self.repo = repo
+        self.author = author
+        self.erase = erase
+        self._owned = False
+
+    @classmethod
+    def from_path(cls, path: str | Path, *, tenant: str = "default", **kwargs: Any) -> MnemosyneSaver:
+        """A saver on the store at ``path``, created when absent; closing the saver closes it."""
+        try:
+            repo = Repo.open(path, tenant=tenant, create=True)
+        except NotFound:
+            Repo.init(path).close()
+            repo = Repo.open(path, tenant=tenant, create=True)
+        saver = cls(repo, **kwargs)
+        saver._owned = True
+        return saver
+
+    def close(self) -> None:
+        """Close the store if :meth:`from_path` opened it."""
+        if self._owned:
+            self.repo.close()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> MnemosyneSaver:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- reading ---------------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names, or the latest of its thread and namespace."""
+        configurable = _configurable(config)
+        thread_id = str(configurable["thread_id"])
+        ns = str(configurable.get("checkpoint_ns", ""))
+        tip = self._tip_of(thread_branch(thread_id))
+        if tip is None:
+            return None
+        base = f"{thread_branch(thread_id)}/{segment(ns)}"
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id is None:
+            pointer = self.repo.get(base, at=tip)
+            if pointer is None:
+                return None
+            checkpoint_id = str(pointer.content["latest"])
+        node = self.repo.get(f"{base}/{segment(checkpoint_id)}", at=tip)
+        if node is None:
+            return None
+        return self._tuple(node.content, self._writes(tip, node.id))
+
+    def _writes(self, at: Commit, checkpoint_node_id: str) -> list[dict[str, Any]]:
+        return [node.content for node in self.repo.nodes(at=at, prefix=checkpoint_node_id + "/w/")]
+
+    def _tuple(self, saved: dict[str, Any], writes: list[dict[str, Any]]) -> CheckpointTuple:
+        thread_id, ns, checkpoint_id = saved["thread_id"], saved["checkpoint_ns"], saved["checkpoint_id"]
+        checkpoint: Checkpoint = self.serde.loads_typed(_unpack(saved["checkpoint"]))
+        writes.sort(key=lambda w: (w["task_path"], w["task_id"], w["idx"]))
+        pending: list[PendingWrite] = [
+            (w["task_id"], w["channel"], self.serde.loads_typed(_unpack(w["value"]))) for w in writes
+        ]
+        parent = saved["parent"]
+        return CheckpointTuple(
+            config={
+                "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
+            },
+            checkpoint=checkpoint,
+            metadata=self.serde.loads_typed(_unpack(saved["metadata"])),
+            parent_config=(
+                {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}
+                if parent
+                else None
+            ),
+            pending_writes=pending,
+        )
+
+    def _threads(self) -> list[str]:
+        return [name for name in self.repo.branches() if name.startswith(BRANCH_PREFIX)]
+
+    def _saved(self, branch: str) -> tuple[Commit, list[Node]] | None:
+        """A thread's tip and every node on it (checkpoints, pointers and writes), in id order."""
+        try:
+            tip = self.repo.resolve(branch)
+        except NotFound:
+            return None
+        return tip, list(self.repo.nodes(at=tip, prefix=branch + "/"))
+
+    @staticmethod
+    def _is_checkpoint(node: Node) -> bool:
+        return isinstance(node.content, dict) and "checkpoint" in node.content
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first (by checkpoint id), optionally of one thread and namespace.
+
+        ``filter`` keeps those whose metadata has each key equal to its value;
+        ``before`` those older than the checkpoint it names.
+        """
+        if limit is not None and limit <= 0:
+            return
+        if config is not None:
+            configurable = _configurable(config)
+            branches = [thread_branch(str(configurable["thread_id"]))]
+            ns: str | None = configurable.get("checkpoint_ns")
+            wanted_id = get_checkpoint_id(config)
+        else:
+            branches, ns, wanted_id = self._threads(), None, None
+        before_id = get_checkpoint_id(before) if before is not None else None
+        found: list[tuple[str, dict[str, Any], Commit, str]] = []
+        for branch in branches:
+            saved = self._saved(branch)
+            if saved is None:
+                continue
+            tip, nodes = saved
+            for node in nodes:
+                if not self._is_checkpoint(node):
+                    continue
+                content = node.content
+                if ns is not None and content["checkpoint_ns"] != ns:
+                    continue
+                if wanted_id and content["checkpoint_id"] != wanted_id:
+                    continue
+                if before_id and content["checkpoint_id"] >= before_id:
+                    continue
+                found.append((content["checkpoint_id"], content, tip, node.id))
+        found.sort(key=lambda item: item[0], reverse=True)
+        for _, content, tip, node_id in found:
+            if filter:
+                metadata = self.serde.loads_typed(_unpack(content["metadata"]))
+                if not all(metadata.get(key) == value for key, value in filter.items()):
+                    continue
+            yield self._tuple(content, self._writes(tip, node_id))
+            if limit is not None:
+                limit -= 1
+                if limit <= 0:
+                    return
+
+    # -- writing ---------------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint: one node, the namespace's pointer, one commit on the thread's branch."""
+        configurable = _configurable(config)
+        thread_id = str(configurable["thread_id"])
+        ns = str(configurable.get("checkpoint_ns", ""))
+        parent = configurable.get("checkpoint_id")
+        checkpoint_id = str(checkpoint["id"])
+        # As LangGraph's savers do, a channel absent from channel_versions is not part of the checkpoint.
+        saved = dict(checkpoint)
+        versions = checkpoint.get("channel_versions", {})
+        saved["channel_values"] = {
+            key: value for key, value in checkpoint.get("channel_values", {}).items() if key in versions
+        }
+        full = get_checkpoint_metadata(config, metadata)
+        branch = thread_branch(thread_id)
+        base = f"{branch}/{segment(ns)}"
+        step = full.get("step")
+        node = Node(
+            id=f"{base}/{segment(checkpoint_id)}",
+            content={
+                "thread_id": thread_id,
+                "checkpoint_ns": ns,
+                "checkpoint_id": checkpoint_id,
+                "parent": parent,
+                "run_id": full.get("run_id"),
+                "checkpoint": _pack(self.serde.dumps_typed(saved)),
+                "metadata": _pack(self.serde.dumps_typed(full)),
+            },
+            provenance=Provenance(
+                agent_step=step if isinstance(step, int) and not isinstance(step, bool) else None,
+                observation=str(full["run_id"]) if full.get("run_id") else None,
+                source="langgraph",
+            ),
+        )
+        puts = [node]
+        try:
+            pointer = self.repo.get(base, at=branch)
+        except NotFound:  # the thread's first checkpoint
+            pointer = None
+        if pointer is None or str(pointer.content["latest"]) < checkpoint_id:
+            puts.append(Node(id=base, content={"latest": checkpoint_id}))
+        self._commit(branch, puts, f"checkpoint {checkpoint_id} (step {step}, {full.get('source')})")
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes for a checkpoint, one commit; a repeated write is kept once."""
+        configurable = _configurable(config)
+        thread_id = str(configurable["thread_id"])
+        ns = str(configurable.get("checkpoint_ns", ""))
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id is None:
+            raise InvalidInput("put_writes needs the checkpoint the writes belong to (checkpoint_id)")
+        branch = thread_branch(thread_id)
+        task_base = f"{branch}/{segment(ns)}/{segment(checkpoint_id)}/w/{segment(task_id)}"
+        try:
+            existing = {node.id for node in self.repo.nodes(at=branch, prefix=task_base + "/")}
+        except NotFound:  # no checkpoint on this thread yet
+            existing = set()
+        puts: dict[str, Node] = {}  # by id: a special channel written twice keeps its last value
+        for position, (channel, value) in enumerate(writes):
+            idx = WRITES_IDX_MAP.get(channel, position)
+            node_id = f"{task_base}/{idx}"
+            if idx >= 0 and node_id in existing:
+                continue  # as LangGraph's savers: a regular write is stored once, a special one replaced
+            puts[node_id] = Node(
+                id=node_id,
+                content={
+                    "task_id": task_id,
+                    "task_path": task_path,
+                    "channel": channel,
+                    "idx": idx,
+                    "value": _pack(self.serde.dumps_typed(value)),
+                },
+                provenance=Provenance(tool_call=task_path or task_id, source="langgraph"),
+            )
+        if puts:
+            self._commit(
+                branch, list(puts.values()), f"writes of task {task_id} for checkpoint {checkpoint_id}"
+            )
+
+    def _commit(self, branch: str, puts: Sequence[Node], message: str) -> None:
+        try:
+            self.repo.commit(put=puts, branch=branch, message=message, author=self.author)
+        except NotFound:
+            if self._tip_of(branch) is not None:
+                raise
+            # A thread's first commit starts its branch (a commit never creates one by itself).
+            try:
+                self.repo.branch(branch, orphan=True, author=self.author)
+            except InvalidInput:
+                pass  # LangGraph saves from worker threads: another started it; else the commit says why
+            self.repo.commit(put=puts, branch=branch, message=message, author=self.author)
+
+    def _tip_of(self, branch: str) -> Commit | None:
+        try:
+            return self.repo.resolve(branch)
+        except NotFound:
+            return None
+
+    # -- deleting and copying --------------------------------------------------------
+
+    def _erase(self, ids: Sequence[str], why: str) -> None:
+        if self.erase:
+            for node_id in ids:
+                self.repo.forget(node_id, why, author=self.author)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete a thread: its branch goes, and with ``erase`` its versions' bytes too."""
+        branch = thread_branch(thread_id)
+        saved = self._saved(branch)
+        if saved is None:
+            return
+        self.repo.delete_branch(branch, author=self.author)
+        self._erase([node.id for node in saved[1]], f"LangGraph deleted thread {thread_id}")
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete every checkpoint made by one of ``run_ids``, and its writes, in every thread."""
+        runs = set(run_ids)
+        if not runs:
+            return
+        for branch in self._threads():
+            saved = self._saved(branch)
+            if saved is None:
+                continue
+            doomed = {
+                node.id for node in saved[1] if self._is_checkpoint(node) and node.content["run_id"] in runs
+            }
+            self._delete(branch, saved[1], doomed, f"delete the checkpoints of runs {sorted(runs)}")
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Keep only each namespace's latest checkpoint (``keep_latest``), or none (``delete``)."""
+        if strategy not in ("keep_latest", "delete"):
+            raise InvalidInput(f"unknown prune strategy {strategy!r} (keep_latest or delete)")
+        for thread_id in thread_ids:
+            branch = thread_branch(thread_id)
+            saved = self._saved(branch)
+            if saved is None:
+                continue
+            checkpoints = [node for node in saved[1] if self._is_checkpoint(node)]
+            keep: set[str] = set()
+            if strategy == "keep_latest":
+                latest: dict[str, Node] = {}
+                for node in checkpoints:
+                    ns = node.content["checkpoint_ns"]
+                    if (
+                        ns not in latest
+                        or node.content["checkpoint_id"] > latest[ns].content["checkpoint_id"]
+                    ):
+                        latest[ns] = node
+                keep = {node.id for node in latest.values()}
+            doomed = {node.id for node in checkpoints if node.id not in keep}
+            self._delete(branch, saved[1], doomed, f"prune thread {thread_id} ({strategy})")
+
+    def _delete(self, branch: str, nodes: Sequence[Node], checkpoints: set[str], message: str) -> None:
+        """Delete checkpoints with their writes; fix or drop the pointers that named them."""
+        if not checkpoints:
+            return
+        gone = [
+            node.id
+            for node in nodes
+            if node.id in checkpoints or any(node.id.startswith(c + "/") for c in checkpoints)
+        ]
+        remaining: dict[str, str] = {}  # namespace base id -> latest remaining checkpoint id
+        for node in nodes:
+            if self._is_checkpoint(node) and node.id not in checkpoints:
+                base = node.id.rsplit("/", 1)[0]
+                checkpoint_id = node.content["checkpoint_id"]
+                if base not in remaining or remaining[base] < checkpoint_id:
+                    remaining[base] = checkpoint_id
+        puts: list[Node] = []
+        for node in nodes:
+            if isinstance(node.content, dict) and set(node.content) == {"latest"}:
+                if node.id not in remaining:
+                    gone.append(node.id)
+                elif remaining[node.id] != node.content["latest"]:
+                    puts.append(Node(id=node.id, content={"latest": remaining[node.id]}))
+        self.repo.commit(put=puts, delete=gone, branch=branch, message=message, author=self.author)
+        self._erase([node_id for node_id in gone if node_id in checkpoints or "/w/" in node_id], message)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread: the target branch starts at the source's tip, then takes its own ids.
+
+        The target's history shows where it came from; its nodes are its own, so
+        deleting or erasing either thread leaves the other whole.
+        """
+        source = thread_branch(source_thread_id)
+        saved = self._saved(source)
+        if saved is None:
+            return
+        target = thread_branch(target_thread_id)
+        if self._tip_of(target) is not None:
+            raise InvalidInput(f"thread {target_thread_id!r} already has checkpoints: delete it first")
+        tip, nodes = saved
+        self.repo.branch(target, at=tip, author=self.author)
+        puts = [
+            Node(
+                id=target + node.id[len(source) :],
+                content={**node.content, "thread_id": target_thread_id}
+                if self._is_checkpoint(node)
+                else node.content,
+                provenance=node.provenance,
+            )
+            for node in nodes
+        ]
+        self.repo.commit(
+            put=puts,
+            delete=[node.id for node in nodes],
+            branch=target,
+            message=f"copy of thread {source_thread_id}",
+            author=self.author,
+        )
+
+    # -- async: the same work, inline ------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async :meth:`get_tuple`."""
+        return self.get_tuple(config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async :meth:`list`."""
+        for item in self.list(config, filter=filter, before=before, limit=limit):
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async :meth:`put`."""
+        return self.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async :meth:`put_writes`."""
+        self.put_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread`."""
+        self.delete_thread(thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Async :meth:`delete_for_runs`."""
+        self.delete_for_runs(run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async :meth:`copy_thread`."""
+        self.copy_thread(source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Async :meth:`prune`."""
+        self.prune(thread_ids, strategy=strategy)
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """Channel versions as sortable text, as LangGraph's own savers make them."""
+        if current is None:
+            number = 0
+        elif isinstance(current, int):
+            number = current
+        else:
+            number = int(str(current).split(".")[0])
+        return f"{number + 1:032}.{random.random():016}"
