@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -243,6 +243,14 @@ class Repo(Resource):
     def readonly(self) -> bool:
         """Whether the handle refuses writes."""
         return self._handle.readonly
+
+    def now(self) -> datetime:
+        """The store's clock, in UTC: the time record times and expiry are judged by.
+
+        Raises:
+            InvalidInput: the clock returned a naive datetime.
+        """
+        return self._handle.now()
 
     @property
     def kv(self) -> KV:

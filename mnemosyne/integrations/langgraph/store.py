@@ -1,0 +1,543 @@
+"""LangGraph's long-term memory store on a Mnemosyne repo: every batch of writes is a commit.
+
+An item is one node: its id encodes the namespace and key (see
+:mod:`~mnemosyne.integrations.langgraph.namespaces`), its content is the item's
+value, and its meta keeps the namespace, key and TTL. So an agent's long-term
+memory gets what the rest of Mnemosyne has: history of every item, reads as of
+any time, provenance from the LangGraph run that wrote it, branches.
+See ADR 18 for the decisions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import msgspec
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    _validate_namespace,
+    validate_op_namespace,
+)
+
+from mnemosyne import (
+    Commit,
+    InvalidInput,
+    Node,
+    NotFound,
+    Provenance,
+    Redacted,
+    RefConflict,
+    Repo,
+    Version,
+    with_retry,
+)
+from mnemosyne.integrations.langgraph.adapters import IndexEmbedder, run_provenance
+from mnemosyne.integrations.langgraph.namespaces import (
+    ROOT,
+    check_filter,
+    id_prefix,
+    matches,
+    node_id,
+    passes,
+)
+
+META_KEY = "langgraph"
+"""The key of a node's meta under which an item keeps its :class:`ItemMeta`."""
+
+AUTHOR = "langgraph"
+"""The default author of the commits a store makes."""
+
+
+class ItemMeta(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What a node keeps of its item besides the value (under ``meta["langgraph"]``).
+
+    Attributes:
+        namespace: the item's namespace, as given (the id may hold a digest of it).
+        key: the item's key, as given.
+        ttl: minutes the item lives after its last write (or read, with refresh).
+        refreshed: this version only pushed the expiry forward (a TTL refresh); the
+            value is its predecessor's, so it is not an update.
+    """
+
+    namespace: tuple[str, ...]
+    key: str
+    ttl: float | None = None
+    refreshed: bool = False
+
+
+def meta_of(meta: ItemMeta) -> dict[str, Any]:
+    """A node's meta holding ``meta`` (as JSON values: lists, not tuples)."""
+    return {META_KEY: msgspec.json.decode(msgspec.json.encode(meta))}
+
+
+def item_meta(node: Node | None) -> ItemMeta | None:
+    """The :class:`ItemMeta` of a node written by a store; None for any other node."""
+    if node is None or not node.meta or not isinstance(node.content, dict):
+        return None
+    try:
+        return msgspec.convert(node.meta.get(META_KEY), ItemMeta)
+    except msgspec.ValidationError:
+        return None
+
+
+# -- the store ----------------------------------------------------------------
+
+
+def _removed(version: Version) -> bool:
+    """Whether the id was removed after this version (rather than replaced)."""
+    return version.ended_by is not None and version.superseded_by is None
+
+
+class MnemosyneStore(BaseStore):
+    """A LangGraph :class:`~langgraph.store.base.BaseStore` on a Mnemosyne repo.
+
+    Each item is one node under ``langgraph-store/``; each batch's writes are one
+    commit on the branch (atomic); reads in a batch see the branch as it was
+    before the batch's writes. Beyond LangGraph's stores: :meth:`history` and
+    ``get(..., as_of=...)``.
+
+    Example:
+        >>> from mnemosyne import Repo
+        >>> with Repo.in_memory() as repo:
+        ...     store = MnemosyneStore(repo)
+        ...     store.put(("users", "mira"), "lang", {"value": "de"})
+        ...     store.get(("users", "mira"), "lang").value
+        {'value': 'de'}
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        repo: Repo,
+        *,
+        branch: str | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        author: str = AUTHOR,
+    ) -> None:
+        """Serve LangGraph from ``repo``.
+
+        Args:
+            repo: an open repo; the store does not close it (unless :meth:`from_path` opened it).
+            branch: the branch read and written (default: HEAD's, at each call).
+            index: ``{"dims", "embed", "fields"}`` as LangGraph takes it: searches with
+                a query then rank by meaning with these embeddings (the repo handle's
+                embedder is set to them). Without it, the repo's own embedder, if any.
+            ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes) and
+                ``refresh_on_read``. Expired items are never returned; a sweep is not
+                needed (``repo.forget_expired()`` erases their bytes, if wanted).
+            author: the author of the commits the store makes.
+
+        Raises:
+            InvalidInput: ``repo`` is not a Repo, or ``index`` is malformed.
+            NotFound: ``branch`` does not exist.
+        """
+        if not isinstance(repo, Repo):
+            raise InvalidInput(f"MnemosyneStore needs a mnemosyne.Repo, not {type(repo).__name__}")
+        if branch is not None and branch not in repo.branches():
+            raise NotFound(f"no branch {branch!r}: create it with repo.branch({branch!r})")
+        self.repo = repo
+        self.branch = branch
+        self.author = author
+        self.index_config = index
+        self.ttl_config = ttl
+        self._embedder = IndexEmbedder(index) if index is not None else None
+        if self._embedder is not None:
+            repo.use_embedder(self._embedder)
+        self._owned = False
+
+    @classmethod
+    def from_path(cls, path: str | Path, *, tenant: str = "default", **kw: Any) -> MnemosyneStore:
+        """Open the store at ``path`` (created when absent); closing the store closes it.
+
+        Args:
+            path: the store directory.
+            tenant: the tenant to use (created when absent).
+            **kw: the keyword arguments of :class:`MnemosyneStore`.
+        """
+        try:
+            repo = Repo.open(path, tenant=tenant, create=True)
+        except NotFound:
+            Repo.init(path).close()
+            repo = Repo.open(path, tenant=tenant, create=True)
+        try:
+            store = cls(repo, **kw)
+        except BaseException:
+            repo.close()
+            raise
+        store._owned = True
+        return store
+
+    def close(self) -> None:
+        """Close the repo if :meth:`from_path` opened it."""
+        if self._owned:
+            self.repo.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- batches --------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` in order; results match them one for one.
+
+        Reads see the branch before the batch's writes. Puts and deletes are
+        deduplicated per (namespace, key), the last one winning, and written as
+        one commit; nothing is written if any op is invalid. Reads of items with a
+        TTL and ``refresh_ttl`` push their expiry forward in a second commit.
+
+        Raises:
+            InvalidNamespaceError: a namespace LangGraph refuses.
+            InvalidInput: any other malformed op (a value that is not JSON, …).
+        """
+        ops = list(ops)
+        for op in ops:
+            self._check(op)
+        # One run config per batch: every put in it carries the same provenance.
+        provenance, commit_meta = run_provenance()
+        writes: dict[tuple[tuple[str, ...], str], Node | str] = {}
+        for op in ops:
+            if isinstance(op, PutOp):
+                writes[(op.namespace, op.key)] = (
+                    self._node(op, provenance) if op.value is not None else node_id(op.namespace, op.key)
+                )
+        tip = self._tip()
+        read: dict[str, Node] = {}
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self._get(tip, op, read))
+            elif isinstance(op, SearchOp):
+                results.append(self._search(tip, op, read))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(tip, op))
+            else:
+                results.append(None)
+        if writes:
+            self._write(list(writes.values()), commit_meta)
+        written = {value if isinstance(value, str) else value.id for value in writes.values()}
+        self._refresh({nid: node for nid, node in read.items() if nid not in written})
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch` in a worker thread (the run config goes with it, for provenance)."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    def _check(self, op: Op) -> None:
+        if not isinstance(op, GetOp | PutOp | SearchOp | ListNamespacesOp):
+            raise InvalidInput(f"unknown store operation {type(op).__name__}")
+        for namespace in (getattr(op, "namespace", None), getattr(op, "namespace_prefix", None)):
+            if namespace is not None and not isinstance(namespace, tuple):
+                raise InvalidInput(f"a namespace must be a tuple of labels, not {type(namespace).__name__}")
+        validate_op_namespace(op)
+        if isinstance(op, GetOp | PutOp) and not isinstance(op.key, str):
+            raise InvalidInput(f"a key must be text, not {type(op.key).__name__}")
+        if isinstance(op, PutOp) and op.value is not None:
+            _validate_namespace(op.namespace)
+            if not isinstance(op.value, Mapping):
+                raise InvalidInput(f"a value must be a map, not {type(op.value).__name__}")
+            if op.ttl is not None and (not isinstance(op.ttl, int | float) or not math.isfinite(op.ttl)):
+                raise InvalidInput(f"ttl must be a finite number of minutes, not {op.ttl!r}")
+        if isinstance(op, SearchOp | ListNamespacesOp):
+            for name in ("limit", "offset"):
+                number = getattr(op, name)
+                if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+                    raise InvalidInput(f"{name} must be a whole number, at least 0 (got {number!r})")
+        if isinstance(op, SearchOp):
+            check_filter(op.filter)
+
+    def _node(self, op: PutOp, provenance: Provenance) -> Node:
+        """The node a put writes (validated here, before anything is committed)."""
+        assert op.value is not None
+        value = dict(op.value)
+        meta = ItemMeta(namespace=op.namespace, key=op.key, ttl=op.ttl)
+        node = Node(
+            id=node_id(op.namespace, op.key),
+            content=value,
+            provenance=provenance,
+            meta=meta_of(meta),
+            expires_at=None if op.ttl is None else self.repo.now() + timedelta(minutes=op.ttl),
+        )
+        if self._embedder is not None:
+            self._embedder.note(value, op.index)
+        return node
+
+    def _tip(self) -> Commit | None:
+        try:
+            return self.repo.resolve(self.branch or "HEAD")
+        except NotFound:  # a branch with no commits yet: an empty store
+            return None
+
+    def _write(self, writes: Sequence[Node | str], commit_meta: dict[str, Any]) -> None:
+        puts = [w for w in writes if isinstance(w, Node)]
+        deletes = [w for w in writes if isinstance(w, str)]
+
+        def attempt() -> None:
+            tip = self._tip()
+            # LangGraph deletes absent items silently; the repo refuses to remove an
+            # absent id, so only the present are named, checked at the tip committed on.
+            present = [d for d in deletes if tip is not None and self._present(d, tip)]
+            if not puts and not present:
+                return
+            self.repo.commit(
+                put=puts,
+                delete=present,
+                message=_message(len(puts), len(present)),
+                author=self.author,
+                branch=self.branch,
+                parent=tip.id if tip is not None else None,
+                meta=commit_meta or None,
+            )
+
+        with_retry(attempt)
+
+    def _present(self, nid: str, tip: Commit) -> bool:
+        try:
+            return self.repo.get(nid, at=tip.id, include_expired=True) is not None
+        except Redacted:
+            return False
+
+    def _refresh(self, read: dict[str, Node]) -> None:
+        """Push the expiry of items read with ``refresh_ttl`` forward, best effort."""
+        if not read or self.repo.readonly:
+            return
+
+        def attempt() -> None:
+            tip = self._tip()
+            if tip is None:
+                return
+            now = self.repo.now()
+            fresh: list[Node] = []
+            for nid, old in read.items():
+                meta = item_meta(old)
+                current = self._current(nid, tip)
+                # Refresh only what is still the version read: never bring back an older value.
+                if meta is None or meta.ttl is None or current is None or current.hash != old.hash:
+                    continue
+                fresh.append(
+                    Node(
+                        id=nid,
+                        content=current.content,
+                        provenance=current.provenance,
+                        event_time=current.event_time,
+                        meta=meta_of(msgspec.structs.replace(meta, refreshed=True)),
+                        expires_at=now + timedelta(minutes=meta.ttl),
+                    )
+                )
+            if fresh:
+                self.repo.commit(
+                    put=fresh,
+                    message=f"langgraph store: refresh ttl of {len(fresh)}",
+                    author=self.author,
+                    branch=self.branch,
+                    parent=tip.id,
+                )
+
+        try:
+            with_retry(attempt, attempts=3)
+        except RefConflict:  # LangGraph's refresh is best effort; the value is untouched
+            pass
+
+    def _current(self, nid: str, tip: Commit) -> Node | None:
+        try:
+            return self.repo.get(nid, at=tip.id)
+        except Redacted:
+            return None
+
+    # -- reads ----------------------------------------------------------------
+
+    def _get(self, tip: Commit | None, op: GetOp, read: dict[str, Node]) -> Item | None:
+        if tip is None:
+            return None
+        node = self._current(node_id(op.namespace, op.key), tip)
+        meta = item_meta(node)
+        if node is None or meta is None or (meta.namespace, meta.key) != (tuple(op.namespace), op.key):
+            return None
+        if op.refresh_ttl and meta.ttl is not None:
+            read[node.id] = node
+        return self._item(node, tip.id)
+
+    def _item(self, node: Node, at: str, score: float | None = None, search: bool = False) -> Item:
+        created, updated = _times(self.repo.history(node.id, at=at), node.hash)
+        meta = item_meta(node)
+        assert meta is not None
+        if search:
+            return SearchItem(meta.namespace, meta.key, node.content, created, updated, score)
+        return Item(
+            value=node.content, key=meta.key, namespace=meta.namespace, created_at=created, updated_at=updated
+        )
+
+    def _search(self, tip: Commit | None, op: SearchOp, read: dict[str, Node]) -> list[SearchItem]:
+        if tip is None:
+            return []
+        prefix = tuple(op.namespace_prefix)
+        id_under = id_prefix(prefix)
+        found: list[tuple[tuple[str, ...], str, Node]] = []
+        for node in self.repo.nodes(at=tip.id, prefix=id_under):
+            meta = item_meta(node)
+            if meta is None or meta.namespace[: len(prefix)] != prefix:
+                continue
+            if passes(node.content, op.filter):
+                found.append((meta.namespace, meta.key, node))
+        found.sort(key=lambda entry: (entry[0], entry[1]))
+        scores: dict[str, float] = {}
+        if op.query and found:
+            hits = self.repo.search(op.query, k=len(found), at=tip.id, prefix=id_under)
+            scores = {hit.id: hit.score for hit in hits}
+            # Ranked first, best first; what recall did not rank keeps the stable order after.
+            found.sort(key=lambda entry: -scores.get(entry[2].id, -math.inf))
+        page = found[op.offset : op.offset + op.limit]
+        items: list[SearchItem] = []
+        for _, _, node in page:
+            meta = item_meta(node)
+            if op.refresh_ttl and meta is not None and meta.ttl is not None:
+                read[node.id] = node
+            item = self._item(node, tip.id, scores.get(node.id), search=True)
+            assert isinstance(item, SearchItem)
+            items.append(item)
+        return items
+
+    def _namespaces(self, tip: Commit | None) -> set[tuple[str, ...]]:
+        if tip is None:
+            return set()
+        namespaces: set[tuple[str, ...]] = set()
+        for node in self.repo.nodes(at=tip.id, prefix=ROOT + "/"):
+            meta = item_meta(node)
+            if meta is not None:
+                namespaces.add(meta.namespace)
+        return namespaces
+
+    def _list_namespaces(self, tip: Commit | None, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        conditions = op.match_conditions or ()
+        chosen = [
+            ns for ns in self._namespaces(tip) if all(matches(ns, c.match_type, c.path) for c in conditions)
+        ]
+        if op.max_depth is not None:
+            chosen = [ns[: op.max_depth] for ns in chosen]
+        return sorted(set(chosen))[op.offset : op.offset + op.limit]
+
+    # -- beyond LangGraph's stores --------------------------------------------
+
+    def get(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        *,
+        refresh_ttl: bool | None = None,
+        as_of: datetime | str | None = None,
+    ) -> Item | None:
+        """The item ``key`` in ``namespace``, now or as the store believed at ``as_of``.
+
+        Args:
+            namespace: the item's namespace.
+            key: the item's key.
+            refresh_ttl: push the item's expiry forward (now only; default per ``ttl``).
+            as_of: a record time (datetime or RFC 3339 text): the branch as its reflog
+                says it stood then; expiry is judged at that time too. None before
+                the branch existed.
+
+        Raises:
+            InvalidNamespaceError: a namespace LangGraph refuses.
+            Redacted: the version there was erased.
+        """
+        if as_of is None:
+            return super().get(namespace, key, refresh_ttl=refresh_ttl)
+        validate_op_namespace(GetOp(namespace, key))
+        nid = node_id(namespace, key)
+        try:
+            commit = self.repo.resolve(self.branch or "HEAD", as_of=as_of)
+            node = self.repo.get(nid, at=self.branch, as_of=as_of)
+        except Redacted:
+            raise
+        except NotFound:  # the branch did not exist yet: nothing was believed
+            return None
+        meta = item_meta(node)
+        if node is None or meta is None or (meta.namespace, meta.key) != (tuple(namespace), key):
+            return None
+        return self._item(node, commit.id)
+
+    def history(self, namespace: tuple[str, ...], key: str) -> list[Item]:
+        """Every value the item has had on the branch, newest first, as ``Item`` s.
+
+        A TTL refresh is not a new value and is left out; an erased version too.
+        ``created_at`` is when that life of the item began (a delete ends one),
+        ``updated_at`` when that value was written.
+
+        Raises:
+            InvalidNamespaceError: a namespace LangGraph refuses.
+        """
+        validate_op_namespace(GetOp(namespace, key))
+        tip = self._tip()
+        if tip is None:
+            return []
+        versions = self.repo.history(node_id(namespace, key), at=tip.id)
+        items: list[Item] = []
+        for index, version in enumerate(versions):
+            meta = item_meta(version.node)
+            if version.node is None or meta is None or meta.refreshed:
+                continue
+            if (meta.namespace, meta.key) != (tuple(namespace), key):
+                continue
+            created, _ = _times(versions[index:], version.hash)
+            items.append(
+                Item(
+                    value=version.node.content,
+                    key=key,
+                    namespace=meta.namespace,
+                    created_at=created,
+                    updated_at=version.commit.record_time,
+                )
+            )
+        return items
+
+
+def _message(puts: int, deletes: int) -> str:
+    said = [f"{verb} {count}" for verb, count in (("put", puts), ("delete", deletes)) if count]
+    return "langgraph store: " + ", ".join(said)
+
+
+def _times(versions: Sequence[Version], current: str) -> tuple[datetime, datetime]:
+    """``created_at`` and ``updated_at`` of the version ``current`` among ``versions`` (newest first).
+
+    Created: the first version of the item's present life, which began after it
+    was last removed or had expired before it was written again. Updated: the
+    newest version of that life up to ``current`` that was not a TTL refresh.
+    """
+    start = next((i for i, v in enumerate(versions) if v.hash == current), 0)
+    life = versions[start:]
+    updated: datetime | None = None
+    created = life[0].commit.record_time if life else datetime.min
+    for index, version in enumerate(life):
+        meta = item_meta(version.node)
+        if updated is None and not (meta is not None and meta.refreshed):
+            updated = version.commit.record_time
+        created = version.commit.record_time
+        older = life[index + 1] if index + 1 < len(life) else None
+        if older is None or _removed(older):
+            break
+        expiry = older.node.expires_at if older.node is not None else None
+        if expiry is not None and expiry <= version.commit.record_time:
+            break
+    return created, updated if updated is not None else created
