@@ -53,6 +53,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("cmd_backup", "import_"),
     "tenant": ("cmd_admin", "tenant_app"),
     "config": ("cmd_recall", "config_app"),
+    "mcp": ("cmd_mcp", "mcp"),
 }
 """Every command: the module and function (or sub-app) that implements it.
 

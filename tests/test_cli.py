@@ -526,6 +526,7 @@ def test_the_app_module_registers_exactly_the_issue_commands() -> None:
             "search",
             "context",
             "reads",
+            "mcp",
         ]
     )
 

@@ -1,0 +1,597 @@
+"""An MCP server over one tenant of a store: the store's tools for an agent's host.
+
+A face, as the command line is: each tool parses its arguments, calls the public
+API of :class:`mnemosyne.Repo` and returns the result in the library's one JSON
+form (:func:`mnemosyne.to_json`), described by a typed output schema. Nothing
+here decides anything about memory.
+
+- **Tools.** ``remember`` (commit nodes given in their JSON form), ``recall``
+  (search), ``context``, ``get``, ``history``, ``blame``, ``diff``, ``log``,
+  ``facts``, and ``forget`` (erasure) only when the server is built with
+  ``allow_erase``.
+- **Provenance.** ``remember`` fills the provenance fields a node leaves absent
+  or null: ``source`` becomes ``"mcp"`` and ``tool_call`` names the tool and the
+  request (``remember#7``). Fields the caller gave are kept as given, and a node
+  given with its ``hash`` is written exactly as described (the hash pins every
+  field, provenance included).
+- **Author.** The server's configured author, else the name the MCP client gave
+  in its ``clientInfo``, else the configured fallback.
+- **Errors.** A :class:`mnemosyne.MnemoError` (and anything else a tool raises)
+  becomes a tool error carrying its message on one line; the server keeps
+  serving. Arguments of the wrong type are refused by the SDK, also as a tool error.
+- **Freshness.** Every call opens its own read or write transaction, so each call
+  sees what other processes committed before it, on the branch as it is then.
+
+Needs the ``mcp`` extra (``pip install 'mnemosyne[mcp]'``, the official SDK's 2.x line).
+"""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import ConfigDict, Field, WithJsonSchema, with_config
+from typing_extensions import TypedDict
+
+from mnemosyne import InvalidInput, MnemoError, NotFound, Repo, __version__
+from mnemosyne.model.choices import ClaimPolicy, Kind
+from mnemosyne.model.defaults import CONTEXT_BUDGET, DEFAULT_AUTHOR, SEARCH_K
+from mnemosyne.model.jsonform import node_from_builtins, to_builtins
+from mnemosyne.model.results import Status
+
+SOURCE = "mcp"
+"""The provenance ``source`` of a memory written through this server (when the node names none)."""
+
+LOG_LIMIT = 20
+"""Commits ``log`` returns by default: an agent's context is small."""
+
+# -- result shapes ------------------------------------------------------------------
+# The library's JSON form of each result, as typed output schemas. Unknown keys pass
+# through (extra="allow"): a field the library adds later still reaches the client.
+
+_FORM = ConfigDict(extra="allow")
+
+
+@with_config(_FORM)
+class ProvenanceJSON(TypedDict):
+    """Where a memory came from."""
+
+    agent_step: int | None
+    observation: str | None
+    tool_call: str | None
+    source: str | None
+
+
+@with_config(_FORM)
+class NodeJSON(TypedDict):
+    """One version of one memory, with every field and its hash."""
+
+    id: str
+    content: Any
+    kind: Kind
+    provenance: ProvenanceJSON
+    event_time: str | None
+    meta: dict[str, Any]
+    expires_at: str | None
+    hash: str
+
+
+@with_config(_FORM)
+class CommitJSON(TypedDict):
+    """A commit: its snapshot (tree), parents, record time, author and message."""
+
+    id: str
+    tree: str
+    parents: list[str]
+    record_time: str
+    author: str
+    message: str
+    meta: dict[str, Any]
+
+
+@with_config(_FORM)
+class CommitResultJSON(CommitJSON):
+    """What a write did: the commit, the ids it wrote, and whether it recorded anything."""
+
+    put_ids: list[str]
+    deleted_ids: list[str]
+    created: bool
+
+
+@with_config(_FORM)
+class RedactionJSON(TypedDict):
+    """The record an erasure leaves: who erased which version, when and why."""
+
+    id: str
+    hash: str
+    time: str
+    author: str
+    reason: str
+
+
+@with_config(_FORM)
+class HitJSON(TypedDict):
+    """One search hit: the version current in the snapshot searched, and its ranks."""
+
+    id: str
+    hash: str
+    node: NodeJSON
+    score: float
+    lexical_rank: int | None
+    semantic_rank: int | None
+
+
+@with_config(_FORM)
+class RecallJSON(TypedDict):
+    """The hits, best first."""
+
+    hits: list[HitJSON]
+
+
+@with_config(_FORM)
+class ContextItemJSON(TypedDict):
+    """One memory in a context, with its citation (id and hash)."""
+
+    id: str
+    hash: str
+    text: str
+    tokens: int
+    score: float
+    claim_in_force: bool
+
+
+@with_config(_FORM)
+class ContextJSON(TypedDict):
+    """The best memories that fit the budget, and ``text``: them rendered for a prompt."""
+
+    query: str
+    budget_tokens: int
+    tokens: int
+    items: list[ContextItemJSON]
+    text: str
+
+
+@with_config(_FORM)
+class VersionJSON(TypedDict):
+    """One version of an id, with its derived status and the commit that wrote it."""
+
+    id: str
+    hash: str
+    node: NodeJSON | None
+    commit: CommitJSON
+    status: Status
+    ended_by: str | None
+    superseded_by: str | None
+    redaction: RedactionJSON | None
+
+
+@with_config(_FORM)
+class HistoryJSON(TypedDict):
+    """Every version of an id, newest first."""
+
+    versions: list[VersionJSON]
+
+
+@with_config(_FORM)
+class BlameLineJSON(TypedDict):
+    """One line (or JSON field) and the commit that wrote it."""
+
+    key: str | None
+    text: str
+    commit: str
+    author: str
+    record_time: str
+
+
+@with_config(_FORM)
+class BlameJSON(TypedDict):
+    """Who wrote the current version of an id, when, and from what."""
+
+    id: str
+    hash: str
+    node: NodeJSON | None
+    commit: CommitJSON
+    lines: list[BlameLineJSON]
+    redacted: bool
+    redaction: RedactionJSON | None
+
+
+@with_config(_FORM)
+class ChangeJSON(TypedDict):
+    """One id that differs between two snapshots (a side is null when absent or erased)."""
+
+    id: str
+    old: NodeJSON | None
+    new: NodeJSON | None
+    old_hash: str | None
+    new_hash: str | None
+    redacted: bool
+
+
+@with_config(_FORM)
+class DiffJSON(TypedDict):
+    """What changed from revision ``a`` to revision ``b``."""
+
+    a: str
+    b: str
+    added: list[ChangeJSON]
+    removed: list[ChangeJSON]
+    modified: list[ChangeJSON]
+
+
+@with_config(_FORM)
+class LogJSON(TypedDict):
+    """Commits, newest first."""
+
+    commits: list[CommitJSON]
+
+
+@with_config(_FORM)
+class FactJSON(TypedDict):
+    """A claim in force, with the commit that recorded it and its effective interval."""
+
+    id: str
+    node: NodeJSON
+    commit: CommitJSON
+    effective_from: str
+    effective_to: str | None
+    supersedes: str | None
+
+
+@with_config(_FORM)
+class FactsJSON(TypedDict):
+    """The claims in force."""
+
+    facts: list[FactJSON]
+
+
+@with_config(_FORM)
+class ForgetJSON(TypedDict):
+    """What an erasure did: records made now, records from before, the commit that dropped the id."""
+
+    redactions: list[RedactionJSON]
+    already_erased: list[RedactionJSON]
+    commit: CommitJSON | None
+
+
+# -- arguments ----------------------------------------------------------------------
+
+_TIME = {"type": ["string", "null"], "description": "RFC 3339 time; a bare date is midnight UTC."}
+NODE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "A node in the library's JSON form; only content is required.",
+    "properties": {
+        "id": {
+            "type": ["string", "null"],
+            "description": "The memory's stable key, '/'-separated (users/mira/prefs/language); "
+            "omitted or null: generated.",
+        },
+        "content": {"description": "Text or any JSON value; for a claim, its object (see kind)."},
+        "kind": {
+            "enum": ["note", "claim", None],
+            "description": "note (default), or claim: content is {subject, predicate, value, "
+            "valid_from, valid_to?, confidence?, evidence?}.",
+        },
+        "provenance": {
+            "type": ["object", "null"],
+            "properties": {
+                "agent_step": {"type": ["integer", "null"]},
+                "observation": {"type": ["string", "null"]},
+                "tool_call": {"type": ["string", "null"]},
+                "source": {"type": ["string", "null"]},
+            },
+            "additionalProperties": False,
+        },
+        "event_time": _TIME,
+        "meta": {"type": ["object", "null"], "description": "A JSON map for application policy."},
+        "expires_at": _TIME,
+        "hash": {
+            "type": ["string", "null"],
+            "description": "When given, must be the hash of the node described; the node is then "
+            "written exactly as given.",
+        },
+    },
+    "required": ["content"],
+    "additionalProperties": False,
+}
+"""The published schema of one node; the library's strict reader checks each node itself."""
+
+# The SDK validates only that each node is an object: the library's reader refuses the
+# rest (unknown fields, a key twice, bad times, a hash that does not match) in its own words.
+NodeArg = Annotated[dict[str, Any], WithJsonSchema(NODE_SCHEMA)]
+Id = Annotated[str, Field(description="A node id, e.g. users/mira/prefs/language.")]
+Rev = Annotated[
+    str,
+    Field(description="A revision: a branch, HEAD, a commit id or a prefix of 4+ hex, REV~N, BRANCH@{TIME}."),
+]
+OptionalRev = Annotated[
+    str | None, Field(description="A revision to read instead of the server's branch (default: its tip).")
+]
+AsOf = Annotated[
+    str | None,
+    Field(description="Read the branch as it stood at this record time (RFC 3339): what was believed then."),
+]
+ValidAt = Annotated[
+    str | None,
+    Field(description="Claims must be in force at this valid time (RFC 3339); notes always pass."),
+]
+
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+class MemoryTools:
+    """The tools of one server over one :class:`Repo`; each call reads or writes afresh.
+
+    Args:
+        repo: the open store (one tenant of it), kept open while the server runs.
+        branch: the branch reads default to and writes go to (default: HEAD's
+            branch, read at each call).
+        author: who writes; None to take the MCP client's name.
+        fallback_author: who writes when neither is known.
+    """
+
+    def __init__(
+        self, repo: Repo, *, branch: str | None, author: str | None, fallback_author: str = DEFAULT_AUTHOR
+    ) -> None:
+        self.repo = repo
+        self.branch = branch
+        self.author = author
+        self.fallback_author = fallback_author
+
+    def remember(
+        self,
+        nodes: Annotated[
+            list[NodeArg],
+            Field(description="The memories to write, each a node in the library's JSON form."),
+        ],
+        message: Annotated[str, Field(description="Why: the commit message.")],
+        ctx: Context,
+        on_claim_conflict: Annotated[
+            ClaimPolicy,
+            Field(
+                description="A claim starting when another on its (subject, predicate) does, with "
+                "another value: refuse, replace the others, or keep both."
+            ),
+        ] = "refuse",
+    ) -> CommitResultJSON:
+        """Write memories (nodes in the store's JSON form) in one commit; returns the commit and ids.
+
+        Writing an id again makes a new version; history keeps the old ones. Provenance
+        fields left out are filled: source "mcp", tool_call this call ("remember#<request
+        id>"), so a repeated call writes new versions; nodes that name their own
+        provenance.tool_call can be sent again safely (same versions: created false).
+        """
+        with reported():
+            if not nodes:
+                raise InvalidInput("nodes: give at least one node to remember")
+            call = tool_call("remember", ctx)
+            put = [
+                node_from_builtins(with_provenance(value, call), f"nodes[{index}]")
+                for index, value in enumerate(nodes)
+            ]
+            made = self.repo.commit(
+                put=put,
+                message=message,
+                author=self.author_for(ctx),
+                branch=self.branch,
+                on_claim_conflict=on_claim_conflict,
+            )
+            result: CommitResultJSON = to_builtins(made)
+            return result
+
+    def recall(
+        self,
+        query: Annotated[str, Field(description="What to recall, in words.")],
+        k: Annotated[int, Field(description="At most this many hits.")] = SEARCH_K,
+        prefix: Annotated[
+            str | None, Field(description="Only ids under this namespace, e.g. users/mira/.")
+        ] = None,
+        kind: Annotated[Kind | None, Field(description="Only notes or only claims.")] = None,
+        valid_at: ValidAt = None,
+    ) -> RecallJSON:
+        """Recall memories by words and meaning: the current versions only, best first."""
+        with reported():
+            hits = self.repo.search(query, k=k, at=self.branch, prefix=prefix, kind=kind, valid_at=valid_at)
+            return {"hits": to_builtins(hits)}
+
+    def context(
+        self,
+        query: Annotated[str, Field(description="What the memories are for, in words.")],
+        budget_tokens: Annotated[
+            int, Field(description="The token budget (one token per four characters).")
+        ] = CONTEXT_BUDGET,
+    ) -> ContextJSON:
+        """The best memories for a query that fit a token budget, each cited as [id@hash7]."""
+        with reported():
+            packed = self.repo.context(query, budget_tokens, at=self.branch)
+            result: ContextJSON = to_builtins(packed)
+            result["text"] = packed.render()
+            return result
+
+    def get(self, id: Id, at: OptionalRev = None, as_of: AsOf = None) -> NodeJSON:
+        """One memory: the version of an id in a snapshot, with its provenance and hash."""
+        with reported():
+            node = self.repo.get(id, at=at or self.branch, as_of=as_of)
+            if node is None:
+                place = at or self.branch or "HEAD"
+                raise NotFound(f"{id} is not in {place}" + (f" as of {as_of}" if as_of else ""))
+            result: NodeJSON = to_builtins(node)
+            return result
+
+    def history(self, id: Id) -> HistoryJSON:
+        """Every version of an id, newest first, each current, superseded, deleted, expired or redacted."""
+        with reported():
+            versions = self.repo.history(id, at=self.branch)
+            if not versions:
+                raise NotFound(f"{id} has no history in {self.branch or 'HEAD'}")
+            return {"versions": to_builtins(versions)}
+
+    def blame(self, id: Id) -> BlameJSON:
+        """Who wrote the current version of an id, when and from what; per line or field."""
+        with reported():
+            result: BlameJSON = to_builtins(self.repo.blame(id, at=self.branch))
+            return result
+
+    def diff(self, a: Rev, b: Rev) -> DiffJSON:
+        """What changed from revision a to revision b: ids added, removed and modified."""
+        with reported():
+            result: DiffJSON = to_builtins(self.repo.diff(a, b))
+            return result
+
+    def log(
+        self,
+        limit: Annotated[int, Field(description="At most this many commits.")] = LOG_LIMIT,
+        node: Annotated[str | None, Field(description="Only the commits that changed this id.")] = None,
+    ) -> LogJSON:
+        """Commits of the branch, newest first."""
+        with reported():
+            return {"commits": to_builtins(list(self.repo.log(at=self.branch, node=node, limit=limit)))}
+
+    def facts(
+        self,
+        subject: Annotated[str, Field(description="Whose facts, e.g. mira.")],
+        predicate: Annotated[str | None, Field(description="One attribute; default: all of them.")] = None,
+        valid_at: Annotated[
+            str | None, Field(description="The world time asked about (RFC 3339; default: now).")
+        ] = None,
+        as_of: AsOf = None,
+    ) -> FactsJSON:
+        """The claims in force on a subject at a valid time, as believed at a record time."""
+        with reported():
+            found = self.repo.facts(subject, predicate, valid_at=valid_at, as_of=as_of, at=self.branch)
+            return {"facts": to_builtins(found)}
+
+    def forget(
+        self,
+        id: Id,
+        reason: Annotated[str, Field(description="Why: kept in the redaction record.")],
+        ctx: Context,
+    ) -> ForgetJSON:
+        """Erase every version of an id for real, on every branch, leaving a redaction record.
+
+        The bytes (content, provenance, meta) leave the store and its indexes; the id
+        leaves the store's current branch in a new commit. Reading an erased version
+        then fails, saying who erased it, when and why.
+        """
+        with reported():
+            result: ForgetJSON = to_builtins(self.repo.forget(id, reason, author=self.author_for(ctx)))
+            return result
+
+    def author_for(self, ctx: Context) -> str:
+        """Who writes in this call: the configured author, else the client's name, else the fallback."""
+        if self.author:
+            return self.author
+        params = ctx.request_context.session.client_params
+        name = params.client_info.name.strip() if params is not None else ""
+        return name or self.fallback_author
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """Turn what a tool raises into a tool error with one line of text; the server keeps serving.
+
+    A :class:`MnemoError` keeps its own message; anything else is named by its class,
+    as the command line does. Never a traceback: memories can hold secrets.
+    """
+    try:
+        yield
+    except ToolError:
+        raise
+    except MnemoError as error:
+        raise ToolError(one_line(error)) from None
+    except Exception as error:
+        raise ToolError(f"{type(error).__name__}: {one_line(error)}") from None
+
+
+def one_line(error: BaseException) -> str:
+    """An error's message on a single line (its class name when it has none)."""
+    parts = [part.strip() for part in str(error).splitlines() if part.strip()]
+    return "; ".join(parts) or type(error).__name__
+
+
+def tool_call(tool: str, ctx: Context) -> str:
+    """How a write names its call in provenance: the tool and the request id (``remember#7``)."""
+    request = ctx.request_context.request_id
+    return tool if request is None else f"{tool}#{request}"
+
+
+def with_provenance(value: Any, call: str) -> Any:
+    """A node's JSON with the provenance fields it leaves absent or null filled in.
+
+    ``source`` becomes :data:`SOURCE` and ``tool_call`` ``call``; fields the
+    caller gave stay as given. A node given with its ``hash`` is left as it is
+    (the hash pins every field), and so is anything that is not a node object
+    with an object (or no) provenance: the library's reader then says what is wrong.
+    """
+    if not isinstance(value, dict) or value.get("hash") is not None:
+        return value
+    given = value.get("provenance")
+    if given is not None and not isinstance(given, dict):
+        return value
+    filled = dict(given or {})
+    for key, default in (("source", SOURCE), ("tool_call", call)):
+        if filled.get(key) is None:
+            filled[key] = default
+    return {**value, "provenance": filled}
+
+
+INSTRUCTIONS = (
+    "Long-term memory with history. Each memory is a node: an id such as users/mira/prefs/language, "
+    "content (text or JSON), and provenance. remember writes nodes (writing an id again makes a new "
+    "version; history keeps the old ones); recall and context find memories by words and meaning; get "
+    "reads one; history, blame, log and diff say what changed, who wrote it and when; facts reads "
+    "claims (kind 'claim') by valid time. Results are the store's JSON form; errors are one line."
+)
+
+
+def build_server(
+    repo: Repo,
+    *,
+    branch: str | None = None,
+    author: str | None = None,
+    fallback_author: str = DEFAULT_AUTHOR,
+    allow_erase: bool = False,
+) -> MCPServer:
+    """An MCP server exposing ``repo``'s tools; run it with ``.run("stdio")``.
+
+    Args:
+        repo: the open store, bound to one tenant; the caller closes it after the server stops.
+        branch: the branch reads default to and ``remember`` writes to (default:
+            HEAD's branch at each call).
+        author: who writes; None to use the MCP client's name (its ``clientInfo``).
+        fallback_author: who writes when neither ``author`` nor a client name is known.
+        allow_erase: also register ``forget``, which erases memories for real.
+
+    Raises:
+        NotFound: ``branch`` names no branch.
+    """
+    if branch is not None and branch not in repo.branches() and branch != repo.head:
+        raise NotFound(f"no branch {branch!r} (create it with 'mnemo branch {branch}')")
+    tools = MemoryTools(repo, branch=branch, author=author, fallback_author=fallback_author)
+    # The SDK logs each tool error's text at INFO on stderr, and that text may quote a
+    # memory: the host's log gets warnings only (the client has the error itself).
+    server: MCPServer = MCPServer(
+        "mnemosyne", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+    # Not idempotent: each call's request id lands in provenance, so a repeated call writes a
+    # new version (unless the caller names its own tool_call, when the retry changes nothing).
+    write = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+    server.add_tool(tools.remember, annotations=write)
+    reads = (
+        tools.recall,
+        tools.context,
+        tools.get,
+        tools.history,
+        tools.blame,
+        tools.diff,
+        tools.log,
+        tools.facts,
+    )
+    for read in reads:
+        server.add_tool(read, annotations=READ)
+    if allow_erase:
+        erase = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True)
+        server.add_tool(tools.forget, annotations=erase)
+    return server
