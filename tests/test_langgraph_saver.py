@@ -92,11 +92,14 @@ CHANNELS = ["messages", "count", "a/b"]
 
 
 class AgainstInMemorySaver(RuleBasedStateMachine):
-    """Random puts, writes, reads and deletes: our saver answers as LangGraph's does."""
+    """Random puts, writes, reads and deletes by two savers on one store: each answers as LangGraph's does."""
 
     @initialize()
     def start(self) -> None:
-        self.ours = MnemosyneSaver(Repo.in_memory())
+        repo = Repo.in_memory()
+        # Two savers on one store, as two processes would be: each remembers what it wrote last.
+        self.savers = [MnemosyneSaver(repo), MnemosyneSaver(repo)]
+        self.ours = self.savers[0]
         self.theirs = InMemorySaver()
         self.stored: list[dict[str, Any]] = []  # configs of stored checkpoints
         self.version = 0
@@ -112,9 +115,17 @@ class AgainstInMemorySaver(RuleBasedStateMachine):
         ),
         step=st.integers(min_value=-1, max_value=5),
         run=st.sampled_from([None, "run-a", "run-b"]),
+        who=st.integers(0, 1),
     )
     def put(
-        self, thread: str, ns: str, parent_pick: int, values: dict[str, Any], step: int, run: str | None
+        self,
+        thread: str,
+        ns: str,
+        parent_pick: int,
+        values: dict[str, Any],
+        step: int,
+        run: str | None,
+        who: int,
     ) -> None:
         mine = [c for c in self.stored if c["configurable"]["thread_id"] == thread]
         mine = [c for c in mine if c["configurable"]["checkpoint_ns"] == ns]
@@ -130,7 +141,7 @@ class AgainstInMemorySaver(RuleBasedStateMachine):
         if run is not None:
             metadata["run_id"] = run
         config = {"configurable": configurable}
-        got = self.ours.put(config, checkpoint, metadata, versions)  # type: ignore[arg-type]
+        got = self.savers[who].put(config, checkpoint, metadata, versions)  # type: ignore[arg-type]
         expected = self.theirs.put(config, checkpoint, metadata, versions)  # type: ignore[arg-type]
         assert got == expected
         self.stored.append(got)
@@ -142,17 +153,18 @@ class AgainstInMemorySaver(RuleBasedStateMachine):
             st.tuples(st.sampled_from([*CHANNELS, ERROR]), st.integers(min_value=0, max_value=9)), max_size=3
         ),
         path=st.sampled_from(["", "~start"]),
+        who=st.integers(0, 1),
     )
-    def put_writes(self, pick: int, task: str, writes: list[tuple[str, int]], path: str) -> None:
+    def put_writes(self, pick: int, task: str, writes: list[tuple[str, int]], path: str, who: int) -> None:
         if not self.stored:
             return
         config = self.stored[pick % len(self.stored)]
-        self.ours.put_writes(config, writes, task, path)  # type: ignore[arg-type]
+        self.savers[who].put_writes(config, writes, task, path)  # type: ignore[arg-type]
         self.theirs.put_writes(config, writes, task, path)  # type: ignore[arg-type]
 
-    @rule(thread=st.sampled_from(THREADS))
-    def delete_thread(self, thread: str) -> None:
-        self.ours.delete_thread(thread)
+    @rule(thread=st.sampled_from(THREADS), who=st.integers(0, 1))
+    def delete_thread(self, thread: str, who: int) -> None:
+        self.savers[who].delete_thread(thread)
         self.theirs.delete_thread(thread)
         self.stored = [c for c in self.stored if c["configurable"]["thread_id"] != thread]
 
@@ -160,7 +172,8 @@ class AgainstInMemorySaver(RuleBasedStateMachine):
     def get_one(self, pick: int) -> None:
         if self.stored:
             config = self.stored[pick % len(self.stored)]
-            assert _normal(self.ours.get_tuple(config)) == _normal(self.theirs.get_tuple(config))
+            for saver in self.savers:
+                assert _normal(saver.get_tuple(config)) == _normal(self.theirs.get_tuple(config))
 
     @invariant()
     def the_same_latest_and_lists(self) -> None:
@@ -169,8 +182,9 @@ class AgainstInMemorySaver(RuleBasedStateMachine):
         for thread in THREADS:
             for ns in NAMESPACES:
                 config = {"configurable": {"thread_id": thread, "checkpoint_ns": ns}}
-                ours = _normal(self.ours.get_tuple(config))  # type: ignore[arg-type]
-                assert ours == _normal(self.theirs.get_tuple(config))  # type: ignore[arg-type]
+                expected = _normal(self.theirs.get_tuple(config))  # type: ignore[arg-type]
+                for saver in self.savers:  # what each one knows is still true, or it reads again
+                    assert _normal(saver.get_tuple(config)) == expected  # type: ignore[arg-type]
                 listed = [_normal(t) for t in self.ours.list(config, limit=3)]  # type: ignore[arg-type]
                 assert listed == [_normal(t) for t in self.theirs.list(config, limit=3)]  # type: ignore[arg-type]
         for meta in ({"step": 1}, {"run_id": "run-a", "source": "loop"}):

@@ -12,7 +12,7 @@ from mnemosyne.index.view import WriteView
 from mnemosyne.model.choices import MergeStrategy
 from mnemosyne.model.objects import Commit
 from mnemosyne.model.results import MergeResult
-from mnemosyne.store.refs import check_branch_name
+from mnemosyne.store.refs import BRANCH_PREFIX, check_branch_name
 
 
 class Branches:
@@ -30,6 +30,13 @@ class Branches:
         """The work of :meth:`Repo.branches`."""
         with self._handle.read() as view:
             return [name for name, _ in view.refs.branches(view.txn)]
+
+    def tip(self, name: str) -> str | None:
+        """The work of :meth:`Repo.tip`."""
+        check_branch_name(name)
+        with self._handle.read() as view:
+            oid = view.refs.read(view.txn, BRANCH_PREFIX + name)
+        return oid.hex() if oid is not None else None
 
     def tips(self) -> list[tuple[str, Commit]]:
         """The work of :meth:`Repo.branch_tips`."""

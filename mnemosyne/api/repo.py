@@ -475,6 +475,18 @@ class Repo(Resource):
         """Names of the branches that have commits, sorted."""
         return self._branches.names()
 
+    def tip(self, branch: str) -> str | None:
+        """The id of the commit at ``branch``'s tip, read without reading the commit.
+
+        A cheap check of whether a branch moved (objects never change, so what was
+        read at one tip stays true while the tip stays). None when the branch does
+        not exist or has no commits yet.
+
+        Raises:
+            InvalidInput: ``branch`` is not a valid branch name.
+        """
+        return self._branches.tip(branch)
+
     def branch_tips(self) -> list[tuple[str, Commit]]:
         """Each branch with the commit at its tip, sorted by name."""
         return self._branches.tips()

@@ -32,12 +32,15 @@ import base64
 import hashlib
 import random
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import msgspec
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -52,10 +55,33 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from mnemosyne import Commit, InvalidInput, Node, NotFound, Provenance, Repo
+from mnemosyne import Commit, CommitResult, InvalidInput, Node, NotFound, Provenance, RefConflict, Repo
 
 BRANCH_PREFIX = "threads/"
 """Every thread's branch starts with this."""
+
+CACHED_THREADS = 128
+"""How many threads' latest checkpoints a saver keeps decoded (least recently used go first)."""
+
+
+class _Latest(msgspec.Struct, frozen=True):
+    """The latest checkpoint of one thread and namespace, as the branch holds it at ``tip``.
+
+    Objects never change, so this stays true for as long as the branch's tip is
+    ``tip``: a read checks the tip (one small read) instead of descending the tree.
+    """
+
+    tip: str
+    content: dict[str, Any]
+    writes: dict[str, dict[str, Any]]  # its pending writes, by node id
+    checkpoint: tuple[str, bytes]  # the serialized checkpoint and metadata, decoded from the node once
+    metadata: tuple[str, bytes]
+
+    @classmethod
+    def of(cls, tip: str, content: dict[str, Any], writes: dict[str, dict[str, Any]]) -> _Latest:
+        """The entry for a checkpoint node's content, read at ``tip``."""
+        return cls(tip, content, writes, _unpack(content["checkpoint"]), _unpack(content["metadata"]))
+
 
 _PLAIN = re.compile(r"[A-Za-z0-9-][A-Za-z0-9_.-]{0,79}")
 
@@ -102,6 +128,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         serde: LangGraph's serializer (default: its JSON-plus serializer).
         author: the author of the commits the saver makes.
         erase: whether deleting also erases the deleted versions' bytes (see the module).
+        close_repo: whether :meth:`close` (and leaving a ``with`` block) closes ``repo``.
 
     The async methods do the same work inline: a read takes microseconds and a
     durable commit about a millisecond, less than handing it to a thread would.
@@ -114,6 +141,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         serde: SerializerProtocol | None = None,
         author: str = "langgraph",
         erase: bool = False,
+        close_repo: bool = False,
     ) -> None:
         super().__init__(serde=serde)
         if not isinstance(repo, Repo):
@@ -121,7 +149,9 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         self.repo = repo
         self.author = author
         self.erase = erase
-        self._owned = False
+        self.close_repo = close_repo
+        self._latest: OrderedDict[str, dict[str, _Latest]] = OrderedDict()  # thread -> namespace -> latest
+        self._lock = threading.RLock()  # LangGraph saves writes from worker threads
 
     @classmethod
     def from_path(cls, path: str | Path, *, tenant: str = "default", **kwargs: Any) -> MnemosyneSaver:
@@ -131,13 +161,15 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         except NotFound:
             Repo.init(path).close()
             repo = Repo.open(path, tenant=tenant, create=True)
-        saver = cls(repo, **kwargs)
-        saver._owned = True
-        return saver
+        try:
+            return cls(repo, close_repo=True, **kwargs)
+        except BaseException:
+            repo.close()
+            raise
 
     def close(self) -> None:
-        """Close the store if :meth:`from_path` opened it."""
-        if self._owned:
+        """Close the store if the saver owns it (:meth:`from_path` opened it)."""
+        if self.close_repo:
             self.repo.close()
 
     def __exit__(
@@ -160,27 +192,71 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         configurable = _configurable(config)
         thread_id = str(configurable["thread_id"])
         ns = str(configurable.get("checkpoint_ns", ""))
-        tip = self._tip_of(thread_branch(thread_id))
+        branch = thread_branch(thread_id)
+        tip = self.repo.tip(branch)  # read fresh: another process may have moved the thread on
         if tip is None:
             return None
-        base = f"{thread_branch(thread_id)}/{segment(ns)}"
+        base = f"{branch}/{segment(ns)}"
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id is None:
-            pointer = self.repo.get(base, at=tip)
-            if pointer is None:
-                return None
-            checkpoint_id = str(pointer.content["latest"])
+            known = self._known(thread_id, ns)
+            if known is None or known.tip != tip:
+                pointer = self.repo.get(base, at=tip)
+                if pointer is None:
+                    return None
+                node = self.repo.get(f"{base}/{segment(str(pointer.content['latest']))}", at=tip)
+                if node is None:
+                    return None
+                known = _Latest.of(tip, node.content, self._writes(tip, node.id))
+                self._remember(thread_id, ns, known)
+            return self._tuple(known.content, list(known.writes.values()), known.checkpoint, known.metadata)
         node = self.repo.get(f"{base}/{segment(checkpoint_id)}", at=tip)
         if node is None:
             return None
-        return self._tuple(node.content, self._writes(tip, node.id))
+        return self._tuple(node.content, list(self._writes(tip, node.id).values()))
 
-    def _writes(self, at: Commit, checkpoint_node_id: str) -> list[dict[str, Any]]:
-        return [node.content for node in self.repo.nodes(at=at, prefix=checkpoint_node_id + "/w/")]
+    def _known(self, thread_id: str, ns: str) -> _Latest | None:
+        with self._lock:
+            return self._latest.get(thread_id, {}).get(ns)
 
-    def _tuple(self, saved: dict[str, Any], writes: list[dict[str, Any]]) -> CheckpointTuple:
+    def _remember(self, thread_id: str, ns: str, latest: _Latest | None) -> None:
+        with self._lock:
+            entries = self._latest.setdefault(thread_id, {})
+            self._latest.move_to_end(thread_id)
+            if latest is None:
+                entries.pop(ns, None)
+            else:
+                entries[ns] = latest
+            while len(self._latest) > CACHED_THREADS:
+                self._latest.popitem(last=False)
+
+    def _forget_threads(self, thread_ids: Sequence[str] | None) -> None:
+        with self._lock:
+            if thread_ids is None:
+                self._latest.clear()
+            for thread_id in thread_ids or ():
+                self._latest.pop(thread_id, None)
+
+    def _advance(self, thread_id: str, result: CommitResult) -> None:
+        """Our own commit moved the thread's tip: what it left alone stays known at the new tip."""
+        before = result.parents[0] if result.created and result.parents else result.id
+        with self._lock:
+            for ns, known in list(self._latest.get(thread_id, {}).items()):
+                if known.tip == before:
+                    self._latest[thread_id][ns] = msgspec.structs.replace(known, tip=result.id)
+
+    def _writes(self, at: Commit | str, checkpoint_node_id: str) -> dict[str, dict[str, Any]]:
+        return {node.id: node.content for node in self.repo.nodes(at=at, prefix=checkpoint_node_id + "/w/")}
+
+    def _tuple(
+        self,
+        saved: dict[str, Any],
+        writes: list[dict[str, Any]],
+        checkpoint_bytes: tuple[str, bytes] | None = None,
+        metadata_bytes: tuple[str, bytes] | None = None,
+    ) -> CheckpointTuple:
         thread_id, ns, checkpoint_id = saved["thread_id"], saved["checkpoint_ns"], saved["checkpoint_id"]
-        checkpoint: Checkpoint = self.serde.loads_typed(_unpack(saved["checkpoint"]))
+        checkpoint: Checkpoint = self.serde.loads_typed(checkpoint_bytes or _unpack(saved["checkpoint"]))
         writes.sort(key=lambda w: (w["task_path"], w["task_id"], w["idx"]))
         pending: list[PendingWrite] = [
             (w["task_id"], w["channel"], self.serde.loads_typed(_unpack(w["value"]))) for w in writes
@@ -191,7 +267,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                 "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
             },
             checkpoint=checkpoint,
-            metadata=self.serde.loads_typed(_unpack(saved["metadata"])),
+            metadata=self.serde.loads_typed(metadata_bytes or _unpack(saved["metadata"])),
             parent_config=(
                 {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}
                 if parent
@@ -261,7 +337,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                 metadata = self.serde.loads_typed(_unpack(content["metadata"]))
                 if not all(metadata.get(key) == value for key, value in filter.items()):
                     continue
-            yield self._tuple(content, self._writes(tip, node_id))
+            yield self._tuple(content, list(self._writes(tip, node_id).values()))
             if limit is not None:
                 limit -= 1
                 if limit <= 0:
@@ -289,6 +365,8 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
             key: value for key, value in checkpoint.get("channel_values", {}).items() if key in versions
         }
         full = get_checkpoint_metadata(config, metadata)
+        checkpoint_bytes = self.serde.dumps_typed(saved)
+        metadata_bytes = self.serde.dumps_typed(full)
         branch = thread_branch(thread_id)
         base = f"{branch}/{segment(ns)}"
         step = full.get("step")
@@ -300,8 +378,8 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                 "checkpoint_id": checkpoint_id,
                 "parent": parent,
                 "run_id": full.get("run_id"),
-                "checkpoint": _pack(self.serde.dumps_typed(saved)),
-                "metadata": _pack(self.serde.dumps_typed(full)),
+                "checkpoint": _pack(checkpoint_bytes),
+                "metadata": _pack(metadata_bytes),
             },
             provenance=Provenance(
                 agent_step=step if isinstance(step, int) and not isinstance(step, bool) else None,
@@ -309,14 +387,38 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                 source="langgraph",
             ),
         )
-        puts = [node]
-        try:
-            pointer = self.repo.get(base, at=branch)
-        except NotFound:  # the thread's first checkpoint
-            pointer = None
-        if pointer is None or str(pointer.content["latest"]) < checkpoint_id:
-            puts.append(Node(id=base, content={"latest": checkpoint_id}))
-        self._commit(branch, puts, f"checkpoint {checkpoint_id} (step {step}, {full.get('source')})")
+        message = f"checkpoint {checkpoint_id} (step {step}, {full.get('source')})"
+        pointer = Node(id=base, content={"latest": checkpoint_id})
+        known = self._known(thread_id, ns)
+        result = None
+        if known is not None:
+            # The branch is most likely where our last commit left it: commit on that tip, no read first.
+            latest = str(known.content["checkpoint_id"])
+            try:
+                result = self.repo.commit(
+                    put=[node, pointer] if latest < checkpoint_id else [node],
+                    branch=branch,
+                    parent=known.tip,
+                    message=message,
+                    author=self.author,
+                )
+            except (RefConflict, NotFound):
+                result = None  # another writer moved it: read, then commit on whatever tip there is
+            if result is not None:
+                self._advance(thread_id, result)
+                if latest <= checkpoint_id:  # a new latest, or the latest saved again (its writes stay)
+                    writes = known.writes if latest == checkpoint_id else {}
+                    entry = _Latest(result.id, node.content, writes, checkpoint_bytes, metadata_bytes)
+                    self._remember(thread_id, ns, entry)
+        if result is None:
+            try:
+                current = self.repo.get(base, at=branch)
+            except NotFound:  # the thread's first checkpoint
+                current = None
+            newest = current is None or str(current.content["latest"]) < checkpoint_id
+            result = self._commit(branch, [node, pointer] if newest else [node], message)
+            self._advance(thread_id, result)
+            self._remember(thread_id, ns, None)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
 
     def put_writes(
@@ -335,10 +437,16 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
             raise InvalidInput("put_writes needs the checkpoint the writes belong to (checkpoint_id)")
         branch = thread_branch(thread_id)
         task_base = f"{branch}/{segment(ns)}/{segment(checkpoint_id)}/w/{segment(task_id)}"
-        try:
-            existing = {node.id for node in self.repo.nodes(at=branch, prefix=task_base + "/")}
-        except NotFound:  # no checkpoint on this thread yet
-            existing = set()
+        known = self._known(thread_id, ns)
+        if known is not None and known.content["checkpoint_id"] != checkpoint_id:
+            known = None  # writes to an older checkpoint: read what it has
+        if known is not None:
+            existing = {node_id for node_id in known.writes if node_id.startswith(task_base + "/")}
+        else:
+            try:
+                existing = {node.id for node in self.repo.nodes(at=branch, prefix=task_base + "/")}
+            except NotFound:  # no checkpoint on this thread yet
+                existing = set()
         puts: dict[str, Node] = {}  # by id: a special channel written twice keeps its last value
         for position, (channel, value) in enumerate(writes):
             idx = WRITES_IDX_MAP.get(channel, position)
@@ -356,14 +464,41 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                 },
                 provenance=Provenance(tool_call=task_path or task_id, source="langgraph"),
             )
-        if puts:
-            self._commit(
-                branch, list(puts.values()), f"writes of task {task_id} for checkpoint {checkpoint_id}"
-            )
+        if not puts:
+            return
+        message = f"writes of task {task_id} for checkpoint {checkpoint_id}"
+        if known is not None:
+            try:
+                result = self.repo.commit(
+                    put=list(puts.values()),
+                    branch=branch,
+                    parent=known.tip,
+                    message=message,
+                    author=self.author,
+                )
+            except (RefConflict, NotFound):
+                pass  # another writer moved the tip (the writes it saw may differ): the careful way below
+            else:
+                self._advance(thread_id, result)
+                writes_now = {**known.writes, **{node_id: n.content for node_id, n in puts.items()}}
+                self._remember(
+                    thread_id, ns, msgspec.structs.replace(known, tip=result.id, writes=writes_now)
+                )
+                return
+            self.put_writes_reading(config, writes, task_id, task_path)
+            return
+        self._advance(thread_id, self._commit(branch, list(puts.values()), message))
 
-    def _commit(self, branch: str, puts: Sequence[Node], message: str) -> None:
+    def put_writes_reading(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+    ) -> None:
+        """:meth:`put_writes` reading the writes stored so far from the store, not from what it knows."""
+        self._forget_threads([str(_configurable(config)["thread_id"])])
+        self.put_writes(config, writes, task_id, task_path)
+
+    def _commit(self, branch: str, puts: Sequence[Node], message: str) -> CommitResult:
         try:
-            self.repo.commit(put=puts, branch=branch, message=message, author=self.author)
+            return self.repo.commit(put=puts, branch=branch, message=message, author=self.author)
         except NotFound:
             if self._tip_of(branch) is not None:
                 raise
@@ -372,7 +507,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                 self.repo.branch(branch, orphan=True, author=self.author)
             except InvalidInput:
                 pass  # LangGraph saves from worker threads: another started it; else the commit says why
-            self.repo.commit(put=puts, branch=branch, message=message, author=self.author)
+            return self.repo.commit(put=puts, branch=branch, message=message, author=self.author)
 
     def _tip_of(self, branch: str) -> Commit | None:
         try:
@@ -389,6 +524,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete a thread: its branch goes, and with ``erase`` its versions' bytes too."""
+        self._forget_threads([thread_id])
         branch = thread_branch(thread_id)
         saved = self._saved(branch)
         if saved is None:
@@ -401,6 +537,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         runs = set(run_ids)
         if not runs:
             return
+        self._forget_threads(None)
         for branch in self._threads():
             saved = self._saved(branch)
             if saved is None:
@@ -414,6 +551,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         """Keep only each namespace's latest checkpoint (``keep_latest``), or none (``delete``)."""
         if strategy not in ("keep_latest", "delete"):
             raise InvalidInput(f"unknown prune strategy {strategy!r} (keep_latest or delete)")
+        self._forget_threads(list(thread_ids))
         for thread_id in thread_ids:
             branch = thread_branch(thread_id)
             saved = self._saved(branch)
@@ -466,6 +604,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         The target's history shows where it came from; its nodes are its own, so
         deleting or erasing either thread leaves the other whole.
         """
+        self._forget_threads([target_thread_id])
         source = thread_branch(source_thread_id)
         saved = self._saved(source)
         if saved is None:

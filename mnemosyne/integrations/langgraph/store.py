@@ -131,6 +131,7 @@ class MnemosyneStore(BaseStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         author: str = AUTHOR,
+        close_repo: bool = False,
     ) -> None:
         """Serve LangGraph from ``repo``.
 
@@ -144,6 +145,7 @@ class MnemosyneStore(BaseStore):
                 ``refresh_on_read``. Expired items are never returned; a sweep is not
                 needed (``repo.forget_expired()`` erases their bytes, if wanted).
             author: the author of the commits the store makes.
+            close_repo: whether :meth:`close` (and leaving a ``with`` block) closes ``repo``.
 
         Raises:
             InvalidInput: ``repo`` is not a Repo, or ``index`` is malformed.
@@ -161,7 +163,7 @@ class MnemosyneStore(BaseStore):
         self._embedder = IndexEmbedder(index) if index is not None else None
         if self._embedder is not None:
             repo.use_embedder(self._embedder)
-        self._owned = False
+        self.close_repo = close_repo
 
     @classmethod
     def from_path(cls, path: str | Path, *, tenant: str = "default", **kw: Any) -> MnemosyneStore:
@@ -178,16 +180,14 @@ class MnemosyneStore(BaseStore):
             Repo.init(path).close()
             repo = Repo.open(path, tenant=tenant, create=True)
         try:
-            store = cls(repo, **kw)
+            return cls(repo, close_repo=True, **kw)
         except BaseException:
             repo.close()
             raise
-        store._owned = True
-        return store
 
     def close(self) -> None:
-        """Close the repo if :meth:`from_path` opened it."""
-        if self._owned:
+        """Close the repo if the store owns it (:meth:`from_path` opened it)."""
+        if self.close_repo:
             self.repo.close()
 
     def __enter__(self) -> Self:
