@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from checkpointer import bench_checkpointer
 from commit_cpu import bench_commit_cpu
 from core_runs import bench_history, bench_merge, bench_size
 from feature_runs import bench_claims, bench_integrity, bench_recall
@@ -57,6 +58,7 @@ def main() -> None:
         bench_claims(root, args.claims, min(10_000, args.claims // 2))
         bench_recall(root, max(sizes), args.rounds)
         bench_startup(root, 7 if args.quick else 21)
+        bench_checkpointer(root, 40 if args.quick else 300)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     write_table(args.out, started)

@@ -22,9 +22,12 @@ from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.types import ERROR
 from langgraph.graph import END, START, StateGraph
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command, interrupt
 
 from mnemosyne import InvalidInput, Repo
+from mnemosyne.integrations.langgraph import MnemosyneStore
 from mnemosyne.integrations.langgraph.saver import MnemosyneSaver, segment, thread_branch
 
 BACKENDS = ["lmdb", "memory"]
@@ -379,8 +382,9 @@ class DocState(TypedDict):
     approved: bool
 
 
-def _draft(state: DocState) -> dict[str, Any]:
-    return {"notes": [f"draft {len(state['notes'])}"]}
+def _draft(state: DocState, store: BaseStore) -> dict[str, Any]:
+    published = store.search(("docs",))  # long-term memory: what earlier runs published
+    return {"notes": [f"draft {len(state['notes'])} after {len(published)} published"]}
 
 
 def _review(state: DocState) -> dict[str, Any]:
@@ -388,11 +392,13 @@ def _review(state: DocState) -> dict[str, Any]:
     return {"approved": answer == "yes", "notes": [f"review: {answer}"]}
 
 
-def _publish(state: DocState) -> dict[str, Any]:
-    return {"notes": ["published" if state["approved"] else "shelved"]}
+def _publish(state: DocState, store: BaseStore) -> dict[str, Any]:
+    outcome = "published" if state["approved"] else "shelved"
+    store.put(("docs",), f"doc-{len(state['notes'])}", {"notes": state["notes"], "outcome": outcome})
+    return {"notes": [outcome]}
 
 
-def _graph(checkpointer: Any) -> Any:
+def _graph(checkpointer: Any, store: BaseStore) -> Any:
     builder = StateGraph(DocState)
     builder.add_node("draft", _draft)
     builder.add_node("review", _review)
@@ -401,12 +407,12 @@ def _graph(checkpointer: Any) -> Any:
     builder.add_edge("draft", "review")
     builder.add_edge("review", "publish")
     builder.add_edge("publish", END)
-    return builder.compile(checkpointer=checkpointer)
+    return builder.compile(checkpointer=checkpointer, store=store)
 
 
-def _run(checkpointer: Any) -> dict[str, Any]:
+def _run(checkpointer: Any, store: BaseStore) -> dict[str, Any]:
     """Interrupt, resume, read the history, travel back and take the other answer."""
-    graph = _graph(checkpointer)
+    graph = _graph(checkpointer, store)
     config = {"configurable": {"thread_id": "doc-1"}}
     first = graph.invoke({"notes": ["start"], "approved": False}, config)
     paused = graph.get_state(config)
@@ -425,17 +431,19 @@ def _run(checkpointer: Any) -> dict[str, Any]:
         "time_travel": replay,
         "final": graph.get_state(config).values,
         "checkpoints": len(history),
+        "long_term": sorted((item.key, item.value["outcome"]) for item in store.search(("docs",))),
     }
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_graph_runs_interrupts_resumes_and_travels_back_as_on_langgraphs_saver(
+def test_a_graph_runs_interrupts_resumes_and_travels_back_as_on_langgraphs_saver_and_store(
     backend: str, tmp_path: Path
 ) -> None:
     repo = open_repo(backend, tmp_path)
-    ours = _run(MnemosyneSaver(repo))
-    theirs = _run(InMemorySaver())
+    ours = _run(MnemosyneSaver(repo), MnemosyneStore(repo))
+    theirs = _run(InMemorySaver(), InMemoryStore())
     assert ours == theirs
+    assert [outcome for _, outcome in ours["long_term"]] == ["published", "shelved"]
     assert ours["resumed"]["notes"][-1] == "published" and ours["time_travel"]["notes"][-1] == "shelved"
     assert ours["paused_next"] == ("review",) and ours["checkpoints"] >= 5
     # The thread's whole life, including the fork made by time travel, is the branch's log.
