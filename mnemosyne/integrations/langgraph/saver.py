@@ -60,6 +60,9 @@ from mnemosyne import Commit, CommitResult, InvalidInput, Node, NotFound, Proven
 BRANCH_PREFIX = "threads/"
 """Every thread's branch starts with this."""
 
+_TRIES = 5
+"""How many times a put commits on the tip it read before it stops trying to know the result exactly."""
+
 CACHED_THREADS = 128
 """How many threads' latest checkpoints a saver keeps decoded (least recently used go first)."""
 
@@ -83,7 +86,7 @@ class _Latest(msgspec.Struct, frozen=True):
         return cls(tip, content, writes, _unpack(content["checkpoint"]), _unpack(content["metadata"]))
 
 
-_PLAIN = re.compile(r"[A-Za-z0-9-][A-Za-z0-9_.-]{0,79}")
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
 
 
 def segment(name: str) -> str:
@@ -389,36 +392,45 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         )
         message = f"checkpoint {checkpoint_id} (step {step}, {full.get('source')})"
         pointer = Node(id=base, content={"latest": checkpoint_id})
-        known = self._known(thread_id, ns)
-        result = None
-        if known is not None:
-            # The branch is most likely where our last commit left it: commit on that tip, no read first.
-            latest = str(known.content["checkpoint_id"])
+        for _ in range(_TRIES):
+            # Commit on the tip the pointer was read at, so that what we know after is exact. What we
+            # remember from our last commit usually still holds: then the put reads nothing first.
+            known = self._known(thread_id, ns)
+            if known is not None:
+                tip: str | None = known.tip
+                latest: str | None = str(known.content["checkpoint_id"])
+            else:
+                tip = self.repo.tip(branch)
+                current = self.repo.get(base, at=tip) if tip is not None else None
+                latest = str(current.content["latest"]) if current is not None else None
+            newest = latest is None or latest < checkpoint_id
+            puts = [node, pointer] if newest else [node]
             try:
-                result = self.repo.commit(
-                    put=[node, pointer] if latest < checkpoint_id else [node],
-                    branch=branch,
-                    parent=known.tip,
-                    message=message,
-                    author=self.author,
-                )
+                if tip is None:
+                    result = self._commit(branch, puts, message)
+                    if result.parents:  # another writer started the thread meanwhile: we know nothing
+                        self._forget_threads([thread_id])
+                        break
+                else:
+                    result = self.repo.commit(
+                        put=puts, branch=branch, parent=tip, message=message, author=self.author
+                    )
             except (RefConflict, NotFound):
-                result = None  # another writer moved it: read, then commit on whatever tip there is
-            if result is not None:
-                self._advance(thread_id, result)
-                if latest <= checkpoint_id:  # a new latest, or the latest saved again (its writes stay)
-                    writes = known.writes if latest == checkpoint_id else {}
-                    entry = _Latest(result.id, node.content, writes, checkpoint_bytes, metadata_bytes)
-                    self._remember(thread_id, ns, entry)
-        if result is None:
-            try:
-                current = self.repo.get(base, at=branch)
-            except NotFound:  # the thread's first checkpoint
-                current = None
-            newest = current is None or str(current.content["latest"]) < checkpoint_id
-            result = self._commit(branch, [node, pointer] if newest else [node], message)
+                self._forget_threads([thread_id])  # another writer moved the thread: read again
+                continue
             self._advance(thread_id, result)
-            self._remember(thread_id, ns, None)
+            if newest or (latest == checkpoint_id and known is not None):
+                # A new latest has no writes yet; the latest saved again keeps the ones it had.
+                writes = known.writes if known is not None and latest == checkpoint_id else {}
+                entry = _Latest(result.id, node.content, writes, checkpoint_bytes, metadata_bytes)
+                self._remember(thread_id, ns, entry)
+            break
+        else:  # many writers at once on one thread: commit on whatever tip there is, knowing nothing
+            self._forget_threads([thread_id])
+            self._commit(branch, [node], message)
+            current = self.repo.get(base, at=branch)
+            if current is None or str(current.content["latest"]) < checkpoint_id:
+                self._commit(branch, [pointer], f"latest checkpoint {checkpoint_id}")
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
 
     def put_writes(
