@@ -204,7 +204,9 @@ def test_python_block_runs(index, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(embedders, "default_embedder", _small_embedder)
     source = _blocks("python")[index]
-    exec(compile(source, f"README.md (python block {index + 1})", "exec"), {"__name__": "__readme__"})
+    # As a user runs it: not under this module's `from __future__ import annotations`.
+    code = compile(source, f"README.md (python block {index + 1})", "exec", dont_inherit=True)
+    exec(code, {"__name__": "__readme__"})
 
 
 @pytest.mark.parametrize("index", range(len(_blocks("console"))), ids=lambda i: f"console-{i + 1}")
