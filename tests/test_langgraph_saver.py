@@ -26,7 +26,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command, interrupt
 
-from mnemosyne import InvalidInput, Repo
+from mnemosyne import InvalidInput, Redacted, Repo
 from mnemosyne.integrations.langgraph import MnemosyneStore
 from mnemosyne.integrations.langgraph.saver import MnemosyneSaver, segment, thread_branch
 
@@ -450,3 +450,73 @@ def test_a_graph_runs_interrupts_resumes_and_travels_back_as_on_langgraphs_saver
     log = list(repo.log(at=thread_branch("doc-1")))
     assert len(log) >= ours["checkpoints"] and all(c.author == "langgraph" for c in log)
     repo.close()
+
+
+# -- what a saver knows stays true ------------------------------------------------------------
+
+
+def test_writes_saved_before_their_checkpoint_are_not_lost(saver: MnemosyneSaver) -> None:
+    # LangGraph saves in the background and may save a task's writes before the checkpoint itself.
+    first = _put(saver, "t", {"n": 1})
+    saver.get_tuple({"configurable": {"thread_id": "t"}})  # the saver knows the thread now
+    early = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "1fz-early"}}
+    saver.put_writes(early, [("n", 2)], "task-1")
+    checkpoint = empty_checkpoint()
+    checkpoint["id"] = "1fz-early"
+    saver.put({"configurable": {**first["configurable"]}}, checkpoint, {"step": 1}, {})
+    latest = saver.get_tuple({"configurable": {"thread_id": "t"}})
+    assert latest is not None and latest.checkpoint["id"] == "1fz-early"
+    assert latest.pending_writes == [("task-1", "n", 2)]
+
+
+def test_two_savers_starting_one_thread_keep_the_newer_checkpoint_latest(tmp_path: Path) -> None:
+    with Repo.init(tmp_path / "s.mnemo") as repo:
+        slow, fast = MnemosyneSaver(repo), MnemosyneSaver(repo)
+        older, newer = empty_checkpoint(), empty_checkpoint()
+        older["id"], newer["id"] = "1f0-0001", "1f0-0002"
+        config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+        real_tip = repo.tip
+        calls = {"n": 0}
+
+        def tip_read_before_the_other_writer(branch: str) -> str | None:
+            calls["n"] += 1
+            if calls["n"] == 1:  # slow read "no thread yet", then fast started it
+                fast.put(config, newer, {"step": 2}, {})  # type: ignore[arg-type]
+                return None
+            return real_tip(branch)
+
+        repo.tip = tip_read_before_the_other_writer  # type: ignore[method-assign]
+        slow.put(config, older, {"step": 1}, {})  # type: ignore[arg-type]
+        repo.tip = real_tip  # type: ignore[method-assign]
+        for reader in (slow, fast, MnemosyneSaver(repo)):
+            latest = reader.get_tuple(config)  # type: ignore[arg-type]
+            assert latest is not None and latest.checkpoint["id"] == "1f0-0002"
+        assert [t.checkpoint["id"] for t in fast.list(config)] == ["1f0-0002", "1f0-0001"]  # type: ignore[arg-type]
+
+
+def test_an_erased_checkpoint_is_never_served_from_what_a_saver_knows(tmp_path: Path) -> None:
+    with Repo.init(tmp_path / "s.mnemo") as repo:
+        saver = MnemosyneSaver(repo)
+        _put(saver, "t", {"secret": "passport X123"})
+        config = {"configurable": {"thread_id": "t"}}
+        assert saver.get_tuple(config) is not None  # known now
+        (checkpoint,) = [n for n in repo.nodes(at="threads/t") if "checkpoint" in n.content]
+        repo.forget(checkpoint.id, "the user asked", author="dpo")  # erasure leaves the thread's tip
+        with pytest.raises(Redacted):
+            saver.get_tuple(config)  # as a fresh saver: the version is gone, never its bytes
+        with pytest.raises(Redacted):
+            MnemosyneSaver(repo).get_tuple(config)
+
+
+def test_thread_ids_that_are_not_text_work_everywhere(saver: MnemosyneSaver) -> None:
+    key = uuid.UUID(int=7)
+    stored = saver.put(
+        {"configurable": {"thread_id": key, "checkpoint_ns": ""}}, empty_checkpoint(), {"step": 0}, {}
+    )
+    assert stored["configurable"]["thread_id"] == key  # as the config held it
+    saver.copy_thread(key, 8)  # type: ignore[arg-type]
+    assert saver.get_tuple({"configurable": {"thread_id": 8}}) is not None
+    saver.prune([key], strategy="delete")
+    saver.delete_thread(8)  # type: ignore[arg-type]
+    assert saver.get_tuple({"configurable": {"thread_id": key}}) is None
+    assert saver.get_tuple({"configurable": {"thread_id": "8"}}) is None

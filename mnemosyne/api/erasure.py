@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 
 import msgspec
@@ -11,6 +12,7 @@ from mnemosyne.admin import erase
 from mnemosyne.admin.gc import collect
 from mnemosyne.api.handle import Handle
 from mnemosyne.errors import InvalidInput
+from mnemosyne.model.objects import Redaction
 from mnemosyne.model.reports import CompactReport, ForgetReport, GcReport
 from mnemosyne.model.validation import check_id
 
@@ -34,6 +36,20 @@ class Erasure:
         return handle.write(
             lambda view: erase.forget(view, node_id, version, reason=reason, author=author, now=handle.now())
         )
+
+    def redactions(self, hashes: Iterable[str]) -> dict[str, Redaction]:
+        """The work of :meth:`Repo.redactions`."""
+        wanted = list(hashes) if not isinstance(hashes, str) else [hashes]
+        for value in wanted:
+            if not isinstance(value, str) or not _HASH.fullmatch(value):
+                raise InvalidInput(f"{value!r} is not a version's hash (64 hex digits)")
+        found: dict[str, Redaction] = {}
+        with self._handle.read() as view:
+            for value in wanted:
+                record = view.objects.redaction(view.txn, bytes.fromhex(value))
+                if record is not None:
+                    found[value] = record
+        return found
 
     def forget_expired(self, reason: str, author: str) -> ForgetReport:
         """The work of :meth:`Repo.forget_expired`."""
@@ -63,6 +79,9 @@ class Erasure:
                 file_bytes_after=done.file_bytes_after,
             )
         return report
+
+
+_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 def _check_reason(reason: object) -> None:

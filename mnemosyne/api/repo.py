@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from mnemosyne.api.recall import Recall
     from mnemosyne.history.branches import Resolution
     from mnemosyne.history.revisions import Rev
-    from mnemosyne.model.objects import Commit, Node
+    from mnemosyne.model.objects import Commit, Node, Redaction
     from mnemosyne.model.reports import ForgetReport, FsckReport, GcReport
     from mnemosyne.model.results import (
         Blame,
@@ -694,6 +694,18 @@ class Repo(Resource):
         return self._recall.reindex(vectors, progress)
 
     # -- erasure and collection ----------------------------------------------
+
+    def redactions(self, hashes: Iterable[str]) -> dict[str, Redaction]:
+        """The redaction records of those of ``hashes`` whose versions were erased, by hash.
+
+        One snapshot answers for all: a cheap check, for a face that keeps what it
+        read, that none of it has been erased since (erasure leaves the trees and
+        tips as they were).
+
+        Raises:
+            InvalidInput: a hash that is not 64 hex digits.
+        """
+        return self._erasure.redactions(hashes)
 
     def forget(
         self, id: str, reason: str, *, author: str = DEFAULT_AUTHOR, version: str | None = None

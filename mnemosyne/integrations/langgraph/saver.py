@@ -32,8 +32,6 @@ import base64
 import hashlib
 import random
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -56,34 +54,13 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from mnemosyne import Commit, CommitResult, InvalidInput, Node, NotFound, Provenance, RefConflict, Repo
+from mnemosyne.integrations.langgraph.known import Latest, LatestCheckpoints
 
 BRANCH_PREFIX = "threads/"
 """Every thread's branch starts with this."""
 
 _TRIES = 5
-"""How many times a put commits on the tip it read before it stops trying to know the result exactly."""
-
-CACHED_THREADS = 128
-"""How many threads' latest checkpoints a saver keeps decoded (least recently used go first)."""
-
-
-class _Latest(msgspec.Struct, frozen=True):
-    """The latest checkpoint of one thread and namespace, as the branch holds it at ``tip``.
-
-    Objects never change, so this stays true for as long as the branch's tip is
-    ``tip``: a read checks the tip (one small read) instead of descending the tree.
-    """
-
-    tip: str
-    content: dict[str, Any]
-    writes: dict[str, dict[str, Any]]  # its pending writes, by node id
-    checkpoint: tuple[str, bytes]  # the serialized checkpoint and metadata, decoded from the node once
-    metadata: tuple[str, bytes]
-
-    @classmethod
-    def of(cls, tip: str, content: dict[str, Any], writes: dict[str, dict[str, Any]]) -> _Latest:
-        """The entry for a checkpoint node's content, read at ``tip``."""
-        return cls(tip, content, writes, _unpack(content["checkpoint"]), _unpack(content["metadata"]))
+"""How many times a write commits on the tip it read before it commits on whatever tip there is."""
 
 
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
@@ -114,6 +91,32 @@ def _pack(typed: tuple[str, bytes]) -> list[str]:
 
 def _unpack(packed: list[str]) -> tuple[str, bytes]:
     return packed[0], base64.b64decode(packed[1])
+
+
+def _with_writes(known: Latest, writes: list[Node]) -> Latest:
+    """``known`` with its pending writes read (``hashes`` keeps the checkpoint node's first)."""
+    return msgspec.structs.replace(
+        known,
+        writes={node.id: node.content for node in writes},
+        hashes=(known.hashes[0], *(node.hash for node in writes)),
+    )
+
+
+def _with_more_writes(known: Latest, tip: str, puts: Sequence[Node]) -> Latest:
+    """``known`` at ``tip``, after a commit that stored ``puts`` among its writes."""
+    writes = dict(known.writes or {})
+    hashes = dict(zip(writes, known.hashes[1:], strict=True))
+    for node in puts:
+        writes[node.id] = node.content
+        hashes[node.id] = node.hash
+    return msgspec.structs.replace(
+        known, tip=tip, writes=writes, hashes=(known.hashes[0], *(hashes[i] for i in writes))
+    )
+
+
+def _before(result: CommitResult) -> str:
+    """The tip a commit was made on (the tip itself for a commit that changed nothing)."""
+    return result.parents[0] if result.created and result.parents else result.id
 
 
 def _configurable(config: RunnableConfig) -> dict[str, Any]:
@@ -153,8 +156,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         self.author = author
         self.erase = erase
         self.close_repo = close_repo
-        self._latest: OrderedDict[str, dict[str, _Latest]] = OrderedDict()  # thread -> namespace -> latest
-        self._lock = threading.RLock()  # LangGraph saves writes from worker threads
+        self._known = LatestCheckpoints()
 
     @classmethod
     def from_path(cls, path: str | Path, *, tenant: str = "default", **kwargs: Any) -> MnemosyneSaver:
@@ -196,60 +198,64 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         thread_id = str(configurable["thread_id"])
         ns = str(configurable.get("checkpoint_ns", ""))
         branch = thread_branch(thread_id)
-        tip = self.repo.tip(branch)  # read fresh: another process may have moved the thread on
-        if tip is None:
-            return None
-        base = f"{branch}/{segment(ns)}"
         checkpoint_id = get_checkpoint_id(config)
-        if checkpoint_id is None:
-            known = self._known(thread_id, ns)
-            if known is None or known.tip != tip:
-                pointer = self.repo.get(base, at=tip)
-                if pointer is None:
-                    return None
-                node = self.repo.get(f"{base}/{segment(str(pointer.content['latest']))}", at=tip)
-                if node is None:
-                    return None
-                known = _Latest.of(tip, node.content, self._writes(tip, node.id))
-                self._remember(thread_id, ns, known)
-            return self._tuple(known.content, list(known.writes.values()), known.checkpoint, known.metadata)
-        node = self.repo.get(f"{base}/{segment(checkpoint_id)}", at=tip)
-        if node is None:
+        if checkpoint_id is not None:
+            tip = self.repo.tip(branch)
+            if tip is None:
+                return None
+            node = self.repo.get(f"{branch}/{segment(ns)}/{segment(checkpoint_id)}", at=tip)
+            if node is None:
+                return None
+            return self._tuple(node.content, list(self._writes(tip, node.id).values()))
+        with self._known.lock:
+            known = self._latest(thread_id, ns)
+        if known is None or known.writes is None:
             return None
-        return self._tuple(node.content, list(self._writes(tip, node.id).values()))
+        return self._tuple(known.content, list(known.writes.values()), known.checkpoint, known.metadata)
 
-    def _known(self, thread_id: str, ns: str) -> _Latest | None:
-        with self._lock:
-            return self._latest.get(thread_id, {}).get(ns)
+    def _latest(self, thread_id: str, ns: str) -> Latest | None:
+        """The namespace's latest checkpoint with its writes, as the branch holds it now.
 
-    def _remember(self, thread_id: str, ns: str, latest: _Latest | None) -> None:
-        with self._lock:
-            entries = self._latest.setdefault(thread_id, {})
-            self._latest.move_to_end(thread_id)
-            if latest is None:
-                entries.pop(ns, None)
-            else:
-                entries[ns] = latest
-            while len(self._latest) > CACHED_THREADS:
-                self._latest.popitem(last=False)
-
-    def _forget_threads(self, thread_ids: Sequence[str] | None) -> None:
-        with self._lock:
-            if thread_ids is None:
-                self._latest.clear()
-            for thread_id in thread_ids or ():
-                self._latest.pop(thread_id, None)
-
-    def _advance(self, thread_id: str, result: CommitResult) -> None:
-        """Our own commit moved the thread's tip: what it left alone stays known at the new tip."""
-        before = result.parents[0] if result.created and result.parents else result.id
-        with self._lock:
-            for ns, known in list(self._latest.get(thread_id, {}).items()):
-                if known.tip == before:
-                    self._latest[thread_id][ns] = msgspec.structs.replace(known, tip=result.id)
+        Read fresh: the tip says whether what the saver knows still holds, and the
+        redaction records whether any of it was erased since.
+        """
+        branch = thread_branch(thread_id)
+        tip = self.repo.tip(branch)
+        if tip is None:
+            self._known.forget([thread_id])
+            return None
+        known = self._known.get(thread_id, ns)
+        if known is not None and known.tip == tip and known.writes is None:
+            known = _with_writes(known, self._writes_nodes(tip, known.node_id))
+            self._known.set(thread_id, ns, known)
+        if known is not None and (known.tip != tip or self.repo.redactions(known.hashes)):
+            known = None
+        if known is None:
+            base = f"{branch}/{segment(ns)}"
+            pointer = self.repo.get(base, at=tip)
+            if pointer is None:
+                return None
+            node = self.repo.get(f"{base}/{segment(str(pointer.content['latest']))}", at=tip)
+            if node is None:
+                return None
+            known = Latest(
+                tip,
+                node.id,
+                node.content,
+                _unpack(node.content["checkpoint"]),
+                _unpack(node.content["metadata"]),
+                None,
+                (node.hash,),
+            )
+            known = _with_writes(known, self._writes_nodes(tip, node.id))
+            self._known.set(thread_id, ns, known)
+        return known
 
     def _writes(self, at: Commit | str, checkpoint_node_id: str) -> dict[str, dict[str, Any]]:
         return {node.id: node.content for node in self.repo.nodes(at=at, prefix=checkpoint_node_id + "/w/")}
+
+    def _writes_nodes(self, at: Commit | str, checkpoint_node_id: str) -> list[Node]:
+        return list(self.repo.nodes(at=at, prefix=checkpoint_node_id + "/w/"))
 
     def _tuple(
         self,
@@ -392,46 +398,72 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         )
         message = f"checkpoint {checkpoint_id} (step {step}, {full.get('source')})"
         pointer = Node(id=base, content={"latest": checkpoint_id})
-        for _ in range(_TRIES):
-            # Commit on the tip the pointer was read at, so that what we know after is exact. What we
-            # remember from our last commit usually still holds: then the put reads nothing first.
-            known = self._known(thread_id, ns)
-            if known is not None:
-                tip: str | None = known.tip
-                latest: str | None = str(known.content["checkpoint_id"])
-            else:
-                tip = self.repo.tip(branch)
-                current = self.repo.get(base, at=tip) if tip is not None else None
-                latest = str(current.content["latest"]) if current is not None else None
-            newest = latest is None or latest < checkpoint_id
-            puts = [node, pointer] if newest else [node]
-            try:
-                if tip is None:
-                    result = self._commit(branch, puts, message)
-                    if result.parents:  # another writer started the thread meanwhile: we know nothing
-                        self._forget_threads([thread_id])
-                        break
+        with self._known.lock:
+            for _ in range(_TRIES):
+                # Commit on the tip the pointer was read at, so that what is known after is exact.
+                # What the saver knows from its last commit usually still holds: then nothing is read.
+                known = self._known.get(thread_id, ns)
+                if known is not None:
+                    tip: str | None = known.tip
+                    latest: str | None = known.checkpoint_id
                 else:
-                    result = self.repo.commit(
-                        put=puts, branch=branch, parent=tip, message=message, author=self.author
+                    tip = self.repo.tip(branch)
+                    current = self.repo.get(base, at=tip) if tip is not None else None
+                    latest = str(current.content["latest"]) if current is not None else None
+                if tip is None:  # the thread's first checkpoint
+                    result = self._commit(branch, [node, pointer], message)
+                    if result.parents:
+                        # Another writer started the thread meanwhile: keep the newer pointer of the two.
+                        self._known.forget([thread_id])
+                        theirs = self.repo.get(base, at=result.parents[0])
+                        if theirs is not None and str(theirs.content["latest"]) > checkpoint_id:
+                            restored = Node(id=base, content=theirs.content)
+                            self._commit(branch, [restored], f"latest checkpoint {theirs.content['latest']}")
+                        break
+                    latest, known = None, None
+                    newest = True
+                else:
+                    newest = latest is None or latest < checkpoint_id
+                    try:
+                        result = self.repo.commit(
+                            put=[node, pointer] if newest else [node],
+                            branch=branch,
+                            parent=tip,
+                            message=message,
+                            author=self.author,
+                        )
+                    except (RefConflict, NotFound):
+                        self._known.forget([thread_id])  # another writer moved the thread: read again
+                        continue
+                self._known.advance(thread_id, _before(result), result.id)
+                if newest or (known is not None and latest == checkpoint_id):
+                    # A new latest: its writes, if any came first, are read when it is read.
+                    # The latest saved again keeps the writes it had.
+                    again = known is not None and latest == checkpoint_id and known.writes is not None
+                    writes = known.writes if again and known is not None else None
+                    kept = known.hashes[1:] if again and known is not None else ()
+                    self._known.set(
+                        thread_id,
+                        ns,
+                        Latest(
+                            result.id,
+                            node.id,
+                            node.content,
+                            checkpoint_bytes,
+                            metadata_bytes,
+                            writes,
+                            (node.hash, *kept),
+                        ),
                     )
-            except (RefConflict, NotFound):
-                self._forget_threads([thread_id])  # another writer moved the thread: read again
-                continue
-            self._advance(thread_id, result)
-            if newest or (latest == checkpoint_id and known is not None):
-                # A new latest has no writes yet; the latest saved again keeps the ones it had.
-                writes = known.writes if known is not None and latest == checkpoint_id else {}
-                entry = _Latest(result.id, node.content, writes, checkpoint_bytes, metadata_bytes)
-                self._remember(thread_id, ns, entry)
-            break
-        else:  # many writers at once on one thread: commit on whatever tip there is, knowing nothing
-            self._forget_threads([thread_id])
-            self._commit(branch, [node], message)
-            current = self.repo.get(base, at=branch)
-            if current is None or str(current.content["latest"]) < checkpoint_id:
-                self._commit(branch, [pointer], f"latest checkpoint {checkpoint_id}")
-        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+                break
+            else:  # many writers at once on one thread: commit on whatever tip there is
+                self._known.forget([thread_id])
+                self._commit(branch, [node], message)
+                current = self.repo.get(base, at=branch)
+                if current is None or str(current.content["latest"]) < checkpoint_id:
+                    self._commit(branch, [pointer], f"latest checkpoint {checkpoint_id}")
+        given = configurable["thread_id"]  # as LangGraph's savers: the thread id as the config held it
+        return {"configurable": {"thread_id": given, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
 
     def put_writes(
         self,
@@ -449,22 +481,58 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
             raise InvalidInput("put_writes needs the checkpoint the writes belong to (checkpoint_id)")
         branch = thread_branch(thread_id)
         task_base = f"{branch}/{segment(ns)}/{segment(checkpoint_id)}/w/{segment(task_id)}"
-        known = self._known(thread_id, ns)
-        if known is not None and known.content["checkpoint_id"] != checkpoint_id:
-            known = None  # writes to an older checkpoint: read what it has
-        if known is not None:
-            existing = {node_id for node_id in known.writes if node_id.startswith(task_base + "/")}
-        else:
-            try:
-                existing = {node.id for node in self.repo.nodes(at=branch, prefix=task_base + "/")}
-            except NotFound:  # no checkpoint on this thread yet
-                existing = set()
+        message = f"writes of task {task_id} for checkpoint {checkpoint_id}"
+        with self._known.lock:
+            for _ in range(_TRIES):
+                known = self._known.get(thread_id, ns)
+                if known is not None and (known.checkpoint_id != checkpoint_id or known.writes is None):
+                    known = None  # what is known does not say which of these writes are stored
+                if known is not None and known.writes is not None:
+                    tip: str | None = known.tip
+                    stored = {node_id for node_id in known.writes if node_id.startswith(task_base + "/")}
+                else:
+                    tip = self.repo.tip(branch)
+                    stored = (
+                        {node.id for node in self.repo.nodes(at=tip, prefix=task_base + "/")}
+                        if tip
+                        else set()
+                    )
+                puts = self._write_nodes(task_base, writes, task_id, task_path, stored)
+                if not puts:
+                    return
+                if tip is None:  # no checkpoint on this thread yet
+                    self._commit(branch, puts, message)
+                    self._known.forget([thread_id])
+                    return
+                try:
+                    result = self.repo.commit(
+                        put=puts, branch=branch, parent=tip, message=message, author=self.author
+                    )
+                except (RefConflict, NotFound):
+                    self._known.forget([thread_id])  # another writer moved the thread: read again
+                    continue
+                self._known.advance(thread_id, _before(result), result.id, changed=(ns, checkpoint_id))
+                if known is not None and known.writes is not None:
+                    self._known.set(thread_id, ns, _with_more_writes(known, result.id, puts))
+                return
+            self._known.forget([thread_id])  # many writers at once on one thread
+            self._commit(branch, puts, message)
+
+    def _write_nodes(
+        self,
+        task_base: str,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+        stored: set[str],
+    ) -> tuple[Node, ...]:
+        """The nodes of a task's writes, but for regular ones already stored (as LangGraph's savers)."""
         puts: dict[str, Node] = {}  # by id: a special channel written twice keeps its last value
         for position, (channel, value) in enumerate(writes):
             idx = WRITES_IDX_MAP.get(channel, position)
             node_id = f"{task_base}/{idx}"
-            if idx >= 0 and node_id in existing:
-                continue  # as LangGraph's savers: a regular write is stored once, a special one replaced
+            if idx >= 0 and node_id in stored:
+                continue  # a regular write is stored once; a special one (error, interrupt) replaced
             puts[node_id] = Node(
                 id=node_id,
                 content={
@@ -476,37 +544,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                 },
                 provenance=Provenance(tool_call=task_path or task_id, source="langgraph"),
             )
-        if not puts:
-            return
-        message = f"writes of task {task_id} for checkpoint {checkpoint_id}"
-        if known is not None:
-            try:
-                result = self.repo.commit(
-                    put=list(puts.values()),
-                    branch=branch,
-                    parent=known.tip,
-                    message=message,
-                    author=self.author,
-                )
-            except (RefConflict, NotFound):
-                pass  # another writer moved the tip (the writes it saw may differ): the careful way below
-            else:
-                self._advance(thread_id, result)
-                writes_now = {**known.writes, **{node_id: n.content for node_id, n in puts.items()}}
-                self._remember(
-                    thread_id, ns, msgspec.structs.replace(known, tip=result.id, writes=writes_now)
-                )
-                return
-            self.put_writes_reading(config, writes, task_id, task_path)
-            return
-        self._advance(thread_id, self._commit(branch, list(puts.values()), message))
-
-    def put_writes_reading(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
-    ) -> None:
-        """:meth:`put_writes` reading the writes stored so far from the store, not from what it knows."""
-        self._forget_threads([str(_configurable(config)["thread_id"])])
-        self.put_writes(config, writes, task_id, task_path)
+        return tuple(puts.values())
 
     def _commit(self, branch: str, puts: Sequence[Node], message: str) -> CommitResult:
         try:
@@ -536,7 +574,8 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete a thread: its branch goes, and with ``erase`` its versions' bytes too."""
-        self._forget_threads([thread_id])
+        thread_id = str(thread_id)  # LangGraph passes what configs held: an int or a UUID too
+        self._known.forget([thread_id])
         branch = thread_branch(thread_id)
         saved = self._saved(branch)
         if saved is None:
@@ -549,7 +588,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         runs = set(run_ids)
         if not runs:
             return
-        self._forget_threads(None)
+        self._known.forget(None)
         for branch in self._threads():
             saved = self._saved(branch)
             if saved is None:
@@ -563,8 +602,9 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         """Keep only each namespace's latest checkpoint (``keep_latest``), or none (``delete``)."""
         if strategy not in ("keep_latest", "delete"):
             raise InvalidInput(f"unknown prune strategy {strategy!r} (keep_latest or delete)")
-        self._forget_threads(list(thread_ids))
-        for thread_id in thread_ids:
+        threads = [str(thread_id) for thread_id in thread_ids]
+        self._known.forget(threads)
+        for thread_id in threads:
             branch = thread_branch(thread_id)
             saved = self._saved(branch)
             if saved is None:
@@ -616,7 +656,8 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         The target's history shows where it came from; its nodes are its own, so
         deleting or erasing either thread leaves the other whole.
         """
-        self._forget_threads([target_thread_id])
+        source_thread_id, target_thread_id = str(source_thread_id), str(target_thread_id)
+        self._known.forget([target_thread_id])
         source = thread_branch(source_thread_id)
         saved = self._saved(source)
         if saved is None:

@@ -1,0 +1,37 @@
+"""``Repo.tip`` and ``Repo.redactions``: the cheap reads a face that keeps what it read relies on."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnemosyne import InvalidInput, Node, Repo
+
+
+def test_tip_follows_the_branch_without_reading_the_commit() -> None:
+    with Repo.in_memory() as repo:
+        assert repo.tip("main") is None  # no commits yet
+        assert repo.tip("nowhere") is None
+        first = repo.commit([Node(id="a", content="1")], message="one")
+        assert repo.tip("main") == first.id == repo.resolve("main").id
+        repo.branch("side")
+        second = repo.commit([Node(id="a", content="2")], message="two", branch="side")
+        assert (repo.tip("main"), repo.tip("side")) == (first.id, second.id)
+        repo.reset("side", first.id)
+        assert repo.tip("side") == first.id
+        with pytest.raises(InvalidInput, match="not a valid branch name"):
+            repo.tip("../x")
+
+
+def test_redactions_name_the_erased_versions_only() -> None:
+    with Repo.in_memory() as repo:
+        repo.commit([Node(id="a", content="secret"), Node(id="b", content="kept")], message="one")
+        a, b = repo.get("a"), repo.get("b")
+        assert a is not None and b is not None
+        assert repo.redactions([a.hash, b.hash]) == {}
+        repo.forget("a", "asked to", author="dpo")
+        found = repo.redactions([a.hash, b.hash])
+        assert list(found) == [a.hash] and found[a.hash].author == "dpo"
+        assert repo.redactions([]) == {}
+        for bad in (["xyz"], [a.hash[:12]], [b"\x00" * 32]):
+            with pytest.raises(InvalidInput, match="64 hex digits"):
+                repo.redactions(bad)  # type: ignore[arg-type]
