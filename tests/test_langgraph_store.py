@@ -326,6 +326,10 @@ def test_one_batch_is_one_commit(ours: MnemosyneStore) -> None:
         PutOp(("a.b",), "bad", {"v": 1}),
         PutOp(("a",), 7, {"v": 1}),  # type: ignore[arg-type]
         PutOp(("a",), "bad", {"v": 1}, ttl=float("inf")),
+        PutOp(("a",), "bad", {"v": 1}, ttl=1e12),  # past any date
+        PutOp(("a",), "bad", {"v": 1}, ttl=-1),
+        PutOp(("a",), "\ud800", {"v": 1}),  # a lone surrogate is no text
+        PutOp(("a", "\udc80"), "bad", {"v": 1}),
         SearchOp(("a",), filter={"v": {"$regex": "x"}}),
         SearchOp(("a",), limit=-1),
     ],

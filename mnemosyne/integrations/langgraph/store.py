@@ -81,6 +81,18 @@ class ItemMeta(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     refreshed: bool = False
 
 
+MAX_TTL_MINUTES = 1000 * 366 * 24 * 60
+"""The longest ttl a put takes (longer ones are refused rather than overflow a date)."""
+
+
+def _is_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return True
+
+
 def meta_of(meta: ItemMeta) -> dict[str, Any]:
     """A node's meta holding ``meta`` (as JSON values: lists, not tuples)."""
     return {META_KEY: msgspec.json.decode(msgspec.json.encode(meta))}
@@ -254,12 +266,23 @@ class MnemosyneStore(BaseStore):
         validate_op_namespace(op)
         if isinstance(op, GetOp | PutOp) and not isinstance(op.key, str):
             raise InvalidInput(f"a key must be text, not {type(op.key).__name__}")
+        for label in (*(getattr(op, "namespace", None) or ()), getattr(op, "key", "")):
+            if isinstance(label, str) and not _is_text(label):
+                raise InvalidInput(f"namespace labels and keys must be valid UTF-8 text, not {label!r}")
         if isinstance(op, PutOp) and op.value is not None:
             _validate_namespace(op.namespace)
             if not isinstance(op.value, Mapping):
                 raise InvalidInput(f"a value must be a map, not {type(op.value).__name__}")
-            if op.ttl is not None and (not isinstance(op.ttl, int | float) or not math.isfinite(op.ttl)):
-                raise InvalidInput(f"ttl must be a finite number of minutes, not {op.ttl!r}")
+            if op.ttl is not None and (
+                not isinstance(op.ttl, int | float)
+                or isinstance(op.ttl, bool)
+                or not math.isfinite(op.ttl)
+                or not 0 <= op.ttl <= MAX_TTL_MINUTES
+            ):
+                raise InvalidInput(
+                    f"ttl must be a number of minutes from 0 to {MAX_TTL_MINUTES} (about 1,000 years), "
+                    f"not {op.ttl!r}"
+                )
         if isinstance(op, SearchOp | ListNamespacesOp):
             for name in ("limit", "offset"):
                 number = getattr(op, name)
