@@ -385,11 +385,17 @@ def test_bad_arguments_are_tool_errors_with_the_librarys_one_line_message(repo: 
         assert agent.error("remember", nodes=[], message="m").endswith(
             "nodes: give at least one node to remember"
         )
-        # Arguments of the wrong type are refused by the SDK's validation, also as a tool error.
-        assert agent.error("recall", query="a", k="many").startswith("Error executing tool recall: ")
-        assert agent.error("get").startswith("Error executing tool get: ")
+        # Arguments of the wrong type are refused by the SDK's validation, also as a one-line tool
+        # error naming the field, never quoting the value given.
+        assert agent.error("recall", query="a", k="many") == (
+            "Error executing tool recall: bad arguments: k: "
+            "Input should be a valid integer, unable to parse string as an integer"
+        )
+        assert agent.error("get") == "Error executing tool get: bad arguments: id: Field required"
+        secret = agent.error("get", id=["passport", "X123"])
+        assert "\n" not in secret and "X123" not in secret and secret.startswith("Error executing tool get: ")
         assert agent.error("remember", nodes="not a list", message="m").startswith(
-            "Error executing tool remember: "
+            "Error executing tool remember: bad arguments: nodes: "
         )
         assert "unknown tool" in agent.error("forget", id="notes/a", reason="r").lower()
         # Nothing was written by any of them, and the server still serves.

@@ -32,7 +32,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
-from pydantic import ConfigDict, Field, WithJsonSchema, with_config
+from pydantic import ConfigDict, Field, ValidationError, WithJsonSchema, with_config
 from typing_extensions import TypedDict
 
 from mnemosyne import InvalidInput, MnemoError, NotFound, Repo, __version__
@@ -546,6 +546,29 @@ INSTRUCTIONS = (
 )
 
 
+class _OneLineServer(MCPServer):
+    """The SDK's server, with arguments that fail validation reported on one line.
+
+    The SDK checks arguments before a tool runs and reports pydantic's error: several
+    lines, quoting the value given (which may be a memory). Here it is one line per
+    field that failed, naming the field and the rule, never the value.
+    """
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """Call a tool; an argument that fails validation is a one-line tool error."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            cause = error.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in issue['loc']) or 'arguments'}: {issue['msg']}"
+                for issue in cause.errors(include_url=False, include_input=False)
+            )
+            raise ToolError(f"Error executing tool {name}: bad arguments: {problems}") from None
+
+
 def build_server(
     repo: Repo,
     *,
@@ -572,7 +595,7 @@ def build_server(
     tools = MemoryTools(repo, branch=branch, author=author, fallback_author=fallback_author)
     # The SDK logs each tool error's text at INFO on stderr, and that text may quote a
     # memory: the host's log gets warnings only (the client has the error itself).
-    server: MCPServer = MCPServer(
+    server: MCPServer = _OneLineServer(
         "mnemosyne", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
     # Not idempotent: each call's request id lands in provenance, so a repeated call writes a
