@@ -28,7 +28,8 @@ from langgraph.types import Command, interrupt
 
 from mnemosyne import InvalidInput, Redacted, Repo
 from mnemosyne.integrations.langgraph import MnemosyneStore
-from mnemosyne.integrations.langgraph.saver import MnemosyneSaver, segment, thread_branch
+from mnemosyne.integrations.langgraph.saver import MnemosyneSaver
+from mnemosyne.integrations.langgraph.threads import segment, thread_branch
 
 BACKENDS = ["lmdb", "memory"]
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import msgspec
 
+from mnemosyne import Node
+
 CACHED_THREADS = 128
 """How many threads' latest checkpoints a saver keeps (the least recently used go first)."""
 
@@ -47,6 +49,27 @@ class Latest(msgspec.Struct, frozen=True):
     def checkpoint_id(self) -> str:
         """The checkpoint's id."""
         return str(self.content["checkpoint_id"])
+
+
+def known_writes(known: Latest, writes: Sequence[Node]) -> Latest:
+    """``known`` with its pending writes read (``hashes`` keeps the checkpoint node's first)."""
+    return msgspec.structs.replace(
+        known,
+        writes={node.id: node.content for node in writes},
+        hashes=(known.hashes[0], *(node.hash for node in writes)),
+    )
+
+
+def more_writes(known: Latest, tip: str, puts: Sequence[Node]) -> Latest:
+    """``known`` at ``tip``, after a commit that stored ``puts`` among its writes."""
+    writes = dict(known.writes or {})
+    hashes = dict(zip(writes, known.hashes[1:], strict=True))
+    for node in puts:
+        writes[node.id] = node.content
+        hashes[node.id] = node.hash
+    return msgspec.structs.replace(
+        known, tip=tip, writes=writes, hashes=(known.hashes[0], *(hashes[i] for i in writes))
+    )
 
 
 class LatestCheckpoints:

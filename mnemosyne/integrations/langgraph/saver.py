@@ -28,17 +28,13 @@ record stays), and ``gc(compact=True)`` then leaves none of them in the file.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import random
-import re
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import msgspec
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -54,76 +50,21 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from mnemosyne import Commit, CommitResult, InvalidInput, Node, NotFound, Provenance, RefConflict, Repo
-from mnemosyne.integrations.langgraph.known import Latest, LatestCheckpoints
-
-BRANCH_PREFIX = "threads/"
-"""Every thread's branch starts with this."""
+from mnemosyne.integrations.langgraph.known import Latest, LatestCheckpoints, known_writes, more_writes
+from mnemosyne.integrations.langgraph.threads import (
+    BRANCH_PREFIX,
+    made_on,
+    pack,
+    segment,
+    thread_branch,
+    unpack,
+)
+from mnemosyne.integrations.langgraph.threads import (
+    configurable as thread_config,
+)
 
 _TRIES = 5
 """How many times a write commits on the tip it read before it commits on whatever tip there is."""
-
-
-_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
-
-
-def segment(name: str) -> str:
-    """One id (and branch name) segment standing for ``name``, distinct for distinct names.
-
-    A plain name stands for itself; anything else (``/``, spaces, unicode, the
-    empty root namespace, a long name, a name starting with ``_``) becomes ``_``
-    and 32 hex digits of its SHA-256, which no plain name can equal.
-    """
-    if not isinstance(name, str):
-        raise InvalidInput(f"a thread id, namespace or task id must be a string, not {type(name).__name__}")
-    if _PLAIN.fullmatch(name) and ".." not in name and not name.endswith((".", ".lock")):
-        return name
-    return "_" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def thread_branch(thread_id: str) -> str:
-    """The branch holding ``thread_id``'s checkpoints."""
-    return BRANCH_PREFIX + segment(thread_id)
-
-
-def _pack(typed: tuple[str, bytes]) -> list[str]:
-    return [typed[0], base64.b64encode(typed[1]).decode("ascii")]
-
-
-def _unpack(packed: list[str]) -> tuple[str, bytes]:
-    return packed[0], base64.b64decode(packed[1])
-
-
-def _with_writes(known: Latest, writes: list[Node]) -> Latest:
-    """``known`` with its pending writes read (``hashes`` keeps the checkpoint node's first)."""
-    return msgspec.structs.replace(
-        known,
-        writes={node.id: node.content for node in writes},
-        hashes=(known.hashes[0], *(node.hash for node in writes)),
-    )
-
-
-def _with_more_writes(known: Latest, tip: str, puts: Sequence[Node]) -> Latest:
-    """``known`` at ``tip``, after a commit that stored ``puts`` among its writes."""
-    writes = dict(known.writes or {})
-    hashes = dict(zip(writes, known.hashes[1:], strict=True))
-    for node in puts:
-        writes[node.id] = node.content
-        hashes[node.id] = node.hash
-    return msgspec.structs.replace(
-        known, tip=tip, writes=writes, hashes=(known.hashes[0], *(hashes[i] for i in writes))
-    )
-
-
-def _before(result: CommitResult) -> str:
-    """The tip a commit was made on (the tip itself for a commit that changed nothing)."""
-    return result.parents[0] if result.created and result.parents else result.id
-
-
-def _configurable(config: RunnableConfig) -> dict[str, Any]:
-    configurable = config.get("configurable")
-    if not isinstance(configurable, dict) or "thread_id" not in configurable:
-        raise InvalidInput("the config must name a thread: {'configurable': {'thread_id': ...}}")
-    return configurable
 
 
 class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["MnemosyneSaver"]):
@@ -194,7 +135,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or the latest of its thread and namespace."""
-        configurable = _configurable(config)
+        configurable = thread_config(config)
         thread_id = str(configurable["thread_id"])
         ns = str(configurable.get("checkpoint_ns", ""))
         branch = thread_branch(thread_id)
@@ -226,7 +167,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
             return None
         known = self._known.get(thread_id, ns)
         if known is not None and known.tip == tip and known.writes is None:
-            known = _with_writes(known, self._writes_nodes(tip, known.node_id))
+            known = known_writes(known, self._writes_nodes(tip, known.node_id))
             self._known.set(thread_id, ns, known)
         if known is not None and (known.tip != tip or self.repo.redactions(known.hashes)):
             known = None
@@ -242,12 +183,12 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                 tip,
                 node.id,
                 node.content,
-                _unpack(node.content["checkpoint"]),
-                _unpack(node.content["metadata"]),
+                unpack(node.content["checkpoint"]),
+                unpack(node.content["metadata"]),
                 None,
                 (node.hash,),
             )
-            known = _with_writes(known, self._writes_nodes(tip, node.id))
+            known = known_writes(known, self._writes_nodes(tip, node.id))
             self._known.set(thread_id, ns, known)
         return known
 
@@ -265,10 +206,10 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         metadata_bytes: tuple[str, bytes] | None = None,
     ) -> CheckpointTuple:
         thread_id, ns, checkpoint_id = saved["thread_id"], saved["checkpoint_ns"], saved["checkpoint_id"]
-        checkpoint: Checkpoint = self.serde.loads_typed(checkpoint_bytes or _unpack(saved["checkpoint"]))
+        checkpoint: Checkpoint = self.serde.loads_typed(checkpoint_bytes or unpack(saved["checkpoint"]))
         writes.sort(key=lambda w: (w["task_path"], w["task_id"], w["idx"]))
         pending: list[PendingWrite] = [
-            (w["task_id"], w["channel"], self.serde.loads_typed(_unpack(w["value"]))) for w in writes
+            (w["task_id"], w["channel"], self.serde.loads_typed(unpack(w["value"]))) for w in writes
         ]
         parent = saved["parent"]
         return CheckpointTuple(
@@ -276,7 +217,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                 "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
             },
             checkpoint=checkpoint,
-            metadata=self.serde.loads_typed(metadata_bytes or _unpack(saved["metadata"])),
+            metadata=self.serde.loads_typed(metadata_bytes or unpack(saved["metadata"])),
             parent_config=(
                 {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}
                 if parent
@@ -316,7 +257,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         if limit is not None and limit <= 0:
             return
         if config is not None:
-            configurable = _configurable(config)
+            configurable = thread_config(config)
             branches = [thread_branch(str(configurable["thread_id"]))]
             ns: str | None = configurable.get("checkpoint_ns")
             wanted_id = get_checkpoint_id(config)
@@ -343,7 +284,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         found.sort(key=lambda item: item[0], reverse=True)
         for _, content, tip, node_id in found:
             if filter:
-                metadata = self.serde.loads_typed(_unpack(content["metadata"]))
+                metadata = self.serde.loads_typed(unpack(content["metadata"]))
                 if not all(metadata.get(key) == value for key, value in filter.items()):
                     continue
             yield self._tuple(content, list(self._writes(tip, node_id).values()))
@@ -362,7 +303,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Store a checkpoint: one node, the namespace's pointer, one commit on the thread's branch."""
-        configurable = _configurable(config)
+        configurable = thread_config(config)
         thread_id = str(configurable["thread_id"])
         ns = str(configurable.get("checkpoint_ns", ""))
         parent = configurable.get("checkpoint_id")
@@ -387,8 +328,8 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                 "checkpoint_id": checkpoint_id,
                 "parent": parent,
                 "run_id": full.get("run_id"),
-                "checkpoint": _pack(checkpoint_bytes),
-                "metadata": _pack(metadata_bytes),
+                "checkpoint": pack(checkpoint_bytes),
+                "metadata": pack(metadata_bytes),
             },
             provenance=Provenance(
                 agent_step=step if isinstance(step, int) and not isinstance(step, bool) else None,
@@ -435,7 +376,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                     except (RefConflict, NotFound):
                         self._known.forget([thread_id])  # another writer moved the thread: read again
                         continue
-                self._known.advance(thread_id, _before(result), result.id)
+                self._known.advance(thread_id, made_on(result), result.id)
                 if newest or (known is not None and latest == checkpoint_id):
                     # A new latest: its writes, if any came first, are read when it is read.
                     # The latest saved again keeps the writes it had.
@@ -473,7 +414,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes for a checkpoint, one commit; a repeated write is kept once."""
-        configurable = _configurable(config)
+        configurable = thread_config(config)
         thread_id = str(configurable["thread_id"])
         ns = str(configurable.get("checkpoint_ns", ""))
         checkpoint_id = get_checkpoint_id(config)
@@ -511,9 +452,9 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                 except (RefConflict, NotFound):
                     self._known.forget([thread_id])  # another writer moved the thread: read again
                     continue
-                self._known.advance(thread_id, _before(result), result.id, changed=(ns, checkpoint_id))
+                self._known.advance(thread_id, made_on(result), result.id, changed=(ns, checkpoint_id))
                 if known is not None and known.writes is not None:
-                    self._known.set(thread_id, ns, _with_more_writes(known, result.id, puts))
+                    self._known.set(thread_id, ns, more_writes(known, result.id, puts))
                 return
             self._known.forget([thread_id])  # many writers at once on one thread
             self._commit(branch, puts, message)
@@ -540,7 +481,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                     "task_path": task_path,
                     "channel": channel,
                     "idx": idx,
-                    "value": _pack(self.serde.dumps_typed(value)),
+                    "value": pack(self.serde.dumps_typed(value)),
                 },
                 provenance=Provenance(tool_call=task_path or task_id, source="langgraph"),
             )
