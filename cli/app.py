@@ -54,6 +54,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tenant": ("cmd_admin", "tenant_app"),
     "config": ("cmd_recall", "config_app"),
     "mcp": ("cmd_mcp", "mcp"),
+    "remote": ("cmd_remote", "remote_app"),
+    "clone": ("cmd_remote", "clone"),
+    "fetch": ("cmd_remote", "fetch"),
+    "pull": ("cmd_remote", "pull"),
+    "push": ("cmd_remote", "push"),
 }
 """Every command: the module and function (or sub-app) that implements it.
 

@@ -86,7 +86,7 @@ def merge(
         message=message,
         author=author_or_default(author),
     )
-    _report_merge(settings, result, source, target)
+    report_merge(settings, result, source, target)
     if result.conflicts:
         raise typer.Exit(exits.PROBLEM)
 
@@ -106,7 +106,7 @@ def _resolutions(items: list[str]) -> dict[str, Choice]:
     return out
 
 
-def _report_merge(settings: State, result: MergeResult, source: str, target: str) -> None:
+def report_merge(settings: State, result: MergeResult, source: str, target: str) -> None:
     """Print a merge's outcome; contradictions go to stderr as warnings in human mode."""
     if settings.json:
         emit(result)

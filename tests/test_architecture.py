@@ -20,6 +20,7 @@ OWNERS: dict[str, set[str]] = {
     "store/tenancy.py": {"META"},
     "store/settings.py": {"META"},
     "store/pending.py": {"META"},
+    "store/remotes.py": {"META"},
     "index/graph.py": {"INDEX"},
     "index/changes.py": {"INDEX"},
     "index/recall_queue.py": {"RECALL"},

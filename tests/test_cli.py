@@ -495,8 +495,9 @@ def test_the_app_module_registers_exactly_the_issue_commands() -> None:
     group = typer.main.get_command(app)
     built = {name: group.get_command(None, name) for name in group.list_commands(None)}  # type: ignore[attr-defined]
     assert all(command is not None and command.name == name for name, command in built.items())
-    assert {name for name, command in built.items() if hasattr(command, "commands")} == {"tenant", "config"}
-    names = sorted(name for name in COMMANDS if name not in ("tenant", "config"))
+    groups = {"tenant", "config", "remote"}
+    assert {name for name, command in built.items() if hasattr(command, "commands")} == groups
+    names = sorted(name for name in COMMANDS if name not in groups)
     assert names == sorted(
         [
             "init",
@@ -527,6 +528,10 @@ def test_the_app_module_registers_exactly_the_issue_commands() -> None:
             "context",
             "reads",
             "mcp",
+            "clone",
+            "fetch",
+            "pull",
+            "push",
         ]
     )
 

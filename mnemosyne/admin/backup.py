@@ -24,7 +24,7 @@ Byte strings are msgpack ``bin``; every other value is a string or an integer.
    - ``{"kind": "object", "tenant", "id": 32 bytes, "data": bytes}``: the object's
      stored bytes, exactly; ``id`` is their blake3 digest.
    - ``{"kind": "ref", "tenant", "key", "value"}``: ``key`` is the ref name
-     (``HEAD`` or ``refs/heads/<branch>``), ``value`` the stored value
+     (``HEAD``, ``refs/heads/<branch>`` or ``refs/remotes/<remote>/<branch>``), ``value`` the stored value
      (``ref:refs/heads/<branch>`` for HEAD, a 32-byte commit id, or empty for
      a branch with no commits yet).
    - ``{"kind": "reflog", "tenant", "key", "value"}``: ``key`` is
@@ -87,7 +87,8 @@ from mnemosyne.model.version import VERSION
 from mnemosyne.store import tenancy
 from mnemosyne.store.kv.base import KV, ReadTxn, WriteTxn
 from mnemosyne.store.objects import decode_redaction
-from mnemosyne.store.refs import BRANCH_PREFIX, HEAD, RefStore, check_branch_name, time_key
+from mnemosyne.store.refs import BRANCH_PREFIX, HEAD, REMOTE_PREFIX, RefStore, check_branch_name, time_key
+from mnemosyne.store.remotes import check_remote_name
 
 _REDACTION_TAG = "redaction@1"
 
@@ -417,8 +418,19 @@ def _ref_name(key: bytes, where: str) -> str:
     except UnicodeDecodeError:
         name = ""
     if name != HEAD and not (name.startswith(BRANCH_PREFIX) and _is_branch(key[len(BRANCH_PREFIX) :])):
-        raise InvalidInput(f"{where}: {key!r} is not a ref name")
+        # A remote-tracking ref: refs/remotes/<remote>/<branch>.
+        remote, _, branch = name.removeprefix(REMOTE_PREFIX).partition("/")
+        if not name.startswith(REMOTE_PREFIX) or not _is_remote(remote) or not _is_branch(branch.encode()):
+            raise InvalidInput(f"{where}: {key!r} is not a ref name")
     return name
+
+
+def _is_remote(name: str) -> bool:
+    try:
+        check_remote_name(name)
+    except InvalidInput:
+        return False
+    return True
 
 
 def _is_branch(raw: bytes) -> bool:

@@ -16,8 +16,8 @@ from typing import IO, TYPE_CHECKING
 
 from mnemosyne.api.handle import Clock, Resource, system_clock
 from mnemosyne.errors import InvalidInput, NotFound
-from mnemosyne.model.defaults import DEFAULT_TENANT
-from mnemosyne.model.reports import CompactReport, ExportReport, ImportReport
+from mnemosyne.model.defaults import DEFAULT_AUTHOR, DEFAULT_TENANT
+from mnemosyne.model.reports import CompactReport, ExportReport, ImportReport, Remote
 from mnemosyne.store import settings, tenancy
 from mnemosyne.store.kv.base import KV, WriteTxn
 from mnemosyne.store.kv.datafile import DATA_FILE, is_lmdb_file
@@ -274,6 +274,43 @@ class Store(Resource):
             self._kv.transact(lambda txn: settings.put(txn, key, checked))
         with self._kv.read() as txn:
             return settings.get(txn, key)
+
+    # -- remotes ----------------------------------------------------------------------
+
+    def add_remote(self, name: str, location: Location) -> Remote:
+        """Name another store as a remote of this one (store-wide: every tenant may use it).
+
+        Args:
+            name: its name here (``origin``, …): letters, digits, ``.``, ``_``, ``-``; no ``/``.
+            location: where it is, as :meth:`open` takes it: a directory (kept as an
+                absolute path) or a URL (kept as given).
+
+        Raises:
+            InvalidInput: a bad name, a remote of that name exists, or the location
+                is this store.
+        """
+        from mnemosyne.api import remotes
+
+        return remotes.add(self, name, location)
+
+    def remove_remote(self, name: str, *, author: str = DEFAULT_AUTHOR, clock: Clock = system_clock) -> int:
+        """Forget a remote, and delete its remote-tracking refs in every tenant (reflogged).
+
+        Returns:
+            The number of remote-tracking refs deleted.
+
+        Raises:
+            NotFound: no remote of that name.
+        """
+        from mnemosyne.api import remotes
+
+        return remotes.remove(self, name, author, clock())
+
+    def remotes(self) -> list[Remote]:
+        """The store's remotes, in name order."""
+        from mnemosyne.api import remotes
+
+        return remotes.listing(self)
 
     # -- backup and compaction --------------------------------------------------------
 

@@ -2,7 +2,9 @@
 
 A branch name, ``HEAD``, a full commit id, a unique prefix of at least 4 hex
 characters (a branch name wins over a prefix), ``REV~N`` / ``REV^`` / ``REV^N``,
-and ``REF@{TIME}`` (what the ref pointed at at that time, per its reflog).
+and ``REF@{TIME}`` (what the ref pointed at at that time, per its reflog). A
+remote-tracking ref is named ``REMOTE/BRANCH`` (or ``refs/remotes/REMOTE/BRANCH``);
+a local branch of the same name wins, as in git.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.index.view import View
 from mnemosyne.model.objects import Commit, CommitObject
 from mnemosyne.model.times import parse_time
-from mnemosyne.store.refs import BRANCH_PREFIX, HEAD
+from mnemosyne.store.refs import BRANCH_PREFIX, HEAD, REMOTE_PREFIX
 
 Rev = str | Commit
 """A revision as a caller may give it: its text, or a :class:`Commit` (from ``resolve``, ``log``, …)."""
@@ -37,6 +39,10 @@ def ref_name(view: View, name: str) -> str | None:
     full = name if name.startswith(BRANCH_PREFIX) else BRANCH_PREFIX + name
     if view.refs.exists(view.txn, full):
         return full
+    if name.startswith(REMOTE_PREFIX) or ("/" in name and not name.startswith("refs/")):
+        tracking = name if name.startswith(REMOTE_PREFIX) else REMOTE_PREFIX + name
+        if view.refs.exists(view.txn, tracking):
+            return tracking
     return None
 
 

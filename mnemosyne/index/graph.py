@@ -72,6 +72,10 @@ class CommitGraph:
                 f"the commit graph entry of {oid.hex()} is damaged ({exc}); run 'mnemo reindex'"
             ) from None
 
+    def has(self, txn: ReadTxn, oid: bytes) -> bool:
+        """Whether the commit is indexed (so it and everything it reaches is stored)."""
+        return txn.get(Space.INDEX, self.prefix + oid) is not None
+
     def add(
         self,
         txn: WriteTxn,

@@ -1,4 +1,4 @@
-"""What maintenance returns: erasure, collection, checking, compaction, backup."""
+"""What maintenance returns: erasure, collection, checking, compaction, backup, remotes."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Literal
 import msgspec
 
 from mnemosyne.model.objects import Commit, Redaction
+from mnemosyne.model.results import MergeResult
 
 ProblemKind = Literal["corrupt", "missing", "index"]
 
@@ -148,3 +149,81 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     digest: str
     fsck: dict[str, FsckReport]
     ok: bool
+
+
+class Remote(msgspec.Struct, frozen=True, kw_only=True):
+    """A remote: another store this one fetches from and pushes to.
+
+    Attributes:
+        name: its name here (``origin``, …).
+        location: where it is, as :meth:`Store.open` takes it: a directory path or a URL.
+    """
+
+    name: str
+    location: str
+
+
+class RefUpdate(msgspec.Struct, frozen=True, kw_only=True):
+    """One ref a fetch or push moved.
+
+    Attributes:
+        ref: the ref moved: ``REMOTE/BRANCH`` (a remote-tracking ref, by a fetch)
+            or ``BRANCH`` (the remote's branch, by a push).
+        old: the commit it pointed at before (None: it is new).
+        new: the commit it points at now (None: deleted, its branch gone from the remote).
+        forced: the move was not a fast-forward (commits left its history).
+    """
+
+    ref: str
+    old: str | None
+    new: str | None
+    forced: bool = False
+
+
+class TenantSync(msgspec.Struct, frozen=True, kw_only=True):
+    """What a fetch or push did for one tenant.
+
+    Attributes:
+        tenant: the tenant (the same name on both sides).
+        commits: commits the receiving side did not have, now indexed there.
+        objects: objects written there (nodes, tree chunks, commits, contradiction records).
+        bytes: their stored size.
+        redactions: redaction records received (their versions' bytes erased there).
+        refs: the refs moved, in name order (empty: already up to date).
+    """
+
+    tenant: str
+    commits: int
+    objects: int
+    bytes: int
+    redactions: int
+    refs: list[RefUpdate]
+
+
+class SyncReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What :meth:`Repo.fetch` or :meth:`Repo.push` did.
+
+    Attributes:
+        kind: ``fetch`` or ``push``.
+        remote: the remote's name.
+        location: where it is.
+        tenants: one entry per tenant transferred.
+    """
+
+    kind: Literal["fetch", "push"]
+    remote: str
+    location: str
+    tenants: list[TenantSync]
+
+
+class PullReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What :meth:`Repo.pull` did: a fetch, then a merge of the remote-tracking branch.
+
+    Attributes:
+        fetch: the fetch.
+        merge: the merge into the current branch (``merge.conflicts`` non-empty:
+            nothing was merged; the fetch stands).
+    """
+
+    fetch: SyncReport
+    merge: MergeResult

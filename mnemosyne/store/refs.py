@@ -1,4 +1,8 @@
-"""Refs: branches under ``refs/heads/``, a symbolic ``HEAD``, and their reflogs.
+"""Refs: branches under ``refs/heads/``, a symbolic ``HEAD``, remote-tracking refs, and their reflogs.
+
+Remote-tracking refs (``refs/remotes/<remote>/<branch>``) record where a
+remote's branches stood at the last fetch or push; they move like branches
+(compare-and-swap, reflogged) but nothing commits onto them.
 
 Every move of a ref is a compare-and-swap in the caller's write transaction and
 appends one reflog entry in the same transaction, keyed by a time that strictly
@@ -20,6 +24,8 @@ from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
 
 HEAD = "HEAD"
 BRANCH_PREFIX = "refs/heads/"
+REMOTE_PREFIX = "refs/remotes/"
+"""Remote-tracking refs: ``refs/remotes/<remote>/<branch>``."""
 _SYMBOLIC = b"ref:"
 _UNBORN = b""  # the stored value of a branch created before its first commit
 _BRANCH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*")
@@ -142,6 +148,14 @@ class RefStore:
         prefix = self._key(BRANCH_PREFIX)
         for key, value in txn.scan(Space.REFS, prefix):
             if value:  # an unborn branch has no tip
+                yield _name(key[len(prefix) :]), value
+
+    def tracking(self, txn: ReadTxn, remote: str | None = None) -> Iterator[tuple[str, bytes]]:
+        """Yield ``(remote/branch, tip id)`` of the remote-tracking refs (of one remote), by name."""
+        prefix = self._key(REMOTE_PREFIX)
+        start = prefix + (remote.encode() + b"/" if remote is not None else b"")
+        for key, value in txn.scan(Space.REFS, start):
+            if value:
                 yield _name(key[len(prefix) :]), value
 
     def unborn(self, txn: ReadTxn) -> Iterator[str]:

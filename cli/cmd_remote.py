@@ -1,0 +1,264 @@
+"""Commands that share history between stores: ``remote``, ``clone``, ``fetch``, ``pull``, ``push``.
+
+A remote is another store (a directory, or a URL such as ``postgresql://…``),
+named in this store. History moves by hash: the receiving store gets exactly
+the objects it lacks, checks each one's hash, and moves its refs last.
+"""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mnemosyne import Repo, SyncReport, TenantSync
+from mnemosyne.model.choices import MergeStrategy
+from mnemosyne.model.defaults import DEFAULT_TENANT
+
+from . import exits
+from .cmd_merge import report_merge
+from .render import emit, say, short
+from .state import AuthorOpt, State, author_or_default, state
+
+RemoteArg = Annotated[
+    str, typer.Argument(metavar="NAME", help="The remote's name (default: origin).", show_default=False)
+]
+BranchArg = Annotated[
+    str | None,
+    typer.Argument(metavar="BRANCH", help="The branch (default: the current one).", show_default=False),
+]
+AllTenantsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--all-tenants", help="Every tenant, each into its namesake, not only the one --tenant selects."
+    ),
+]
+
+remote_app = typer.Typer(
+    name="remote",
+    help="List, add or remove remotes: other stores this one fetches from and pushes to.",
+    invoke_without_command=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@remote_app.callback()
+def remote_list(
+    ctx: typer.Context,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose", help="Show where each remote is.")] = False,
+) -> None:
+    """List remotes (with -v, where each is); 'remote add' and 'remote remove' change them.
+
+    \b
+      mnemo remote add origin ../shared.mnemo   name another store
+      mnemo remote -v                           list them with their locations
+      mnemo remote remove origin                forget it and its remote-tracking refs
+
+    Remotes belong to the whole store: every tenant fetches from and pushes to
+    its namesake there.
+
+    JSON Lines: {"name", "location"}.
+    """  # noqa: D301 (\b keeps Click from rewrapping the next paragraph)
+    if ctx.invoked_subcommand is not None:
+        return
+    settings = state(ctx)
+    repo = settings.open(ctx, readonly=True)
+    for found in repo.store.remotes():
+        if settings.json:
+            emit(found)
+        else:
+            say(f"{found.name}\t{found.location}" if verbose else found.name)
+
+
+@remote_app.command("add")
+def remote_add(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The remote's name (no '/').")],
+    location: Annotated[str, typer.Argument(metavar="URL", help="A store directory, or a store URL.")],
+) -> None:
+    """Name another store as remote NAME (a path is kept absolute; exit 2 if NAME exists).
+
+    JSON: {"name", "location"}.
+    """
+    settings = state(ctx)
+    added = settings.open(ctx).store.add_remote(name, location)
+    if settings.json:
+        emit(added)
+
+
+@remote_app.command("remove")
+def remote_remove(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The remote to forget.")],
+    author: AuthorOpt = None,
+) -> None:
+    """Forget remote NAME and delete its remote-tracking refs in every tenant (their reflogs stay).
+
+    JSON: {"removed", "refs"}: how many remote-tracking refs were deleted.
+    """
+    settings = state(ctx)
+    dropped = settings.open(ctx).store.remove_remote(name, author=author_or_default(author))
+    if settings.json:
+        emit({"removed": name, "refs": dropped})
+
+
+def clone(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Argument(metavar="URL", help="The store to clone: a directory or a URL.")],
+    path: Annotated[str, typer.Argument(metavar="PATH", help="Where to create the new store.")],
+    all_tenants: AllTenantsOpt = False,
+    author: AuthorOpt = None,
+) -> None:
+    """Create a store at PATH holding the history of the store at URL.
+
+    URL becomes remote 'origin'; every branch there arrives as a
+    remote-tracking ref origin/BRANCH, and its current branch as a local
+    branch, checked out. One tenant (--tenant, else default) is cloned, or
+    every one with --all-tenants. A clone that fails leaves nothing at PATH.
+
+    JSON: {"path", "origin", "tenant", "head", "remote_branches": [{"name", "commit"}]}.
+    """
+    settings = state(ctx)
+    repo = Repo.clone(
+        source,
+        path,
+        tenant=settings.tenant or DEFAULT_TENANT,
+        all_tenants=all_tenants,
+        author=author_or_default(author),
+    )
+    ctx.call_on_close(repo.close)
+    tracked = repo.remote_branches()
+    (origin,) = [r.location for r in repo.store.remotes()] or [source]
+    if settings.json:
+        emit(
+            {
+                "path": str(Path(path).resolve()),
+                "origin": origin,
+                "tenant": repo.tenant,
+                "head": repo.head,
+                "remote_branches": [{"name": name, "commit": commit.id} for name, commit in tracked],
+            }
+        )
+        return
+    count = f"{len(tracked)} branch" + ("" if len(tracked) == 1 else "es")
+    say(f"Cloned {origin} into {path}: {count} as origin/*, on branch {repo.head}")
+
+
+def fetch(
+    ctx: typer.Context,
+    remote: RemoteArg = "origin",
+    all_tenants: AllTenantsOpt = False,
+    author: AuthorOpt = None,
+) -> None:
+    """Bring in the history of remote NAME's branches, as remote-tracking refs NAME/BRANCH.
+
+    Exactly the objects this store lacks are copied and each is hash-checked;
+    redaction records come too, and what they erased there is erased here. Local
+    branches do not move: merge NAME/BRANCH (or use pull). A remote-tracking ref
+    whose branch is gone there is deleted.
+
+    JSON: {"kind", "remote", "location", "tenants": [{"tenant", "commits",
+    "objects", "bytes", "redactions", "refs": [{"ref", "old", "new", "forced"}]}]}.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx)
+    report = repo.fetch(remote, all_tenants=all_tenants, author=author_or_default(author))
+    _report_sync(settings, report)
+
+
+def pull(
+    ctx: typer.Context,
+    remote: RemoteArg = "origin",
+    branch: BranchArg = None,
+    strategy: Annotated[
+        MergeStrategy | None,
+        typer.Option("--strategy", help="Take this side for every conflict.", show_default=False),
+    ] = None,
+    author: AuthorOpt = None,
+) -> None:
+    """Fetch remote NAME, then merge NAME/BRANCH into the current branch.
+
+    BRANCH defaults to the current branch's name. A fast-forward when possible;
+    otherwise a three-way merge, as 'mnemo merge': contradictions are warned
+    about, and conflicts stop it with nothing merged (exit 1; the fetch stays):
+    resolve them with 'mnemo merge NAME/BRANCH --resolve ID=…', or pull again
+    with --strategy ours|theirs.
+
+    JSON: {"fetch": {...as fetch...}, "merge": {...as merge...}}.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx)
+    target = repo.head
+    name = branch or target
+    report = repo.pull(remote, branch, strategy=strategy, author=author_or_default(author))
+    if settings.json:
+        emit(report)
+    else:
+        _report_sync(settings, report.fetch)
+        report_merge(settings, report.merge, f"{remote}/{name}", target)
+    if report.merge.conflicts:
+        raise typer.Exit(exits.PROBLEM)
+
+
+def push(
+    ctx: typer.Context,
+    remote: RemoteArg = "origin",
+    branch: BranchArg = None,
+    force: Annotated[
+        bool, typer.Option("-f", "--force", help="Move the remote's branch even if commits leave it.")
+    ] = False,
+    all_tenants: AllTenantsOpt = False,
+    author: AuthorOpt = None,
+) -> None:
+    """Send BRANCH to remote NAME and move its branch of that name there.
+
+    The remote receives exactly the objects it lacks, and every redaction record
+    it lacks (erasing those bytes there too). Its branch then moves in one
+    transaction, only forward: when it has commits this branch lacks, the push
+    is refused (exit 4): pull, then push again, or --force to drop them there.
+    Of two pushes racing to one branch, one lands and the other exits 4.
+
+    JSON: as fetch, with "kind": "push" and "refs" naming the remote's branch.
+    """
+    settings = state(ctx)
+    repo = settings.open(ctx)
+    report = repo.push(remote, branch, force=force, all_tenants=all_tenants, author=author_or_default(author))
+    _report_sync(settings, report)
+
+
+def _report_sync(settings: State, report: SyncReport) -> None:
+    if settings.json:
+        emit(report)
+        return
+    moved = [part for part in report.tenants if part.refs or part.objects or part.redactions]
+    if not moved:
+        say(
+            f"Already up to date with {report.remote}."
+            if report.kind == "fetch"
+            else "Everything up to date."
+        )
+        return
+    say(f"{'From' if report.kind == 'fetch' else 'To'} {report.location}")
+    for part in moved:
+        if len(report.tenants) > 1:
+            say(f"tenant {part.tenant}:")
+        for line in _ref_lines(part):
+            say(line)
+        verb = "received" if report.kind == "fetch" else "sent"
+        erased = f", {part.redactions} redaction(s)" if part.redactions else ""
+        say(f"{verb} {part.commits} commit(s), {part.objects} object(s) ({part.bytes} bytes){erased}")
+
+
+def _ref_lines(part: TenantSync) -> list[str]:
+    lines = []
+    width = max((len(update.ref) for update in part.refs), default=0)
+    for update in part.refs:
+        if update.new is None:
+            lines.append(f" - {update.ref:<{width}}  deleted (gone from the remote)")
+        elif update.old is None:
+            lines.append(f" * {update.ref:<{width}}  new at {short(update.new)}")
+        elif update.forced:
+            lines.append(f" + {update.ref:<{width}}  {short(update.old)}...{short(update.new)} (forced)")
+        else:
+            lines.append(f"   {update.ref:<{width}}  {short(update.old)}..{short(update.new)}")
+    return lines
