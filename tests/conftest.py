@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from pg_server import PgServer, ServerUnavailable
 
 from mnemosyne.store import settings
 
@@ -33,3 +35,32 @@ def clean_cli_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("MNEMO_DIR", raising=False)
     monkeypatch.delenv("MNEMO_AUTHOR", raising=False)
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A PostgreSQL server of its own for the session, stopped at the end even on failure.
+
+    Tests that need it fail when it cannot start under CI (env CI set), else skip.
+    """
+    server = None
+    try:
+        server = PgServer().start()
+    except (ServerUnavailable, OSError) as exc:
+        if server is not None:
+            server.stop()
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL server for the tests: {exc}")
+        pytest.skip(f"no PostgreSQL server for the tests: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """The URL of a fresh store location: a schema of its own, dropped after the test."""
+    url = pg_server.url()
+    yield url
+    pg_server.drop_schema(url)

@@ -29,6 +29,9 @@ OWNERS: dict[str, set[str]] = {
     "recall/vectors.py": {"RECALL", "VECTORS"},
     "recall/reads.py": {"READS"},
     "store/kv/base.py": {"OBJECTS", "REFS", "REFLOG", "INDEX", "REDACTIONS", "RECALL", "VECTORS", "READS"},
+    # A backend may name every keyspace: PostgreSQL caches OBJECTS values and has a table each.
+    "store/kv/postgres_kv.py": {"OBJECTS"},
+    "store/kv/postgres_conn.py": {"META"},
 }
 """Which keyspaces each module may name (``kv/base`` defines and classifies them)."""
 

@@ -1,4 +1,4 @@
-"""One contract for every storage backend: LMDB and in-memory."""
+"""One contract for every storage backend: LMDB, in-memory and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -23,15 +23,23 @@ FIXTURE_SETTINGS = settings(SETTINGS, suppress_health_check=[HealthCheck.functio
 class Backend:
     """Makes fresh stores of one kind and cleans up after the test."""
 
-    def __init__(self, kind, root):
+    def __init__(self, kind, root, pg=None):
         self.kind = kind
         self.root = root
+        self.pg = pg
         self.counter = itertools.count()
         self.opened = []
+        self.urls = []
 
     def new(self):
         if self.kind == "memory":
             kv = MemoryKV()
+        elif self.kind == "postgres":
+            from mnemosyne.store.kv.postgres_kv import PostgresKV
+
+            url = self.pg.url()
+            self.urls.append(url)
+            kv = PostgresKV(url, create=True, sync=False)
         else:
             kv = LmdbKV(self.root / f"kv{next(self.counter)}", create=True, map_size=1 << 24)
         self.opened.append(kv)
@@ -41,6 +49,11 @@ class Backend:
         """A read-only handle on the same data (memory: a fresh read-only store)."""
         if self.kind == "memory":
             ro = MemoryKV(readonly=True)
+        elif self.kind == "postgres":
+            from mnemosyne.store.kv.postgres_kv import PostgresKV
+
+            kv.close()
+            ro = PostgresKV(self.urls[-1], readonly=True)
         else:
             path = kv._shared.path
             kv.close()
@@ -51,11 +64,14 @@ class Backend:
     def close(self):
         for kv in self.opened:
             kv.close()
+        for url in self.urls:
+            self.pg.drop_schema(url)
 
 
-@pytest.fixture(params=["memory", "lmdb"])
+@pytest.fixture(params=["memory", "lmdb", "postgres"])
 def backend(request, tmp_path_factory):
-    made = Backend(request.param, tmp_path_factory.mktemp(request.param))
+    pg = request.getfixturevalue("pg_server") if request.param == "postgres" else None
+    made = Backend(request.param, tmp_path_factory.mktemp(request.param), pg)
     yield made
     made.close()
 
@@ -299,7 +315,7 @@ class TestKVContract:
         with ro.read() as txn:
             # reads still work (memory: the read-only store is a fresh, empty one)
             assert txn.get(Space.OBJECTS, b"k2") is None
-            if backend.kind == "lmdb":
+            if backend.kind != "memory":
                 assert txn.get(Space.OBJECTS, b"k") == b"v"
 
     def test_closed_store_refuses_use(self, kv):

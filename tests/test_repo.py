@@ -37,10 +37,12 @@ def clock():
     return Clock()
 
 
-@pytest.fixture(params=["memory", "lmdb"])
+@pytest.fixture(params=["memory", "lmdb", "postgres"])
 def repo(request, tmp_path, clock):
     if request.param == "memory":
         made = Repo.in_memory(clock=clock)
+    elif request.param == "postgres":
+        made = Repo.init(request.getfixturevalue("pg_url"), clock=clock, sync=False)
     else:
         made = Repo.init(tmp_path / "store", clock=clock, sync=False)
     yield made

@@ -1,11 +1,11 @@
 """``Store``: a whole store (every tenant), its settings, backups and compaction.
 
-A store is where the bytes live: today a directory holding one LMDB environment
-(or process memory, for tests). Store-wide rules live here, in the library, so
-every face honours them: the default tenant cannot be dropped, settings are
-checked before they are kept, an import goes only into an empty store, and
-compaction needs the store to itself. :meth:`Store.repo` gives a
-:class:`~mnemosyne.api.repo.Repo` bound to one tenant.
+A store is where the bytes live: a directory holding one LMDB environment, a
+schema of a PostgreSQL database (a ``postgresql://`` URL), or process memory.
+Store-wide rules live here, in the library, so every face honours them: the
+default tenant cannot be dropped, settings are checked before they are kept, an
+import goes only into an empty store, and compaction needs the store to itself.
+:meth:`Store.repo` gives a :class:`~mnemosyne.api.repo.Repo` bound to one tenant.
 """
 
 from __future__ import annotations
@@ -30,7 +30,32 @@ if TYPE_CHECKING:
     from mnemosyne.recall.embedders import Embedder
 
 Location = str | os.PathLike[str]
-"""Where a store is: a directory path."""
+"""Where a store is: a directory path, or a ``postgresql://`` URL."""
+
+
+def postgres_url(location: object) -> str | None:
+    """The URL when ``location`` names a store on PostgreSQL (``postgresql://``, ``postgres://``).
+
+    None for anything else: a URL is never taken for a directory path, nor a path for a URL.
+    """
+    if isinstance(location, str) and location[:13].lower().startswith(("postgresql://", "postgres://")):
+        return location
+    return None
+
+
+def _postgres(url: str, **options: bool) -> tuple[KV, str]:
+    """A PostgreSQL backend and its URL as messages show it (no password).
+
+    The ``postgres`` extra is imported only when a URL is opened.
+    """
+    try:
+        from mnemosyne.store.kv.postgres_kv import PostgresKV
+    except ImportError:
+        raise InvalidInput(
+            "postgresql:// stores need the 'postgres' extra: pip install 'mnemosyne[postgres]'"
+        ) from None
+    kv = PostgresKV(url, **options)
+    return kv, kv.display
 
 
 def store_path(location: Location) -> Path:
@@ -56,10 +81,11 @@ class Store(Resource):
     and stop working once it is closed.
     """
 
-    def __init__(self, kv: KV, path: Path | None) -> None:
+    def __init__(self, kv: KV, path: Path | None, url: str | None = None) -> None:
         """Use :meth:`init`, :meth:`open` or :meth:`in_memory` instead."""
         self._kv = kv
         self.path = path
+        self._url = url
 
     # -- opening ----------------------------------------------------------------------
 
@@ -82,7 +108,12 @@ class Store(Resource):
 
         Raises:
             InvalidInput: a store, or anything else, is already there.
+            NotFound: a PostgreSQL server that cannot be reached, or has no such database.
         """
+        url = postgres_url(location)
+        if url is not None:
+            kv, shown = _postgres(url, create=True, sync=sync)
+            return cls._initialised(kv, None, shown)
         where = store_path(location)
         if where.exists():
             if not where.is_dir():
@@ -101,12 +132,24 @@ class Store(Resource):
         except OSError as exc:
             raise InvalidInput(f"cannot create {where}: {exc.strerror or exc}") from None
         kv = LmdbKV(where, create=True, map_size=map_size, max_map_size=max_map_size, sync=sync)
+        return cls._initialised(kv, where, None)
+
+    @classmethod
+    def _initialised(cls, kv: KV, where: Path | None, url: str | None) -> Store:
+        """A new store on ``kv``: its meta records written, or refused when a store is there."""
         try:
-            kv.transact(tenancy.initialise)
+            label = url or str(where)
+
+            def initialise(txn: WriteTxn) -> None:
+                if tenancy.store_format(txn) is not None:
+                    raise InvalidInput(f"a store already exists at {label}")
+                tenancy.initialise(txn)
+
+            kv.transact(initialise)
         except BaseException:
             kv.close()
             raise
-        return cls(kv, where)
+        return cls(kv, where, url)
 
     @classmethod
     def open(
@@ -134,6 +177,10 @@ class Store(Resource):
             InvalidInput: a store of a newer format.
             CorruptObject: the store file is damaged.
         """
+        url = postgres_url(location)
+        if url is not None:
+            kv, shown = _postgres(url, readonly=readonly, sync=sync)
+            return cls._checked(kv, None, shown)
         where = store_path(location)
         try:
             present = (where / DATA_FILE).is_file()
@@ -142,13 +189,18 @@ class Store(Resource):
         if not present:
             raise NotFound(f"no store at {where} (create one with 'mnemo init')")
         kv = LmdbKV(where, readonly=readonly, map_size=map_size, max_map_size=max_map_size, sync=sync)
+        return cls._checked(kv, where, None)
+
+    @classmethod
+    def _checked(cls, kv: KV, where: Path | None, url: str | None) -> Store:
+        """An existing store on ``kv``, refused when it is none or of a newer format."""
         try:
             with kv.read() as txn:
-                tenancy.check_format(txn, str(where))
+                tenancy.check_format(txn, url or str(where))
         except BaseException:
             kv.close()
             raise
-        return cls(kv, where)
+        return cls(kv, where, url)
 
     @classmethod
     def in_memory(cls) -> Store:
@@ -168,7 +220,9 @@ class Store(Resource):
 
     @property
     def where(self) -> str:
-        """How messages name the store: its path, or ``memory``."""
+        """How messages name the store: its path, its URL (without a password), or ``memory``."""
+        if self._url is not None:
+            return self._url
         return str(self.path) if self.path is not None else "memory"
 
     @property

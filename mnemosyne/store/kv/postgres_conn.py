@@ -1,0 +1,295 @@
+"""Reaching a PostgreSQL store: its URL, its connections, its tables, and errors worded for users.
+
+A store on PostgreSQL is a schema of one database: ``postgresql://…?schema=NAME``
+(default ``mnemosyne``), holding one table per keyspace. Everything here is
+plumbing for :class:`~mnemosyne.store.kv.postgres_kv.PostgresKV`; see ADR 20.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import weakref
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import psycopg
+from psycopg import errors as pgerrors
+from psycopg.conninfo import conninfo_to_dict
+
+from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, NotFound, StorageFull
+from mnemosyne.store.kv.base import Space
+
+DEFAULT_SCHEMA = "mnemosyne"
+"""The schema a URL without ``schema=`` names: the database's default store."""
+
+SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+"""Schema names a store may have: plain identifiers, never quoted into anything else."""
+
+SCHEMES = ("postgresql://", "postgres://")
+"""URL prefixes libpq accepts (and so do we)."""
+
+EPOCH_TABLE = "erasure_epoch"
+"""One row counting transactions that deleted objects: the object cache's validity (ADR 20)."""
+
+IDLE_CONNECTIONS = 8
+"""Connections a handle keeps open between transactions (more are opened while needed)."""
+
+RETRYABLE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected)
+"""Errors after which a write transaction is run again from the start."""
+
+
+def is_postgres_url(text: str) -> bool:
+    """Whether ``text`` is a PostgreSQL URL (``postgresql://`` or ``postgres://``)."""
+    return text[:13].lower().startswith(SCHEMES)
+
+
+@dataclass(frozen=True)
+class PgLocation:
+    """A parsed store URL.
+
+    Attributes:
+        conninfo: the URL libpq is given (without ``schema=``).
+        schema: the store's schema.
+        display: the URL as messages show it: without any password.
+        host: the server as messages name it (host or socket directory, and port).
+    """
+
+    conninfo: str
+    schema: str
+    display: str
+    host: str
+
+    @classmethod
+    def parse(cls, url: str) -> PgLocation:
+        """Split ``url`` into what libpq takes and the store's schema.
+
+        Raises:
+            InvalidInput: not a PostgreSQL URL, a bad schema name, or a URL libpq refuses.
+        """
+        if not is_postgres_url(url):
+            raise InvalidInput(f"not a PostgreSQL URL: {url.split('://', 1)[0]}://…")
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        schemas = [value for key, value in query if key == "schema"]
+        schema = schemas[-1] if schemas else DEFAULT_SCHEMA
+        rest = [(key, value) for key, value in query if key != "schema"]
+        netloc = parts.netloc
+        if "@" in netloc:
+            user, _, hostport = netloc.rpartition("@")
+            shown_netloc = f"{user.split(':', 1)[0]}@{hostport}"
+        else:
+            shown_netloc = netloc
+        shown_query = [(key, "…" if key == "password" else value) for key, value in query]
+        display = _join(parts.scheme, shown_netloc, parts.path, shown_query)
+        if not SCHEMA_NAME.fullmatch(schema):
+            raise InvalidInput(
+                f"{schema!r} is not a store schema name ([a-z_][a-z0-9_]*, at most 63) in {display}"
+            )
+        conninfo = _join(parts.scheme, parts.netloc, parts.path, rest)
+        try:
+            params = conninfo_to_dict(conninfo)
+        except psycopg.Error as exc:
+            raise InvalidInput(f"{display} is not a URL PostgreSQL accepts: {_first_line(exc)}") from None
+        host = str(params.get("host") or params.get("hostaddr") or os.environ.get("PGHOST") or "localhost")
+        port = str(params.get("port") or os.environ.get("PGPORT") or "5432")
+        return cls(
+            conninfo,
+            schema,
+            display,
+            f"{host}:{port}" if not host.startswith("/") else f"{host} (port {port})",
+        )
+
+    def table(self, name: str) -> str:
+        """The quoted, schema-qualified name of one table (names are checked identifiers)."""
+        return f'"{self.schema}"."{name}"'
+
+
+def _join(scheme: str, netloc: str, path: str, query: list[tuple[str, str]]) -> str:
+    # Not urlunsplit: it drops the "//" of an empty host (postgresql:///db?host=/socket/dir).
+    tail = f"?{urlencode(query, safe='/')}" if query else ""
+    return f"{scheme}://{netloc}{path}{tail}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    for prefix in ("connection is bad: ", "connection failed: "):
+        text = text.removeprefix(prefix)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def mapped(
+    exc: psycopg.Error, where: PgLocation, *, writing: bool = False, committing: bool = False
+) -> MnemoError:
+    """The library error for a database error that is not worth a retry: one line, no password.
+
+    ``writing``: in a write transaction; ``committing``: while it was being committed
+    (a lost connection then leaves the outcome unknown).
+    """
+    detail = _first_line(exc)
+    if isinstance(exc, pgerrors.DiskFull):
+        return StorageFull(
+            f"the PostgreSQL server at {where.host} is out of disk ({detail}); nothing was written"
+        )
+    if isinstance(exc, pgerrors.InsufficientPrivilege):
+        hint = "; open it read-only to inspect it" if writing else ""
+        return InvalidInput(f"permission denied on the store at {where.display}: {detail}{hint}")
+    if isinstance(exc, pgerrors.ReadOnlySqlTransaction):
+        return InvalidInput(f"the PostgreSQL server at {where.host} refuses writes ({detail})")
+    if isinstance(exc, pgerrors.UndefinedTable | pgerrors.InvalidSchemaName):
+        return NotFound(f"no store at {where.display} ({detail})")
+    if isinstance(exc, pgerrors.DataCorrupted | pgerrors.IndexCorrupted):
+        return CorruptObject(
+            f"the PostgreSQL server reports damage in the store at {where.display} ({detail}); "
+            "export what still reads ('mnemo export'), or restore from a backup"
+        )
+    if isinstance(exc, psycopg.OperationalError):
+        outcome = " (the write may or may not have been applied)" if committing else ""
+        return MnemoError(f"lost the connection to the PostgreSQL server at {where.host}: {detail}{outcome}")
+    return MnemoError(f"PostgreSQL error in the store at {where.display}: {detail}")
+
+
+def unreachable(exc: psycopg.Error, where: PgLocation) -> NotFound:
+    """The error for a server that cannot be reached or refuses the connection."""
+    return NotFound(f"cannot reach the store at {where.display}: {_first_line(exc)}")
+
+
+class Pool:
+    """Open connections of one handle: each transaction takes one and gives it back.
+
+    Connections are in autocommit mode: transactions are begun explicitly, so
+    the isolation level and the first query travel in one round trip.
+    """
+
+    def __init__(self, where: PgLocation, sync: bool) -> None:
+        self.where = where
+        self.sync = sync
+        self.pid = os.getpid()
+        self._idle: list[psycopg.Connection[tuple[object, ...]]] = []
+        self._lock = threading.Lock()
+        self.closed = False
+        _POOLS.add(self)
+
+    def connect(self) -> psycopg.Connection[tuple[object, ...]]:
+        """A new connection.
+
+        Raises:
+            NotFound: the server cannot be reached, refuses us, or has no such database.
+        """
+        try:
+            conn = psycopg.connect(
+                self.where.conninfo,
+                autocommit=True,
+                application_name=f"mnemosyne:{self.where.schema}",
+                connect_timeout=int(os.environ.get("PGCONNECT_TIMEOUT", "10")),
+            )
+        except psycopg.Error as exc:
+            raise unreachable(exc, self.where) from None
+        if not self.sync:
+            # A crash may lose the latest commits, never the store's consistency: as LMDB's sync=False.
+            conn.execute("SET synchronous_commit = off")
+        return conn
+
+    def check_open(self) -> None:
+        """Refuse a closed handle, or one opened before a fork.
+
+        Raises:
+            MnemoError: the handle is closed, or was opened in the parent of this process.
+        """
+        if self.closed:
+            raise MnemoError("the store is closed")
+        if self.pid != os.getpid():
+            raise MnemoError("this handle was opened before a fork: open the store again in this process")
+
+    def take(self) -> tuple[psycopg.Connection[tuple[object, ...]], bool]:
+        """A connection to use, and whether it was pooled (it may have gone stale since)."""
+        self.check_open()
+        with self._lock:
+            if self._idle:
+                return self._idle.pop(), True
+        return self.connect(), False
+
+    def give(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        """Return a connection after its transaction ended (closed when broken or not needed)."""
+        healthy = not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        with self._lock:
+            if healthy and not self.closed and len(self._idle) < IDLE_CONNECTIONS:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def close(self) -> None:
+        """Close every idle connection; connections in use close when given back."""
+        with self._lock:
+            self.closed = True
+            idle, self._idle = self._idle, []
+        if self.pid == os.getpid():
+            for conn in idle:
+                conn.close()
+
+    def forget_after_fork(self) -> None:
+        """In a forked child: make the parent's connections harmless without touching their sessions.
+
+        Closing a connection sends the server a goodbye on the socket the parent
+        shares; pointing the child's copies of the sockets at /dev/null first means
+        nothing the child does (or its garbage collector) reaches the parent's sessions.
+        """
+        with self._lock:
+            idle = self._idle
+        null = os.open(os.devnull, os.O_RDWR)
+        try:
+            for conn in idle:
+                try:
+                    os.dup2(null, conn.pgconn.socket)
+                except (OSError, psycopg.Error):
+                    pass
+        finally:
+            os.close(null)
+        self._lock = threading.Lock()
+
+
+_POOLS: weakref.WeakSet[Pool] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for pool in list(_POOLS):
+        pool.forget_after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _ddl(where: PgLocation) -> list[str]:
+    statements = [f'CREATE SCHEMA IF NOT EXISTS "{where.schema}"']
+    for space in Space:
+        table = where.table(space.value)
+        statements += [
+            f"CREATE TABLE IF NOT EXISTS {table} (k bytea PRIMARY KEY, v bytea NOT NULL)",
+            # No column statistics: ANALYZE would copy sampled values (erased ones too) into
+            # pg_statistic, out of reach of erasure; lookups are by key and need none.
+            # Values stored out of line uncompressed: bytea is mostly msgpack and hashes.
+            f"ALTER TABLE {table} ALTER COLUMN k SET STATISTICS 0, ALTER COLUMN v SET STATISTICS 0, "
+            "ALTER COLUMN v SET STORAGE EXTERNAL",
+        ]
+    epoch = where.table(EPOCH_TABLE)
+    statements += [
+        f"CREATE TABLE IF NOT EXISTS {epoch} (id smallint PRIMARY KEY, n bigint NOT NULL)",
+        f"INSERT INTO {epoch} (id, n) VALUES (0, 0) ON CONFLICT (id) DO NOTHING",
+    ]
+    return statements
+
+
+def store_exists(conn: psycopg.Connection[tuple[object, ...]], where: PgLocation) -> bool:
+    """Whether the schema holds a store's tables."""
+    row = conn.execute(
+        "SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL",
+        [where.table(Space.META.value), where.table(EPOCH_TABLE)],
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def create_tables(conn: psycopg.Connection[tuple[object, ...]], where: PgLocation) -> None:
+    """Create the store's schema and tables (those missing) in the open transaction."""
+    for statement in _ddl(where):
+        conn.execute(statement)
