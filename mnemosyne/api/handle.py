@@ -8,8 +8,8 @@ the given function in one write transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Self, TypeVar
@@ -17,7 +17,7 @@ from typing import Self, TypeVar
 from mnemosyne.errors import InvalidInput
 from mnemosyne.history.revisions import Rev, resolve
 from mnemosyne.index.view import Stores, View, WriteView
-from mnemosyne.store.kv.base import KV, WriteTxn
+from mnemosyne.store.kv.base import KV, ReadTxn, WriteTxn
 from mnemosyne.store.refs import BRANCH_PREFIX
 from mnemosyne.store.tenancy import check_bound
 
@@ -73,12 +73,9 @@ class Handle:
         """Whether the backend refuses writes."""
         return self.kv.readonly
 
-    @contextmanager
-    def read(self) -> Iterator[View]:
-        """A view of one snapshot (refused when the tenant was dropped since)."""
-        with self.kv.read() as txn:
-            check_bound(txn, self.tenant, self.scope)
-            yield View(self.stores, txn)
+    def read(self) -> _Viewing:
+        """A view of one snapshot (refused when the tenant was dropped since): a context manager."""
+        return _Viewing(self)
 
     def write(self, fn: Callable[[WriteView], T]) -> T:
         """Run ``fn`` in one write transaction (the backend may run it again: no side effects)."""
@@ -111,3 +108,31 @@ class Handle:
     def judged_at(self, as_of: datetime | None) -> datetime:
         """The time expiry is judged at: ``as_of`` when given, else now."""
         return as_of if as_of is not None else self.now()
+
+
+class _Viewing:
+    """One snapshot read of a tenant: a class rather than a generator, as every read passes here."""
+
+    __slots__ = ("_handle", "_reading")
+
+    def __init__(self, handle: Handle) -> None:
+        self._handle = handle
+        self._reading: AbstractContextManager[ReadTxn] | None = None
+
+    def __enter__(self) -> View:
+        handle = self._handle
+        reading = handle.kv.read()
+        txn = reading.__enter__()
+        self._reading = reading
+        try:
+            check_bound(txn, handle.tenant, handle.stores.scope)
+        except BaseException:
+            self._reading = None
+            reading.__exit__(None, None, None)
+            raise
+        return View(handle.stores, txn)
+
+    def __exit__(self, *exc: object) -> None:
+        reading, self._reading = self._reading, None
+        if reading is not None:
+            reading.__exit__(None, None, None)

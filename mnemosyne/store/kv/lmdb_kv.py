@@ -47,15 +47,24 @@ class _Gate:
 
     @contextmanager
     def shared(self) -> Iterator[None]:
+        self.enter()
+        try:
+            yield
+        finally:
+            self.leave()
+
+    def enter(self) -> None:
+        """Take a shared slot (waiting out a resize)."""
         with self._cond:
             while self._resizing:
                 self._cond.wait()
             self._active += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._active -= 1
+
+    def leave(self) -> None:
+        """Give a shared slot back."""
+        with self._cond:
+            self._active -= 1
+            if self._resizing:  # only a resize waits for the slots to empty
                 self._cond.notify_all()
 
     @contextmanager
@@ -131,6 +140,37 @@ def damaged(path: str, exc: BaseException) -> CorruptObject:
         f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}); export what still reads "
         "('mnemo export'), or restore from a backup"
     )
+
+
+class _Reading:
+    """One snapshot read: a shared slot and a read transaction, closed together.
+
+    A class rather than a generator: every read of the store passes through here.
+    """
+
+    __slots__ = ("_kv", "_shared", "_txn")
+
+    def __init__(self, kv: LmdbKV, shared: _Shared) -> None:
+        self._kv = kv
+        self._shared = shared
+        self._txn: lmdb.Transaction | None = None
+
+    def __enter__(self) -> _Txn:
+        shared = self._shared
+        shared.gate.enter()
+        try:
+            self._txn = self._kv.begin_read(shared)
+        except BaseException:
+            shared.gate.leave()
+            raise
+        return _Txn(self._txn, shared.dbs, shared.path)
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self._txn is not None:
+                self._txn.abort()
+        finally:
+            self._shared.gate.leave()
 
 
 class _Txn:
@@ -475,16 +515,9 @@ class LmdbKV:
         """The LMDB environment (for benchmarks and maintenance)."""
         return self._shared.env
 
-    @contextmanager
-    def read(self) -> Iterator[_Txn]:
-        """Open a snapshot read transaction."""
-        shared = self._check_open()
-        with shared.gate.shared():
-            txn = self._begin(shared, write=False)
-            try:
-                yield _Txn(txn, shared.dbs, shared.path)
-            finally:
-                txn.abort()
+    def read(self) -> _Reading:
+        """Open a snapshot read transaction (a context manager giving the transaction)."""
+        return _Reading(self, self._check_open())
 
     def transact(self, fn: Callable[[WriteTxn], T]) -> T:
         """Run ``fn`` in a write transaction, growing the map and re-running it when full."""
@@ -529,6 +562,10 @@ class LmdbKV:
                 if _is_disk_full(exc):
                     raise StorageFull(f"the disk is full; nothing was written ({exc})") from None
                 raise
+
+    def begin_read(self, shared: _Shared) -> lmdb.Transaction:
+        """A read transaction on ``shared`` (the caller holds a slot of its gate)."""
+        return self._begin(shared, write=False)
 
     def _begin(self, shared: _Shared, write: bool) -> lmdb.Transaction:
         try:
