@@ -131,6 +131,22 @@ class PgServer:
         """Every file under the data directory."""
         return [Path(folder) / name for folder, _, names in os.walk(self.data) for name in names]
 
+    def files_holding(self, needle: bytes) -> list[str]:
+        """Files under the data directory holding ``needle``, once what the server holds is on disk.
+
+        Two checkpoints around a WAL switch: table files are written out, and WAL
+        segments from before the first are removed (``wal_recycle=off``).
+        """
+        for statement in ("CHECKPOINT", "SELECT pg_switch_wal()", "CHECKPOINT", "SELECT pg_switch_wal()"):
+            self.sql(statement)
+        self.sql("CHECKPOINT")
+        found = []
+        for file in self.files():
+            with contextlib.suppress(OSError):  # files the server removed meanwhile
+                if needle in file.read_bytes():
+                    found.append(str(file.relative_to(self.data)))
+        return found
+
     def wait_ready(self, seconds: float = 10) -> None:
         """Wait until the server takes connections."""
         deadline = time.monotonic() + seconds

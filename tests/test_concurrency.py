@@ -48,9 +48,17 @@ def run_writers(path, mode, count, tmp_path):
                 proc.wait()
 
 
-def test_plain_commits_from_many_processes_are_never_lost(tmp_path):
+@pytest.fixture(params=["lmdb", "postgres"])
+def location(request, tmp_path):
+    """Where the processes' store is: a directory, or a schema on the test server."""
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_url")
+    return tmp_path / "store"
+
+
+def test_plain_commits_from_many_processes_are_never_lost(location, tmp_path):
     count = 30
-    path = tmp_path / "store"
+    path = location
     # a small map, so processes also grow it under each other's feet
     Repo.init(path, map_size=64 * 1024).close()
     results = run_writers(path, "plain", count, tmp_path)
@@ -78,9 +86,9 @@ def test_plain_commits_from_many_processes_are_never_lost(tmp_path):
         assert repo.fsck().ok
 
 
-def test_read_modify_write_with_retry_across_processes(tmp_path):
+def test_read_modify_write_with_retry_across_processes(location, tmp_path):
     per_process = 50
-    path = tmp_path / "store"
+    path = location
     with Repo.init(path) as repo:
         repo.commit([Node(id="counter", content=0)], message="start")
     results = run_writers(path, "counter", per_process, tmp_path)
@@ -97,10 +105,12 @@ def test_read_modify_write_with_retry_across_processes(tmp_path):
         assert [v.commit.id for v in versions] == [c.id for c in log]
 
 
-@pytest.fixture(params=["memory", "lmdb"])
+@pytest.fixture(params=["memory", "lmdb", "postgres"])
 def shared_repo(request, tmp_path):
     if request.param == "memory":
         repo = Repo.in_memory()
+    elif request.param == "postgres":
+        repo = Repo.init(request.getfixturevalue("pg_url"), sync=False)
     else:
         repo = Repo.init(tmp_path / "store", map_size=64 * 1024, sync=False)
     yield repo
