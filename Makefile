@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test,embed,langgraph,mcp,postgres]'
+	$(BIN)/python -m pip install --quiet -e '.[test,embed,langgraph,mcp,postgres,ui]'
 	touch $(STAMP)
 
 demo: $(STAMP)
