@@ -10,7 +10,6 @@ import errno
 import importlib
 import os
 import sys
-from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -21,7 +20,7 @@ from mnemosyne import MnemoError, __version__
 
 from . import exits
 from .render import note
-from .state import State
+from .state import State, as_location
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("cmd_store", "init"),
@@ -164,12 +163,13 @@ def _show_version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     repo: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--repo",
             envvar="MNEMO_DIR",
-            metavar="PATH",
-            help="The store directory (default: $MNEMO_DIR, else the nearest .mnemo upward).",
+            metavar="PATH|URL",
+            help="The store: a directory, or a postgresql:// URL "
+            "(default: $MNEMO_DIR, else the nearest .mnemo upward).",
             show_default=False,
         ),
     ] = None,
@@ -189,7 +189,7 @@ def root(
 
     Global options go before the command: mnemo [--repo PATH] [--tenant NAME] [--json] COMMAND.
     """
-    ctx.obj = State(repo=repo, tenant=tenant, json=json)
+    ctx.obj = State(repo=as_location(repo), tenant=tenant, json=json)
 
 
 def _build(name: str) -> Any:

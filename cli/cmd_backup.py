@@ -13,6 +13,7 @@ from typing import IO, Annotated
 import typer
 
 from mnemosyne import ExportReport, ImportReport, InvalidInput, NotFound, TenantCounts
+from mnemosyne.api.store import shown_location
 from mnemosyne.model.jsonform import to_builtins
 
 from . import exits
@@ -103,7 +104,7 @@ def import_(ctx: typer.Context, file: FileArg) -> None:
         raise typer.Exit(exits.PROBLEM)
 
 
-def _import_path(settings: State) -> Path:
+def _import_path(settings: State) -> Path | str:
     """Where to import: the store the other commands would use, else ``./.mnemo``."""
     try:
         return settings.store_path()
@@ -143,8 +144,8 @@ def _export_summary(settings: State, report: ExportReport, file: str, *, to_stde
         out(line)
 
 
-def _import_summary(settings: State, report: ImportReport, path: Path) -> None:
-    location = str(path.resolve())
+def _import_summary(settings: State, report: ImportReport, path: Path | str) -> None:
+    location = shown_location(path)
     problems = [(name, p) for name, fsck in report.fsck.items() for p in fsck.problems]
     if settings.json:
         emit({"path": location, **to_builtins(report)})

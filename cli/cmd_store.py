@@ -7,11 +7,12 @@ from typing import Annotated
 import typer
 
 from mnemosyne import CommitResult, InvalidInput, NotFound, Store
+from mnemosyne.api.store import shown_location
 from mnemosyne.model.choices import ClaimPolicy
 from mnemosyne.model.jsonform import read_nodes
 
 from .render import emit, say, short, summary
-from .state import STORE_DIR, AuthorOpt, State, author_or_default, state
+from .state import STORE_DIR, AuthorOpt, State, as_location, author_or_default, state
 
 MessageOpt = Annotated[str, typer.Option("-m", "--message", metavar="MSG", help="Why: the commit message.")]
 BranchOpt = Annotated[
@@ -34,10 +35,11 @@ ParentOpt = Annotated[
 def init(
     ctx: typer.Context,
     path: Annotated[
-        Path | None,
+        str | None,
         typer.Argument(
-            help="Where to create the store (default: --repo, $MNEMO_DIR, else ./.mnemo); "
-            "missing parent directories are created.",
+            metavar="[PATH|URL]",
+            help="Where to create the store (default: --repo, $MNEMO_DIR, else ./.mnemo): a directory "
+            "(missing parents are created) or a postgresql:// URL (the database must exist).",
             show_default=False,
         ),
     ] = None,
@@ -49,7 +51,7 @@ def init(
     JSON: {"path", "tenant", "created_store"}.
     """
     settings = state(ctx)
-    where = path or settings.repo or Path(STORE_DIR)
+    where = as_location(path) or settings.repo or Path(STORE_DIR)
     created = True
     if settings.tenant is None:
         Store.init(where).close()
@@ -62,7 +64,7 @@ def init(
         with store:
             store.create_tenant(settings.tenant)
     tenant = settings.tenant or "default"
-    location = str(where.resolve())
+    location = shown_location(where)
     if settings.json:
         emit({"path": location, "tenant": tenant, "created_store": created})
     elif created:

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from mnemosyne import InvalidInput, MnemoError, NotFound, Repo, parse_time
+from mnemosyne.api.store import postgres_url
 from mnemosyne.model.defaults import DEFAULT_AUTHOR, DEFAULT_TENANT
 
 STORE_DIR = ".mnemo"
@@ -47,22 +48,30 @@ AsOfOpt = Annotated[
 ]
 
 
+def as_location(text: str | None) -> Path | str | None:
+    """A ``--repo`` value: a PostgreSQL URL stays text (a path would fold its ``//``), else a path."""
+    if text is None:
+        return None
+    return text if postgres_url(text) is not None else Path(text)
+
+
 @dataclass
 class State:
     """The global options, kept in the root context's ``obj``.
 
     Attributes:
-        repo: the store directory given with ``--repo`` or ``MNEMO_DIR``, if any.
+        repo: the store given with ``--repo`` or ``MNEMO_DIR`` (a directory, or a
+            ``postgresql://`` URL), if any.
         tenant: the tenant given with ``--tenant``, if any.
         json: print JSON instead of human text.
     """
 
-    repo: Path | None
+    repo: Path | str | None
     tenant: str | None
     json: bool
 
-    def store_path(self) -> Path:
-        """The store directory: ``--repo``/``MNEMO_DIR``, else the nearest ``.mnemo`` upward.
+    def store_path(self) -> Path | str:
+        """The store: ``--repo``/``MNEMO_DIR`` (a directory or a URL), else the nearest ``.mnemo`` upward.
 
         Raises:
             NotFound: when no store directory can be found.
@@ -128,8 +137,14 @@ def author_or_default(author: str | None) -> str:
     return user or DEFAULT_AUTHOR
 
 
-def writable(path: Path) -> bool:
-    """Whether this process may write the store at ``path`` (else it is opened read-only)."""
+def writable(path: Path | str) -> bool:
+    """Whether this process may write the store at ``path`` (else it is opened read-only).
+
+    A server decides for itself: a URL is opened for writing, and a role that may
+    not write is told so when it tries.
+    """
+    if isinstance(path, str):
+        return True
     return os.access(path, os.W_OK) and os.access(path / "data.mdb", os.W_OK)
 
 

@@ -7,7 +7,7 @@ from typing import IO
 
 from mnemosyne.admin import backup
 from mnemosyne.api.repo import Repo
-from mnemosyne.api.store import Location, Store, store_path
+from mnemosyne.api.store import Location, Store, postgres_url, store_path
 from mnemosyne.errors import NotFound
 from mnemosyne.model.reports import ExportReport, ImportReport
 from mnemosyne.store.kv.datafile import DATA_FILE
@@ -55,6 +55,14 @@ def import_store(target: Repo | Store | Location, inp: IO[bytes]) -> ImportRepor
     if isinstance(target, Repo | Store):
         store = target.store if isinstance(target, Repo) else target
         return store.import_(inp)
+    url = postgres_url(target)
+    if url is not None:
+        try:
+            existing_store = Store.open(url)
+        except NotFound:
+            existing_store = Store.init(url)  # a server it cannot reach fails here too
+        with existing_store:
+            return existing_store.import_(inp)
     where = store_path(target)
     try:
         existing = Store.open(where)

@@ -22,6 +22,7 @@ from mnemosyne.store import settings, tenancy
 from mnemosyne.store.kv.base import KV, WriteTxn
 from mnemosyne.store.kv.datafile import DATA_FILE, is_lmdb_file
 from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV
+from mnemosyne.store.kv.location import is_postgres_url, shown_url
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -38,9 +39,13 @@ def postgres_url(location: object) -> str | None:
 
     None for anything else: a URL is never taken for a directory path, nor a path for a URL.
     """
-    if isinstance(location, str) and location[:13].lower().startswith(("postgresql://", "postgres://")):
-        return location
-    return None
+    return location if isinstance(location, str) and is_postgres_url(location) else None
+
+
+def shown_location(location: Location) -> str:
+    """How messages name a location: a directory's absolute path, a URL without its password."""
+    url = postgres_url(location)
+    return shown_url(url) if url is not None else str(Path(os.fspath(location)).resolve())
 
 
 def _postgres(url: str, **options: bool) -> tuple[KV, str]:

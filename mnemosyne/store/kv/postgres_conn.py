@@ -12,7 +12,7 @@ import re
 import threading
 import weakref
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import psycopg
 from psycopg import errors as pgerrors
@@ -20,15 +20,13 @@ from psycopg.conninfo import conninfo_to_dict
 
 from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, NotFound, StorageFull
 from mnemosyne.store.kv.base import Space
+from mnemosyne.store.kv.location import is_postgres_url, join_url, shown_url
 
 DEFAULT_SCHEMA = "mnemosyne"
 """The schema a URL without ``schema=`` names: the database's default store."""
 
 SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 """Schema names a store may have: plain identifiers, never quoted into anything else."""
-
-SCHEMES = ("postgresql://", "postgres://")
-"""URL prefixes libpq accepts (and so do we)."""
 
 EPOCH_TABLE = "erasure_epoch"
 """One row counting transactions that deleted objects: the object cache's validity (ADR 20)."""
@@ -38,11 +36,6 @@ IDLE_CONNECTIONS = 8
 
 RETRYABLE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected)
 """Errors after which a write transaction is run again from the start."""
-
-
-def is_postgres_url(text: str) -> bool:
-    """Whether ``text`` is a PostgreSQL URL (``postgresql://`` or ``postgres://``)."""
-    return text[:13].lower().startswith(SCHEMES)
 
 
 @dataclass(frozen=True)
@@ -75,19 +68,12 @@ class PgLocation:
         schemas = [value for key, value in query if key == "schema"]
         schema = schemas[-1] if schemas else DEFAULT_SCHEMA
         rest = [(key, value) for key, value in query if key != "schema"]
-        netloc = parts.netloc
-        if "@" in netloc:
-            user, _, hostport = netloc.rpartition("@")
-            shown_netloc = f"{user.split(':', 1)[0]}@{hostport}"
-        else:
-            shown_netloc = netloc
-        shown_query = [(key, "…" if key == "password" else value) for key, value in query]
-        display = _join(parts.scheme, shown_netloc, parts.path, shown_query)
+        display = shown_url(url)
         if not SCHEMA_NAME.fullmatch(schema):
             raise InvalidInput(
                 f"{schema!r} is not a store schema name ([a-z_][a-z0-9_]*, at most 63) in {display}"
             )
-        conninfo = _join(parts.scheme, parts.netloc, parts.path, rest)
+        conninfo = join_url(parts.scheme, parts.netloc, parts.path, rest)
         try:
             params = conninfo_to_dict(conninfo)
         except psycopg.Error as exc:
@@ -104,12 +90,6 @@ class PgLocation:
     def table(self, name: str) -> str:
         """The quoted, schema-qualified name of one table (names are checked identifiers)."""
         return f'"{self.schema}"."{name}"'
-
-
-def _join(scheme: str, netloc: str, path: str, query: list[tuple[str, str]]) -> str:
-    # Not urlunsplit: it drops the "//" of an empty host (postgresql:///db?host=/socket/dir).
-    tail = f"?{urlencode(query, safe='/')}" if query else ""
-    return f"{scheme}://{netloc}{path}{tail}"
 
 
 def _first_line(exc: BaseException) -> str:
