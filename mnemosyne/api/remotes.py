@@ -166,6 +166,13 @@ class Remotes:
         """The work of :meth:`Repo.push`."""
         if branch is not None:
             check_branch_name(branch)
+        if not all_tenants:  # a branch that is not here is told before the remote is opened
+            with self._handle.read() as view:
+                name = branch or view.refs.head_branch(view.txn)
+                if not view.refs.exists(view.txn, BRANCH_PREFIX + name) and name != view.refs.head_branch(
+                    view.txn
+                ):
+                    raise NotFound(f"no branch named {name!r} to push")
         location, store, opened = self._open(remote, other, readonly=False)
         try:
             tenants = self._store.tenants() if all_tenants else [self._handle.tenant]
