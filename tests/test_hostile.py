@@ -748,10 +748,12 @@ def test_api_arguments_of_the_wrong_type_raise_only_mnemo_errors(tmp_path):
     assert report.ok, report.problems
 
 
+@pytest.mark.parametrize("backend", ["lmdb", "postgres"])
 @pytest.mark.parametrize("author", [None, 5, b"x", ["x"], "bad\ud800"])
-def test_authors_and_messages_that_are_no_text_never_poison_the_store(tmp_path, author):
+def test_authors_and_messages_that_are_no_text_never_poison_the_store(request, tmp_path, author, backend):
     """A reflog entry or commit with a non-string author would break every later read."""
-    with Repo.init(tmp_path / "s") as repo:
+    where = request.getfixturevalue("pg_url") if backend == "postgres" else tmp_path / "s"
+    with Repo.init(where) as repo:
         repo.commit([Node(id="k", content="base")])
         repo.branch("other")
         repo.commit([Node(id="k", content="ours"), Node(id="o", content=1)])
