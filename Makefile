@@ -25,7 +25,9 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy mnemosyne cli
 
+# The tests start a PostgreSQL server of their own: its binaries must be installed.
 unit: $(STAMP)
+	dpkg -s postgresql-15 >/dev/null 2>&1 || (apt-get update && apt-get install -y --no-install-recommends postgresql-15)
 	$(BIN)/pytest
 
 test: lint types unit
