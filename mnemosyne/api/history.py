@@ -185,16 +185,22 @@ class History:
                 raise NotFound(f"{node_id} is not in the store: there are no commits yet")
             return blame(view, node_id, tip)
 
-    def diff(self, a: Rev, b: Rev, as_of: TimeLike | None) -> Diff:
+    def diff(self, a: Rev | None, b: Rev, as_of: TimeLike | None) -> Diff:
         """The work of :meth:`Repo.diff`."""
         when = as_time(as_of, "as_of")
         with self._handle.read() as view:
-            oid_a = resolve(view, a, as_of=when)
+            oid_a = resolve(view, a, as_of=when) if a is not None else None
             oid_b = resolve(view, b, as_of=when)
+            tree_b = view.commit(oid_b).tree
+            changed: Iterable[tuple[str, bytes | None, bytes | None]] = (
+                view.tree.diff(view.commit(oid_a).tree, tree_b)
+                if oid_a is not None
+                else ((key, None, value) for key, value in view.tree.items(tree_b))
+            )
             added: list[Change] = []
             removed: list[Change] = []
             modified: list[Change] = []
-            for key, old, new in view.tree.diff(view.commit(oid_a).tree, view.commit(oid_b).tree):
+            for key, old, new in changed:
                 change = Change(
                     key,
                     queries.readable(view, old) if old is not None else None,
@@ -203,7 +209,13 @@ class History:
                     new.hex() if new is not None else None,
                 )
                 (added if old is None else removed if new is None else modified).append(change)
-            return Diff(a=oid_a.hex(), b=oid_b.hex(), added=added, removed=removed, modified=modified)
+            return Diff(
+                a=oid_a.hex() if oid_a is not None else None,
+                b=oid_b.hex(),
+                added=added,
+                removed=removed,
+                modified=modified,
+            )
 
     # -- claims and valid time --------------------------------------------------------
 
@@ -236,11 +248,15 @@ class History:
                 return []
             return queries.timeline(view, tip, subject, predicate, handle.judged_at(when))
 
-    def contradictions(self, at: Rev | None) -> list[Contradiction]:
+    def contradictions(self, at: Rev | None, recorded: bool) -> list[Contradiction]:
         """The work of :meth:`Repo.contradictions`."""
         with self._handle.read() as view:
             tip = self._handle.tip(view, at, None)
-            return queries.open_contradictions(view, tip) if tip is not None else []
+            if tip is None:
+                return []
+            if recorded:
+                return queries.recorded_contradictions(view, tip)
+            return queries.open_contradictions(view, tip)
 
 
 def _iterable(*values: object) -> bool:

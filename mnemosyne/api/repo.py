@@ -409,11 +409,13 @@ class Repo(Resource):
         """
         return self._history.blame(id, at)
 
-    def diff(self, a: Rev, b: Rev, *, as_of: TimeLike | None = None) -> Diff:
+    def diff(self, a: Rev | None, b: Rev, *, as_of: TimeLike | None = None) -> Diff:
         """What changed from revision ``a`` to revision ``b``.
 
         Walks only the parts of the two trees whose hashes differ. With ``as_of``,
         both revisions must name refs and are read as they were at that time.
+        ``a=None`` is the empty snapshot: what a root commit added (``Diff.a`` is
+        then None), erased versions included by their hashes.
         """
         return self._history.diff(a, b, as_of)
 
@@ -456,14 +458,19 @@ class Repo(Resource):
         """
         return self._history.timeline(subject, predicate, as_of, at)
 
-    def contradictions(self, *, at: Rev | None = None, ref: Rev | None = _UNSET) -> list[Contradiction]:
+    def contradictions(
+        self, *, at: Rev | None = None, ref: Rev | None = _UNSET, recorded: bool = False
+    ) -> list[Contradiction]:
         """Open contradictions at ``at`` (default: HEAD): merged claims that disagree.
 
         A contradiction stays open while both claims are in the snapshot unchanged;
         an ordinary commit that corrects or removes either one resolves it.
+        With ``recorded=True``, instead the contradictions the commit ``at`` itself
+        recorded (a merge's; none for other commits), open or resolved since; one
+        whose claim was erased since is left out, as it contradicts nothing.
         ``ref=`` is the old name of ``at=``.
         """
-        return self._history.contradictions(_renamed("ref", "at", ref, at))
+        return self._history.contradictions(_renamed("ref", "at", ref, at), recorded)
 
     # -- branches ------------------------------------------------------------
 

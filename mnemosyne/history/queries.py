@@ -6,6 +6,7 @@ the API only resolves revisions and times and hands over.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from mnemosyne.errors import CorruptObject, Redacted
@@ -74,8 +75,17 @@ def history(view: View, node_id: str, tip: bytes, now: datetime) -> list[Version
 
 def open_contradictions(view: View, tip: bytes) -> list[Contradiction]:
     """The contradictions still open at ``tip`` (both claims unchanged since the merge)."""
+    return _contradictions(view, view.graph.entry(view.txn, tip).open)
+
+
+def recorded_contradictions(view: View, commit: bytes) -> list[Contradiction]:
+    """The contradictions ``commit`` recorded (a merge's), open or resolved since."""
+    return _contradictions(view, view.commit(commit).contradictions)
+
+
+def _contradictions(view: View, records: Iterable[bytes]) -> list[Contradiction]:
     out = []
-    for oid in view.graph.entry(view.txn, tip).open:
+    for oid in records:
         obj = view.objects.load(view.txn, oid)
         assert isinstance(obj, ContradictionObject)
         nodes = [readable(view, value) for _, value in obj.claims]

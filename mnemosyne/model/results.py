@@ -89,14 +89,15 @@ class Diff(msgspec.Struct, frozen=True, kw_only=True):
     """What changed from snapshot ``a`` to snapshot ``b``, each list ordered by id.
 
     Attributes:
-        a: the id of the old commit.
+        a: the id of the old commit; None for the empty snapshot (what a root
+            commit added).
         b: the id of the new commit.
         added: ids present only in ``b``.
         removed: ids present only in ``a``.
         modified: ids whose version differs.
     """
 
-    a: str
+    a: str | None
     b: str
     added: list[Change]
     removed: list[Change]
