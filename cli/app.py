@@ -53,6 +53,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tenant": ("cmd_admin", "tenant_app"),
     "config": ("cmd_recall", "config_app"),
     "mcp": ("cmd_mcp", "mcp"),
+    "ui": ("cmd_ui", "ui"),
     "remote": ("cmd_remote", "remote_app"),
     "clone": ("cmd_remote", "clone"),
     "fetch": ("cmd_remote", "fetch"),

@@ -528,6 +528,7 @@ def test_the_app_module_registers_exactly_the_issue_commands() -> None:
             "context",
             "reads",
             "mcp",
+            "ui",
             "clone",
             "fetch",
             "pull",
