@@ -28,6 +28,7 @@ types: $(STAMP)
 # The tests start a PostgreSQL server of their own: its binaries must be installed.
 unit: $(STAMP)
 	dpkg -s postgresql-15 >/dev/null 2>&1 || (apt-get update && apt-get install -y --no-install-recommends postgresql-15)
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y --no-install-recommends chromium)
 	$(BIN)/pytest
 
 test: lint types unit
