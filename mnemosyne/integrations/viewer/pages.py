@@ -17,6 +17,8 @@ from . import charts, diffs
 
 MAX_CHANGES = 400
 """Changes shown on a commit page; the rest are counted (a bulk import may change 100,000 ids)."""
+MAX_VERSIONS = 200
+"""Versions a memory page lists (the newest); the rest are counted."""
 MAX_EPOCHS = 200
 """Record times a bitemporal chart draws (the latest ones)."""
 
@@ -142,6 +144,7 @@ class NodePage:
     blame: Blame | None
     versions: list[Version]
     claim: Claim | None
+    hidden: int = 0
     meta: list[tuple[str, str]] = field(default_factory=list)
     provenance: list[tuple[str, str]] = field(default_factory=list)
 
@@ -166,8 +169,9 @@ def node_page(where: Where, node_id: str) -> NodePage:
         current,
         diffs.content_text(node) if node is not None else None,
         blame,
-        versions,
+        versions[:MAX_VERSIONS],
         node.content if node is not None and isinstance(node.content, Claim) else None,
+        max(len(versions) - MAX_VERSIONS, 0),
     )
     if node is not None:
         page.meta = [(k, diffs.compact(v)) for k, v in sorted((node.meta or {}).items())]
