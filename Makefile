@@ -29,7 +29,7 @@ types: $(STAMP)
 unit: $(STAMP)
 	dpkg -s postgresql-15 >/dev/null 2>&1 || (apt-get update && apt-get install -y --no-install-recommends postgresql-15)
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y --no-install-recommends chromium)
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadfile  # both cores; a file's tests share one worker (and its fixtures)
 
 test: lint types unit
 
