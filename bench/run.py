@@ -22,7 +22,10 @@ from commit_cpu import bench_commit_cpu
 from core_runs import bench_history, bench_merge, bench_size
 from feature_runs import bench_claims, bench_integrity, bench_recall
 from harness import write_table
+from postgres import bench_postgres
 from startup import bench_startup
+from sync import bench_sync
+from viewer import bench_viewer
 
 from mnemosyne.store import settings
 
@@ -59,6 +62,9 @@ def main() -> None:
         bench_recall(root, max(sizes), args.rounds)
         bench_startup(root, 7 if args.quick else 21)
         bench_checkpointer(root, 40 if args.quick else 300)
+        bench_postgres(root, [1_000, 5_000] if args.quick else [10_000, 100_000], args.rounds)
+        bench_sync(root, 300 if args.quick else 10_000, (300, 1_000) if args.quick else (1_000, 100_000))
+        bench_viewer(root, 300 if args.quick else 10_000, 3_000 if args.quick else 100_000, 5 if args.quick else 30)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     write_table(args.out, started)
