@@ -30,6 +30,7 @@ from mnemosyne.model.objects import Commit
 from mnemosyne.model.reports import PullReport, RefUpdate, Remote, SyncReport, TenantSync
 from mnemosyne.store import remotes, tenancy
 from mnemosyne.store.kv.base import WriteTxn
+from mnemosyne.store.kv.location import is_postgres_url, shown_url
 from mnemosyne.store.refs import BRANCH_PREFIX, REMOTE_PREFIX, check_branch_name
 
 if TYPE_CHECKING:
@@ -57,13 +58,22 @@ def location_text(location: Location) -> str:
     return text if "://" in text else os.path.abspath(text)
 
 
+def shown(location: str) -> str:
+    """A remote's location as results show it: a URL without its password.
+
+    The configuration keeps the URL as given, since connecting needs it; what
+    is returned is printed and logged, and messages never show a password.
+    """
+    return shown_url(location) if is_postgres_url(location) else location
+
+
 def add(store: Store, name: str, location: Location) -> Remote:
     """The work of :meth:`Store.add_remote`."""
     remotes.check_remote_name(name)
     text = location_text(location)
     _not_itself(store, text)
     store.kv.transact(lambda txn: remotes.put(txn, name, text))
-    return Remote(name=name, location=text)
+    return Remote(name=name, location=shown(text))
 
 
 def remove(store: Store, name: str, author: str, now: datetime) -> int:
@@ -90,7 +100,7 @@ def remove(store: Store, name: str, author: str, now: datetime) -> int:
 def listing(store: Store) -> list[Remote]:
     """The work of :meth:`Store.remotes`."""
     with store.kv.read() as txn:
-        return [Remote(name=name, location=where) for name, where in remotes.every(txn)]
+        return [Remote(name=name, location=shown(where)) for name, where in remotes.every(txn)]
 
 
 def _not_itself(store: Store, location: str) -> None:
@@ -114,11 +124,11 @@ class Remotes:
         if other is not None:
             with self._store.kv.read() as txn:
                 known = dict(remotes.every(txn)).get(remote)
-            return known or other.where, other, False
+            return shown(known) if known else other.where, other, False
         with self._store.kv.read() as txn:
             location = remotes.get(txn, remote)
         _not_itself(self._store, location)
-        return location, Store.open(location, readonly=readonly), True
+        return shown(location), Store.open(location, readonly=readonly), True
 
     def _scope(self, tenant: str) -> bytes:
         """This store's scope of ``tenant``, created when absent (a fetch of every tenant)."""

@@ -156,7 +156,8 @@ class Remote(msgspec.Struct, frozen=True, kw_only=True):
 
     Attributes:
         name: its name here (``origin``, …).
-        location: where it is, as :meth:`Store.open` takes it: a directory path or a URL.
+        location: where it is, as :meth:`Store.open` takes it: a directory path or a URL
+            (shown without its password; the configuration keeps the URL as given).
     """
 
     name: str
@@ -206,7 +207,7 @@ class SyncReport(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         kind: ``fetch`` or ``push``.
         remote: the remote's name.
-        location: where it is.
+        location: where it is (a URL without its password).
         tenants: one entry per tenant transferred.
     """
 
