@@ -163,15 +163,17 @@ class History:
                 found.append(Commit.from_object(oid, view.commit(oid)))
             return iter(found)
 
-    def history(self, node_id: str, at: Rev | None) -> list[Version]:
+    def history(self, node_id: str, at: Rev | None, limit: int | None = None) -> list[Version]:
         """The work of :meth:`Repo.history`."""
         check_id(node_id)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidInput("limit must be a non-negative integer")
         handle = self._handle
         with handle.read() as view:
             tip = handle.tip(view, at, None)
             if tip is None:
                 return []
-            return queries.history(view, node_id, tip, handle.now())
+            return queries.history(view, node_id, tip, handle.now(), limit)
 
     def blame(self, node_id: str, at: Rev | None) -> Blame:
         """The work of :meth:`Repo.blame`."""

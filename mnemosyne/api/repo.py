@@ -392,14 +392,17 @@ class Repo(Resource):
         """
         return self._history.log(_renamed("ref", "at", ref, at), node, limit, as_of)
 
-    def history(self, id: str, *, at: Rev | None = None, ref: Rev | None = _UNSET) -> list[Version]:
+    def history(
+        self, id: str, *, at: Rev | None = None, ref: Rev | None = _UNSET, limit: int | None = None
+    ) -> list[Version]:
         """Every version of ``id`` in ``at``'s history (default: HEAD), newest first.
 
         Each version has its status (``current``, ``superseded``, ``deleted``,
         ``expired``, ``redacted``), the commit that wrote it and the one that ended
         it; an erased one has its redaction record. ``ref=`` is the old name of ``at=``.
+        With ``limit``, only the newest ``limit`` versions, read without the older ones.
         """
-        return self._history.history(id, _renamed("ref", "at", ref, at))
+        return self._history.history(id, _renamed("ref", "at", ref, at), limit)
 
     def blame(self, id: str, *, at: Rev | None = None) -> Blame:
         """Who wrote the current version of ``id``, when, from what; per line or field.

@@ -35,11 +35,16 @@ def readable(view: View, oid: bytes) -> Node | None:
         return None
 
 
-def history(view: View, node_id: str, tip: bytes, now: datetime) -> list[Version]:
-    """Every version of ``node_id`` in ``tip``'s history, newest first, with its status."""
+def history(view: View, node_id: str, tip: bytes, now: datetime, limit: int | None = None) -> list[Version]:
+    """Every version of ``node_id`` in ``tip``'s history, newest first, with its status.
+
+    With ``limit``, the newest ``limit`` versions only: the walk stops there.
+    """
     out: list[Version] = []
     newer: tuple[bytes, bytes | None] | None = None
     for oid, value in walk.changes_of(view, node_id, tip):
+        if limit is not None and len(out) >= limit:
+            break
         if value is not None:
             commit = Commit.from_object(oid, view.commit(oid))
             node = readable(view, value)

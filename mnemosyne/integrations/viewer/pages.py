@@ -144,7 +144,7 @@ class NodePage:
     blame: Blame | None
     versions: list[Version]
     claim: Claim | None
-    hidden: int = 0
+    hidden: int = 0  # 1 when older versions than those shown exist
     meta: list[tuple[str, str]] = field(default_factory=list)
     provenance: list[tuple[str, str]] = field(default_factory=list)
 
@@ -152,7 +152,8 @@ class NodePage:
 def node_page(where: Where, node_id: str) -> NodePage:
     """The memory ``node_id`` on the branch; NotFound when the branch's history never had it."""
     repo = where.repo
-    versions = repo.history(node_id, at=where.branch)
+    # One more than are shown: whether older ones exist, without reading them all.
+    versions = repo.history(node_id, at=where.branch, limit=MAX_VERSIONS + 1)
     if not versions:
         raise NotFound(f"{node_id} is not in the history of {where.branch}")
     newest = versions[0]
@@ -171,7 +172,7 @@ def node_page(where: Where, node_id: str) -> NodePage:
         blame,
         versions[:MAX_VERSIONS],
         node.content if node is not None and isinstance(node.content, Claim) else None,
-        max(len(versions) - MAX_VERSIONS, 0),
+        int(len(versions) > MAX_VERSIONS),
     )
     if node is not None:
         page.meta = [(k, diffs.compact(v)) for k, v in sorted((node.meta or {}).items())]

@@ -1,4 +1,4 @@
-"""``Repo.tip`` and ``Repo.redactions``: the cheap reads a face that keeps what it read relies on."""
+"""Cheap reads faces rely on: ``Repo.tip``, ``Repo.redactions``, ``history(limit=)``."""
 
 from __future__ import annotations
 
@@ -35,3 +35,18 @@ def test_redactions_name_the_erased_versions_only() -> None:
         for bad in (["xyz"], [a.hash[:12]], [b"\x00" * 32]):
             with pytest.raises(InvalidInput, match="64 hex digits"):
                 repo.redactions(bad)  # type: ignore[arg-type]
+
+
+def test_history_limit_gives_the_newest_versions_as_the_full_history_does() -> None:
+    with Repo.in_memory() as repo:
+        for i in range(12):
+            repo.commit([Node(id="a", content=f"v{i}")], message=f"v{i}")
+            if i == 5:
+                repo.commit(delete=["a"], message="gone")
+        full = repo.history("a")
+        assert len(full) == 12 and full[0].status == "current"
+        for limit in (0, 1, 5, 7, 12, 50):
+            assert repo.history("a", limit=limit) == full[:limit]
+        for bad in (-1, 1.5, True, "3"):
+            with pytest.raises(InvalidInput, match="limit"):
+                repo.history("a", limit=bad)  # type: ignore[arg-type]
