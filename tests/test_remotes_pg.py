@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mnemosyne import Node, Redacted, RefConflict, Repo, to_json
+from mnemosyne import InvalidInput, Node, Redacted, RefConflict, Repo, to_json
 from mnemosyne.store.kv.base import Space
 
 CANARY = "C4NARY-PG-7Q9X-passport"
@@ -114,3 +114,10 @@ def test_a_password_in_a_remote_url_is_never_shown(hub, pg_url, tmp_path):
             assert "s3cret-word" not in shown
         assert "password=" in origin.location  # left in, its value shown as an ellipsis
         assert b.store.add_remote("again", secret).location == origin.location
+
+
+def test_a_postgres_store_is_not_its_own_remote(hub, pg_url):
+    for itself in (pg_url, f"{pg_url}&password=x", pg_url.replace("postgresql://", "postgres://")):
+        with pytest.raises(InvalidInput, match="itself"):
+            hub.store.add_remote("me", itself)
+    assert hub.store.remotes() == []

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from mnemosyne.admin.sync import Sent, Side, transfer
 from mnemosyne.api.handle import Clock, Handle
 from mnemosyne.api.store import Location, Store, store_path
-from mnemosyne.errors import InvalidInput, NotFound, RefConflict
+from mnemosyne.errors import InvalidInput, MnemoError, NotFound, RefConflict
 from mnemosyne.index.view import Stores, View, WriteView
 from mnemosyne.model.choices import MergeStrategy
 from mnemosyne.model.defaults import DEFAULT_BRANCH
@@ -106,6 +106,33 @@ def listing(store: Store) -> list[Remote]:
 def _not_itself(store: Store, location: str) -> None:
     if store.path is not None and "://" not in location and Path(location).resolve() == store.path.resolve():
         raise InvalidInput(f"{location} is this store itself: a remote is another store")
+    if store.path is None and is_postgres_url(store.where) and is_postgres_url(location):
+        mine = _pg_identity(store.where)
+        if mine is not None and mine == _pg_identity(location):
+            raise InvalidInput(f"{shown(location)} is this store itself: a remote is another store")
+
+
+def _pg_identity(url: str) -> tuple[str, str, str, str] | None:
+    """``(host, port, database, schema)`` a store URL names, as libpq reads it; None if unreadable.
+
+    Spellings of one server that libpq resolves alike (``localhost`` and
+    ``127.0.0.1``) still differ here: what this catches is the same URL
+    written twice, not every way of reaching one store.
+    """
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        from mnemosyne.store.kv.postgres_conn import PgLocation
+
+        where = PgLocation.parse(url)
+        params = conninfo_to_dict(where.conninfo)
+    except (ImportError, MnemoError):  # no driver, or a URL opening will refuse with its own message
+        return None
+    env = os.environ
+    host = params.get("host") or params.get("hostaddr") or env.get("PGHOST") or ""
+    port = params.get("port") or env.get("PGPORT") or "5432"
+    database = params.get("dbname") or env.get("PGDATABASE") or params.get("user") or env.get("PGUSER") or ""
+    return str(host), str(port), str(database), where.schema
 
 
 # -- transfers ----------------------------------------------------------------------
