@@ -131,6 +131,33 @@ def test_a_snapshot_never_sees_an_object_stored_after_it_began(pg_url):
             assert old.get(Space.OBJECTS, b"k") is None
 
 
+def test_an_object_guessed_new_that_was_there_runs_the_transaction_again_asking(pg_url):
+    with Repo.init(pg_url) as repo:
+        kv = repo.kv
+        kv.transact(lambda txn: txn.put(Space.OBJECTS, b"old", b"v", overwrite=False))
+        kv.cache.evict(b"old")  # as in another process: nothing here knows it exists
+        answers: list[bool] = []
+
+        def store(txn):
+            answers.append(txn.put(Space.OBJECTS, b"old", b"v", overwrite=False))
+            answers.append(txn.put(Space.OBJECTS, b"new", b"w", overwrite=False))
+
+        kv.transact(store)
+        # First run: both guessed "added", the check at commit failed; second run asked.
+        assert answers == [True, True, False, True]
+        with kv.read() as txn:
+            assert txn.get(Space.OBJECTS, b"new") == b"w"
+
+
+def test_rows_read_ahead_are_of_the_new_snapshot(pg_url):
+    with Repo.init(pg_url) as repo:
+        kv = repo.kv
+        for value in (b"1", b"2", b"3"):
+            kv.transact(lambda txn, value=value: txn.put(Space.REFS, b"r", value))
+            with kv.read() as txn:  # "r" is read ahead from the second read on
+                assert txn.get(Space.REFS, b"r") == value
+
+
 # -- compaction -------------------------------------------------------------------------
 
 
