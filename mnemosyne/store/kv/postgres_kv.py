@@ -24,7 +24,7 @@ from typing import TypeVar
 import psycopg
 
 from mnemosyne.errors import InvalidInput, MnemoError, NotFound
-from mnemosyne.store.kv.base import WriteTxn
+from mnemosyne.store.kv.base import Space, WriteTxn
 from mnemosyne.store.kv.postgres_conn import (
     EPOCH_TABLE,
     RETRYABLE,
@@ -68,6 +68,8 @@ class PostgresKV:
         self.readonly = readonly
         self.sql = Statements(self.where)
         self.cache = ObjectCache(CACHE_BYTES)
+        self.objects = Space.OBJECTS
+        """The keyspace of content-addressed values: cached, and guessed new when stored."""
         self._openings: dict[bool, list[Key]] = {False: [], True: []}
         """Per kind of transaction (write or not): the keys the last one asked for first."""
         self._pool = Pool(self.where, sync)

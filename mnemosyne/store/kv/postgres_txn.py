@@ -86,6 +86,7 @@ class Txn:
         guess: bool = False,
     ) -> None:
         self._kv = kv
+        self._objects = kv.objects
         self.conn = conn
         self._cur = conn.cursor(binary=True)
         self.epoch, self._floor, self._ticket = begun
@@ -121,7 +122,7 @@ class Txn:
         if pending is not None and key in pending:
             return pending[key]
         cache = None
-        if space is Space.OBJECTS:
+        if space is self._objects:
             mine = self.written_objects.get(key)
             if mine is not None:
                 return mine  # never cached from here: this transaction may yet roll back
@@ -197,7 +198,7 @@ class Txn:
         value = bytes(value)
         if overwrite:
             pending[key] = value
-            if space is Space.OBJECTS:
+            if space is self._objects:
                 self.changed_objects = True  # objects are never overwritten, but the contract allows it
                 self._kv.cache.evict(key)
         elif key in pending:
@@ -206,7 +207,7 @@ class Txn:
             pending[key] = value
         elif key in self._guessed:
             return False
-        elif space is Space.OBJECTS and self._guess and not self._cached(key):
+        elif space is self._objects and self._guess and not self._cached(key):
             # Content-addressed objects a commit stores (tree chunks, the commit) are
             # nearly always new: answer "added" now, insert and check at commit, and
             # run the transaction again asking if one was there (``Misguessed``).
@@ -217,7 +218,7 @@ class Txn:
             self._cur.execute(self._kv.sql.insert(space), [key, value])
             if self._cur.rowcount != 1:
                 return False
-        if space is Space.OBJECTS:
+        if space is self._objects:
             self.written_objects[key] = value
         return True
 
@@ -243,14 +244,14 @@ class Txn:
                 [[key for key, _ in chunk], [value for _, value in chunk]],
             )
             added += max(self._cur.rowcount, 0)
-        if space is Space.OBJECTS:
+        if space is self._objects:
             self.written_objects.update(unknown)
         return added
 
     def delete(self, space: Space, key: bytes) -> bool:
         """Remove ``key``; False when it was absent."""
         pending = self._buffer(space)
-        if space is Space.OBJECTS:
+        if space is self._objects:
             self.changed_objects = True
             self.written_objects.pop(key, None)
             self._kv.cache.evict(key)
@@ -268,12 +269,12 @@ class Txn:
     def _sent(self, space: Space | None = None) -> list[Statement]:
         """Take the buffered writes (of one keyspace, or all) as statements to send, guessed objects first."""
         statements: list[Statement] = []
-        if self._guessed and space in (None, Space.OBJECTS):
+        if self._guessed and space in (None, self._objects):
             guessed, self._guessed = list(self._guessed.items()), {}
             for chunk in _chunks(guessed):
                 statements.append(
                     (
-                        self._kv.sql.insert_new(Space.OBJECTS),
+                        self._kv.sql.insert_new(self._objects),
                         [[key for key, _ in chunk], [value for _, value in chunk], len(chunk)],
                     )
                 )
