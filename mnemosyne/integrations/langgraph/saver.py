@@ -51,6 +51,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from mnemosyne import Commit, CommitResult, InvalidInput, Node, NotFound, Provenance, RefConflict, Repo
 from mnemosyne.integrations.langgraph.known import Latest, LatestCheckpoints, known_writes, more_writes
+from mnemosyne.integrations.langgraph.opening import open_creating
 from mnemosyne.integrations.langgraph.threads import (
     BRANCH_PREFIX,
     made_on,
@@ -102,11 +103,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
     @classmethod
     def from_path(cls, path: str | Path, *, tenant: str = "default", **kwargs: Any) -> MnemosyneSaver:
         """A saver on the store at ``path``, created when absent; closing the saver closes it."""
-        try:
-            repo = Repo.open(path, tenant=tenant, create=True)
-        except NotFound:
-            Repo.init(path).close()
-            repo = Repo.open(path, tenant=tenant, create=True)
+        repo = open_creating(path, tenant)
         try:
             return cls(repo, close_repo=True, **kwargs)
         except BaseException:

@@ -56,6 +56,7 @@ from mnemosyne.integrations.langgraph.namespaces import (
     node_id,
     passes,
 )
+from mnemosyne.integrations.langgraph.opening import open_creating
 
 META_KEY = "langgraph"
 """The key of a node's meta under which an item keeps its :class:`ItemMeta`."""
@@ -186,11 +187,7 @@ class MnemosyneStore(BaseStore):
             tenant: the tenant to use (created when absent).
             **kw: the keyword arguments of :class:`MnemosyneStore`.
         """
-        try:
-            repo = Repo.open(path, tenant=tenant, create=True)
-        except NotFound:
-            Repo.init(path).close()
-            repo = Repo.open(path, tenant=tenant, create=True)
+        repo = open_creating(path, tenant)
         try:
             return cls(repo, close_repo=True, **kw)
         except BaseException:
