@@ -23,6 +23,7 @@ from core_runs import bench_history, bench_merge, bench_size
 from feature_runs import bench_claims, bench_integrity, bench_recall
 from harness import write_table
 from postgres import bench_postgres
+from staleness import bench_staleness
 from startup import bench_startup
 from sync import bench_sync
 from viewer import bench_viewer
@@ -65,6 +66,8 @@ def main() -> None:
         bench_postgres(root, [1_000, 5_000] if args.quick else [10_000, 100_000], args.rounds)
         bench_sync(root, 300 if args.quick else 10_000, (300, 1_000) if args.quick else (1_000, 100_000))
         bench_viewer(root, 300 if args.quick else 10_000, 3_000 if args.quick else 100_000, 5 if args.quick else 30)
+        # The staleness table prints itself (README, "Does it return stale facts?").
+        bench_staleness(root / "staleness", 60 if args.quick else 300, minilm_subjects=30 if args.quick else 100)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     write_table(args.out, started)
