@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import random
@@ -508,3 +509,47 @@ def test_results_have_one_json_form(origin, tmp_path):
         text = to_json(b.fetch())
         assert text.startswith('{"kind":"fetch","remote":"origin"')
         assert sync.BATCH > 0
+
+
+def test_a_push_interrupted_twice_with_gc_between_completes_when_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # gc starts each unreachable object's grace when it first sees it, so between two
+    # interrupted pushes it can remove nodes below a leaf chunk the receiver keeps.
+    clock = {"now": datetime(2026, 6, 1, tzinfo=UTC)}
+    a = Repo.init(tmp_path / "a.mnemo", clock=lambda: clock["now"])
+    a.commit([Node(id=f"n{i}", content=f"v{i}") for i in range(3)], message="1")
+    Repo.init(tmp_path / "b.mnemo").close()
+    a.store.add_remote("b", tmp_path / "b.mnemo")
+    monkeypatch.setattr(sync, "BATCH", 1)
+    real = sync._store
+    budget = {"left": 0}
+
+    def dies_after_budget(*args: object) -> object:
+        if budget["left"] == 0:
+            raise KeyboardInterrupt("killed")
+        budget["left"] -= 1
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sync, "_store", dies_after_budget)
+
+    def push(batches: int) -> None:
+        budget["left"] = batches
+        with contextlib.suppress(KeyboardInterrupt):
+            a.push("b")
+
+    def gc(at: datetime) -> None:
+        with Repo.open(tmp_path / "b.mnemo", clock=lambda: at) as b:
+            b.gc(grace=timedelta(hours=1))
+
+    push(3)  # the three nodes arrive, then the transfer dies
+    gc(datetime(2026, 6, 1, 0, 0, tzinfo=UTC))
+    push(1)  # the leaf chunk arrives, then it dies again
+    gc(datetime(2026, 6, 1, 1, 30, tzinfo=UTC))  # the nodes' grace is over, the chunk's is not
+    with Repo.open(tmp_path / "b.mnemo") as b:
+        assert b.redactions([]) == {} and b.tip("main") is None
+    push(100)
+    with Repo.open(tmp_path / "b.mnemo") as b:
+        assert b.fsck().ok
+        assert [b.get(f"n{i}").content for i in range(3)] == ["v0", "v1", "v2"]  # type: ignore[union-attr]
+    a.close()

@@ -123,8 +123,28 @@ def transfer(
             an object its history names (and has no redaction record for it).
         InvalidInput: an object of a newer format, or a malformed redaction record.
     """
+    tips = list(tips)
+    try:
+        return _send(source, target, tips, move, thorough=False)
+    except _Incomplete:
+        # A gc between interrupted transfers removed objects below a chunk the receiver
+        # kept (each object's grace starts when gc first saw it): this time look below
+        # every chunk the receiver has, and send what is missing there.
+        try:
+            return _send(source, target, tips, move, thorough=True)
+        except _Incomplete as again:
+            raise NotFound(f"{again}; run 'mnemo fsck' on the receiving store") from None
+
+
+class _Incomplete(NotFound):
+    """The receiver lacks an object below a chunk it holds: the plan trusted too much."""
+
+
+def _send(
+    source: View, target: Side, tips: list[bytes], move: Callable[[WriteView], T], *, thorough: bool
+) -> tuple[Sent, T]:
     with target.read() as have:
-        plan = _plan(source, have, list(tips))
+        plan = _plan(source, have, tips, thorough)
     sent = Sent()
     if plan.redactions:
         sent.redactions = target.kv.transact(
@@ -138,7 +158,11 @@ def transfer(
 
     def finish(txn: WriteTxn) -> tuple[int, T]:
         view = WriteView(target.stores, txn)
-        return _index(view, plan.commits), move(view)
+        try:
+            indexed = _index(view, plan.commits)
+        except NotFound as missing:
+            raise _Incomplete(str(missing)) from None
+        return indexed, move(view)
 
     sent.commits, moved = target.kv.transact(finish)
     return sent, moved
@@ -167,17 +191,18 @@ def missing_commits(source: View, have: View, tips: list[bytes]) -> list[bytes]:
     return order
 
 
-def _plan(source: View, have: View, tips: list[bytes]) -> Plan:
+def _plan(source: View, have: View, tips: list[bytes], thorough: bool = False) -> Plan:
     commits = missing_commits(source, have, tips)
     queued: set[bytes] = set()
     objects: list[bytes] = []
+    seen: set[bytes] | None = set() if thorough else None
 
     def lacks(oid: bytes) -> bool:
         return oid not in queued and not have.objects.contains(have.txn, oid)
 
     for oid in commits:
         commit = source.commit(oid)
-        _plan_tree(source, have, commit.tree, lacks, queued, objects)
+        _plan_tree(source, have, commit.tree, lacks, queued, objects, seen)
         for record in commit.contradictions:
             if lacks(record):
                 _require(source, record)
@@ -198,8 +223,13 @@ def _plan_tree(
     lacks: Callable[[bytes], bool],
     queued: set[bytes],
     objects: list[bytes],
+    seen: set[bytes] | None = None,
 ) -> None:
-    """Queue the chunks and nodes of a tree the receiver lacks, children first."""
+    """Queue the chunks and nodes of a tree the receiver lacks, children first.
+
+    A chunk the receiver has is taken to have everything below it, unless ``seen``
+    is given (a thorough plan): then what is below it is checked too, once.
+    """
     stack: list[tuple[bytes, bool]] = [(root, False)]
     while stack:
         oid, expanded = stack.pop()
@@ -208,9 +238,12 @@ def _plan_tree(
             objects.append(oid)
             continue
         if not lacks(oid):
-            continue  # stored there with everything below it
+            if seen is None or oid in seen or oid in queued:
+                continue  # stored there with everything below it
+            seen.add(oid)
+        else:
+            stack.append((oid, True))
         chunk = source.chunk(oid)
-        stack.append((oid, True))
         if chunk.level:
             stack.extend((child, False) for child in chunk.values)
             continue
