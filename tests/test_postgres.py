@@ -60,6 +60,14 @@ def test_bad_schema_names_are_refused():
         PgLocation.parse('postgresql:///db?schema=a"b')
 
 
+def test_url_options_with_spaces_reach_the_server_as_written(pg_url):
+    # libpq reads %20 as a space and + as a plus: the URL must keep %20.
+    url = pg_url + "&options=-c%20statement_timeout%3D4321&application_name=my%20agent"
+    with Repo.init(url) as repo:
+        repo.commit([Node(id="a", content=1)], message="one")
+        assert repo.get("a").content == 1
+
+
 def test_init_open_and_refusals(pg_url):
     with pytest.raises(NotFound, match="no store at"):
         Repo.open(pg_url)

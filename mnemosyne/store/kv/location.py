@@ -7,7 +7,7 @@ the ``postgres`` extra installed.
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 SCHEMES = ("postgresql://", "postgres://")
 """URL prefixes libpq accepts (and so do we), in any case."""
@@ -19,8 +19,12 @@ def is_postgres_url(location: object) -> bool:
 
 
 def join_url(scheme: str, netloc: str, path: str, query: list[tuple[str, str]]) -> str:
-    """Put a URL back together (not ``urlunsplit``: it drops the ``//`` of an empty host)."""
-    tail = f"?{urlencode(query, safe='/')}" if query else ""
+    """Put a URL back together (not ``urlunsplit``: it drops the ``//`` of an empty host).
+
+    Spaces are written ``%20``, never ``+``: libpq decodes ``%XX`` only and would
+    read ``+`` as a plus (in ``options``, ``application_name``, a password).
+    """
+    tail = f"?{urlencode(query, safe='/', quote_via=quote)}" if query else ""
     return f"{scheme}://{netloc}{path}{tail}"
 
 
