@@ -369,6 +369,20 @@ def test_facts_page_draws_one_band_per_claim_and_reads_as_of(client, store):
     assert client.get("/facts/mira/nothing?tenant=acme").status_code == 404
 
 
+def test_a_predicate_with_a_slash_has_a_timeline_page_its_links_reach(tmp_path):
+    with Repo.init(tmp_path / "s.mnemo") as repo:
+        repo.commit(
+            [Node(id="c/1", kind="claim", content=Claim("mira", "addr/city", "Lisbon", valid_from=datetime(2026, 6, 1, tzinfo=UTC)))],
+            message="she moved",
+        )
+        web = TestClient(build_app(repo, port=PORT), base_url=BASE)
+        page = web.get("/node/c/1").text
+        (link,) = re.findall(r'href="(/facts/[^"]+)"', page)
+        assert link == "/facts/mira/addr%2Fcity"
+        timeline = web.get(link)
+        assert timeline.status_code == 200 and "Lisbon" in timeline.text
+
+
 def test_search_lists_hits_with_scores_and_ranks(client):
     html = client.get("/search?q=passport+deadline").text
     assert 'href="/node/users/mira/passport_deadline"' in html

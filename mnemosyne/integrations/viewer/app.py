@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, unquote, urlencode
 
 import jinja2
 from starlette.applications import Starlette
@@ -45,6 +45,25 @@ SECURITY_HEADERS = [
     (b"x-frame-options", b"DENY"),
 ]
 READ_METHODS = frozenset({"GET", "HEAD"})
+
+
+def _timeline_of(request: Request) -> tuple[str, str]:
+    """The subject and predicate a ``/facts/<subject>/<predicate>`` address names.
+
+    Split on the raw path, before percent-decoding: links encode a ``/`` inside a
+    subject or predicate as ``%2F``, which the decoded path would show as a separator.
+    """
+    raw = request.scope.get("raw_path")
+    rest = raw.decode("latin-1").split("?", 1)[0] if isinstance(raw, bytes) else ""
+    prefix = "/facts/"
+    if not rest.startswith(prefix):  # no raw path (a test transport): the decoded one
+        subject, _, predicate = request.path_params["rest"].rpartition("/")
+        return subject, predicate
+    parts = rest[len(prefix) :].split("/")
+    if len(parts) != 2:
+        subject, _, predicate = unquote(rest[len(prefix) :]).rpartition("/")
+        return subject, predicate
+    return unquote(parts[0]), unquote(parts[1])
 
 
 class Guard:
@@ -207,7 +226,7 @@ class Viewer:
     def facts(self, request: Request) -> Response:
         """One (subject, predicate) timeline: the bitemporal chart and the table."""
         where = self.where(request)
-        subject, _, predicate = request.path_params["rest"].rpartition("/")
+        subject, predicate = _timeline_of(request)
         if not subject or not predicate:
             raise NotFound("a timeline's address is /facts/<subject>/<predicate>")
         page = pages.facts_page(where, subject, predicate, request.query_params.get("as_of") or None)
