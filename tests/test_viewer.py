@@ -372,7 +372,13 @@ def test_facts_page_draws_one_band_per_claim_and_reads_as_of(client, store):
 def test_a_predicate_with_a_slash_has_a_timeline_page_its_links_reach(tmp_path):
     with Repo.init(tmp_path / "s.mnemo") as repo:
         repo.commit(
-            [Node(id="c/1", kind="claim", content=Claim("mira", "addr/city", "Lisbon", valid_from=datetime(2026, 6, 1, tzinfo=UTC)))],
+            [
+                Node(
+                    id="c/1",
+                    kind="claim",
+                    content=Claim("mira", "addr/city", "Lisbon", valid_from=datetime(2026, 6, 1, tzinfo=UTC)),
+                )
+            ],
             message="she moved",
         )
         web = TestClient(build_app(repo, port=PORT), base_url=BASE)
