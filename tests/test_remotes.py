@@ -553,3 +553,22 @@ def test_a_push_interrupted_twice_with_gc_between_completes_when_run_again(
         assert b.fsck().ok
         assert [b.get(f"n{i}").content for i in range(3)] == ["v0", "v1", "v2"]  # type: ignore[union-attr]
     a.close()
+
+
+def test_removing_a_remote_drops_tracking_refs_an_import_brought_without_it(tmp_path: Path) -> None:
+    source = Repo.init(tmp_path / "a.mnemo")
+    source.commit([Node(id="x", content="1")], message="one")
+    source.close()
+    clone = Repo.clone(tmp_path / "a.mnemo", tmp_path / "c.mnemo")
+    backup = io.BytesIO()
+    clone.store.export(backup)
+    clone.close()
+    with Store.init(tmp_path / "restored.mnemo") as restored:
+        restored.import_(io.BytesIO(backup.getvalue()))
+    with Repo.open(tmp_path / "restored.mnemo") as repo:
+        assert [name for name, _ in repo.remote_branches()] == ["origin/main"]
+        assert repo.store.remotes() == []  # the export carries refs, not remotes
+        assert repo.store.remove_remote("origin") == 1
+        assert repo.remote_branches() == []
+        with pytest.raises(NotFound, match="no remote named 'origin'"):
+            repo.store.remove_remote("origin")

@@ -81,7 +81,13 @@ def remove(store: Store, name: str, author: str, now: datetime) -> int:
     remotes.check_remote_name(name)
 
     def work(txn: WriteTxn) -> int:
-        remotes.delete(txn, name)
+        try:
+            remotes.delete(txn, name)
+            configured = True
+        except NotFound:
+            # Tracking refs may outlive their remote's entry (an imported export carries
+            # the refs, not the remotes): removing the name still drops them.
+            configured = False
         dropped = 0
         for tenant in tenancy.tenant_names(txn):
             scope = tenancy.lookup(txn, tenant)
@@ -92,6 +98,8 @@ def remove(store: Store, name: str, author: str, now: datetime) -> int:
                 when = refs.next_time(txn, ref, now)
                 refs.update(txn, ref, tip, None, when=when, author=author, reason=f"remote remove {name}")
                 dropped += 1
+        if not configured and not dropped:
+            raise NotFound(f"no remote named {name!r}")
         return dropped
 
     return store.kv.transact(work)
