@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from components import unavailable
 from pg_server import PgServer, ServerUnavailable
 
 from mnemosyne.store import settings
@@ -49,9 +49,7 @@ def pg_server():
     except (ServerUnavailable, OSError) as exc:
         if server is not None:
             server.stop()
-        if os.environ.get("CI"):
-            pytest.fail(f"PostgreSQL server for the tests: {exc}")
-        pytest.skip(f"no PostgreSQL server for the tests: {exc}")
+        unavailable(f"no PostgreSQL server for the tests: {exc}")
     try:
         yield server
     finally:

@@ -9,7 +9,6 @@ that is a failure.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +20,7 @@ import anyio
 import anyio.from_thread
 import pytest
 from cli_harness import assert_error, invoke
+from components import unavailable
 
 from mnemosyne import NotFound, Redacted, Repo, to_json
 
@@ -30,10 +30,8 @@ try:
     from mcp_types import CallToolResult, Implementation, TextContent
 
     from mnemosyne.integrations.mcp_server import build_server
-except ImportError:
-    if os.environ.get("CI"):
-        raise
-    pytest.skip("the 'mcp' extra is not installed", allow_module_level=True)
+except ImportError as missing:
+    unavailable(f"the 'mcp' extra is not installed ({missing})", module_level=True)
 
 READS = {"recall", "context", "get", "history", "blame", "diff", "log", "facts"}
 TIMEOUT = 30.0

