@@ -1,8 +1,10 @@
-"""Opening the store a LangGraph face works on, as LangGraph's own savers and stores do."""
+"""Opening the store a LangGraph face works on, and closing it when the face owns it."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import TracebackType
+from typing import Any, Self, cast
 
 from mnemosyne import NotFound, Repo
 
@@ -14,3 +16,51 @@ def open_creating(path: str | Path, tenant: str) -> Repo:
     except NotFound:
         Repo.init(path).close()
         return Repo.open(path, tenant=tenant, create=True)
+
+
+class OwnsItsRepo:
+    """``from_path``, ``close`` and ``with`` for a face built on a repo it may own.
+
+    The face's constructor takes the repo first and ``close_repo=``; a face opened
+    by :meth:`from_path` owns its repo and closes it with itself.
+    """
+
+    repo: Repo
+    close_repo: bool
+
+    @classmethod
+    def from_path(cls, path: str | Path, *, tenant: str = "default", **kwargs: Any) -> Self:
+        """Open the store at ``path`` (created when absent); closing the face closes it.
+
+        Args:
+            path: the store directory or URL.
+            tenant: the tenant to use (created when absent).
+            **kwargs: the keyword arguments of the face's constructor.
+        """
+        repo = open_creating(path, tenant)
+        try:
+            return cast(Self, cast(Any, cls)(repo, close_repo=True, **kwargs))
+        except BaseException:
+            repo.close()
+            raise
+
+    def close(self) -> None:
+        """Close the repo if the face owns it (:meth:`from_path` opened it)."""
+        if self.close_repo:
+            self.repo.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

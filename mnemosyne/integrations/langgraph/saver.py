@@ -30,20 +30,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import AbstractContextManager
-from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    PendingWrite,
     get_checkpoint_id,
     get_checkpoint_metadata,
 )
@@ -51,7 +46,16 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from mnemosyne import Commit, CommitResult, InvalidInput, Node, NotFound, Provenance, RefConflict, Repo
 from mnemosyne.integrations.langgraph.known import Latest, LatestCheckpoints, known_writes, more_writes
-from mnemosyne.integrations.langgraph.opening import open_creating
+from mnemosyne.integrations.langgraph.opening import OwnsItsRepo
+from mnemosyne.integrations.langgraph.thread_nodes import (
+    WRITES,
+    checkpoint_tuple,
+    copies,
+    is_checkpoint,
+    latest_of_each_namespace,
+    removal,
+    write_nodes,
+)
 from mnemosyne.integrations.langgraph.threads import (
     BRANCH_PREFIX,
     made_on,
@@ -68,7 +72,7 @@ _TRIES = 5
 """How many times a write commits on the tip it read before it commits on whatever tip there is."""
 
 
-class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["MnemosyneSaver"]):
+class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
     """A LangGraph checkpointer whose threads are branches of a Mnemosyne store.
 
     Args:
@@ -99,34 +103,6 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         self.erase = erase
         self.close_repo = close_repo
         self._known = LatestCheckpoints()
-
-    @classmethod
-    def from_path(cls, path: str | Path, *, tenant: str = "default", **kwargs: Any) -> MnemosyneSaver:
-        """A saver on the store at ``path``, created when absent; closing the saver closes it."""
-        repo = open_creating(path, tenant)
-        try:
-            return cls(repo, close_repo=True, **kwargs)
-        except BaseException:
-            repo.close()
-            raise
-
-    def close(self) -> None:
-        """Close the store if the saver owns it (:meth:`from_path` opened it)."""
-        if self.close_repo:
-            self.repo.close()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> MnemosyneSaver:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     # -- reading ---------------------------------------------------------------------
 
@@ -189,11 +165,11 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
             self._known.set(thread_id, ns, known)
         return known
 
-    def _writes(self, at: Commit | str, checkpoint_node_id: str) -> dict[str, dict[str, Any]]:
-        return {node.id: node.content for node in self.repo.nodes(at=at, prefix=checkpoint_node_id + "/w/")}
-
     def _writes_nodes(self, at: Commit | str, checkpoint_node_id: str) -> list[Node]:
-        return list(self.repo.nodes(at=at, prefix=checkpoint_node_id + "/w/"))
+        return list(self.repo.nodes(at=at, prefix=checkpoint_node_id + WRITES))
+
+    def _writes(self, at: Commit | str, checkpoint_node_id: str) -> dict[str, dict[str, Any]]:
+        return {node.id: node.content for node in self._writes_nodes(at, checkpoint_node_id)}
 
     def _tuple(
         self,
@@ -202,26 +178,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         checkpoint_bytes: tuple[str, bytes] | None = None,
         metadata_bytes: tuple[str, bytes] | None = None,
     ) -> CheckpointTuple:
-        thread_id, ns, checkpoint_id = saved["thread_id"], saved["checkpoint_ns"], saved["checkpoint_id"]
-        checkpoint: Checkpoint = self.serde.loads_typed(checkpoint_bytes or unpack(saved["checkpoint"]))
-        writes.sort(key=lambda w: (w["task_path"], w["task_id"], w["idx"]))
-        pending: list[PendingWrite] = [
-            (w["task_id"], w["channel"], self.serde.loads_typed(unpack(w["value"]))) for w in writes
-        ]
-        parent = saved["parent"]
-        return CheckpointTuple(
-            config={
-                "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
-            },
-            checkpoint=checkpoint,
-            metadata=self.serde.loads_typed(metadata_bytes or unpack(saved["metadata"])),
-            parent_config=(
-                {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}
-                if parent
-                else None
-            ),
-            pending_writes=pending,
-        )
+        return checkpoint_tuple(self.serde.loads_typed, saved, writes, checkpoint_bytes, metadata_bytes)
 
     def _threads(self) -> list[str]:
         return [name for name in self.repo.branches() if name.startswith(BRANCH_PREFIX)]
@@ -233,10 +190,6 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         except NotFound:
             return None
         return tip, list(self.repo.nodes(at=tip, prefix=branch + "/"))
-
-    @staticmethod
-    def _is_checkpoint(node: Node) -> bool:
-        return isinstance(node.content, dict) and "checkpoint" in node.content
 
     def list(
         self,
@@ -268,7 +221,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                 continue
             tip, nodes = saved
             for node in nodes:
-                if not self._is_checkpoint(node):
+                if not is_checkpoint(node):
                     continue
                 content = node.content
                 if ns is not None and content["checkpoint_ns"] != ns:
@@ -418,7 +371,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         if checkpoint_id is None:
             raise InvalidInput("put_writes needs the checkpoint the writes belong to (checkpoint_id)")
         branch = thread_branch(thread_id)
-        task_base = f"{branch}/{segment(ns)}/{segment(checkpoint_id)}/w/{segment(task_id)}"
+        task_base = f"{branch}/{segment(ns)}/{segment(checkpoint_id)}{WRITES}{segment(task_id)}"
         message = f"writes of task {task_id} for checkpoint {checkpoint_id}"
         with self._known.lock:
             for _ in range(_TRIES):
@@ -435,7 +388,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                         if tip
                         else set()
                     )
-                puts = self._write_nodes(task_base, writes, task_id, task_path, stored)
+                puts = write_nodes(self.serde.dumps_typed, task_base, writes, task_id, task_path, stored)
                 if not puts:
                     return
                 if tip is None:  # no checkpoint on this thread yet
@@ -455,34 +408,6 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
                 return
             self._known.forget([thread_id])  # many writers at once on one thread
             self._commit(branch, puts, message)
-
-    def _write_nodes(
-        self,
-        task_base: str,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str,
-        stored: set[str],
-    ) -> tuple[Node, ...]:
-        """The nodes of a task's writes, but for regular ones already stored (as LangGraph's savers)."""
-        puts: dict[str, Node] = {}  # by id: a special channel written twice keeps its last value
-        for position, (channel, value) in enumerate(writes):
-            idx = WRITES_IDX_MAP.get(channel, position)
-            node_id = f"{task_base}/{idx}"
-            if idx >= 0 and node_id in stored:
-                continue  # a regular write is stored once; a special one (error, interrupt) replaced
-            puts[node_id] = Node(
-                id=node_id,
-                content={
-                    "task_id": task_id,
-                    "task_path": task_path,
-                    "channel": channel,
-                    "idx": idx,
-                    "value": pack(self.serde.dumps_typed(value)),
-                },
-                provenance=Provenance(tool_call=task_path or task_id, source="langgraph"),
-            )
-        return tuple(puts.values())
 
     def _commit(self, branch: str, puts: Sequence[Node], message: str) -> CommitResult:
         try:
@@ -531,9 +456,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
             saved = self._saved(branch)
             if saved is None:
                 continue
-            doomed = {
-                node.id for node in saved[1] if self._is_checkpoint(node) and node.content["run_id"] in runs
-            }
+            doomed = {node.id for node in saved[1] if is_checkpoint(node) and node.content["run_id"] in runs}
             self._delete(branch, saved[1], doomed, f"delete the checkpoints of runs {sorted(runs)}")
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -547,18 +470,8 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
             saved = self._saved(branch)
             if saved is None:
                 continue
-            checkpoints = [node for node in saved[1] if self._is_checkpoint(node)]
-            keep: set[str] = set()
-            if strategy == "keep_latest":
-                latest: dict[str, Node] = {}
-                for node in checkpoints:
-                    ns = node.content["checkpoint_ns"]
-                    if (
-                        ns not in latest
-                        or node.content["checkpoint_id"] > latest[ns].content["checkpoint_id"]
-                    ):
-                        latest[ns] = node
-                keep = {node.id for node in latest.values()}
+            checkpoints = [node for node in saved[1] if is_checkpoint(node)]
+            keep = latest_of_each_namespace(checkpoints) if strategy == "keep_latest" else set()
             doomed = {node.id for node in checkpoints if node.id not in keep}
             self._delete(branch, saved[1], doomed, f"prune thread {thread_id} ({strategy})")
 
@@ -566,27 +479,9 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
         """Delete checkpoints with their writes; fix or drop the pointers that named them."""
         if not checkpoints:
             return
-        gone = [
-            node.id
-            for node in nodes
-            if node.id in checkpoints or any(node.id.startswith(c + "/") for c in checkpoints)
-        ]
-        remaining: dict[str, str] = {}  # namespace base id -> latest remaining checkpoint id
-        for node in nodes:
-            if self._is_checkpoint(node) and node.id not in checkpoints:
-                base = node.id.rsplit("/", 1)[0]
-                checkpoint_id = node.content["checkpoint_id"]
-                if base not in remaining or remaining[base] < checkpoint_id:
-                    remaining[base] = checkpoint_id
-        puts: list[Node] = []
-        for node in nodes:
-            if isinstance(node.content, dict) and set(node.content) == {"latest"}:
-                if node.id not in remaining:
-                    gone.append(node.id)
-                elif remaining[node.id] != node.content["latest"]:
-                    puts.append(Node(id=node.id, content={"latest": remaining[node.id]}))
+        puts, gone = removal(nodes, checkpoints)
         self.repo.commit(put=puts, delete=gone, branch=branch, message=message, author=self.author)
-        self._erase([node_id for node_id in gone if node_id in checkpoints or "/w/" in node_id], message)
+        self._erase([node_id for node_id in gone if node_id.split(WRITES, 1)[0] in checkpoints], message)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread: the target branch starts at the source's tip, then takes its own ids.
@@ -605,16 +500,7 @@ class MnemosyneSaver(BaseCheckpointSaver[str], AbstractContextManager["Mnemosyne
             raise InvalidInput(f"thread {target_thread_id!r} already has checkpoints: delete it first")
         tip, nodes = saved
         self.repo.branch(target, at=tip, author=self.author)
-        puts = [
-            Node(
-                id=target + node.id[len(source) :],
-                content={**node.content, "thread_id": target_thread_id}
-                if self._is_checkpoint(node)
-                else node.content,
-                provenance=node.provenance,
-            )
-            for node in nodes
-        ]
+        puts = copies(nodes, source, target, target_thread_id)
         self.repo.commit(
             put=puts,
             delete=[node.id for node in nodes],

@@ -14,9 +14,7 @@ import asyncio
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import msgspec
 from langgraph.store.base import (
@@ -56,7 +54,7 @@ from mnemosyne.integrations.langgraph.namespaces import (
     node_id,
     passes,
 )
-from mnemosyne.integrations.langgraph.opening import open_creating
+from mnemosyne.integrations.langgraph.opening import OwnsItsRepo
 
 META_KEY = "langgraph"
 """The key of a node's meta under which an item keeps its :class:`ItemMeta`."""
@@ -117,7 +115,7 @@ def _removed(version: Version) -> bool:
     return version.ended_by is not None and version.superseded_by is None
 
 
-class MnemosyneStore(BaseStore):
+class MnemosyneStore(OwnsItsRepo, BaseStore):
     """A LangGraph :class:`~langgraph.store.base.BaseStore` on a Mnemosyne repo.
 
     Each item is one node under ``langgraph-store/``; each batch's writes are one
@@ -177,35 +175,6 @@ class MnemosyneStore(BaseStore):
         if self._embedder is not None:
             repo.use_embedder(self._embedder)
         self.close_repo = close_repo
-
-    @classmethod
-    def from_path(cls, path: str | Path, *, tenant: str = "default", **kw: Any) -> MnemosyneStore:
-        """Open the store at ``path`` (created when absent); closing the store closes it.
-
-        Args:
-            path: the store directory.
-            tenant: the tenant to use (created when absent).
-            **kw: the keyword arguments of :class:`MnemosyneStore`.
-        """
-        repo = open_creating(path, tenant)
-        try:
-            return cls(repo, close_repo=True, **kw)
-        except BaseException:
-            repo.close()
-            raise
-
-    def close(self) -> None:
-        """Close the repo if the store owns it (:meth:`from_path` opened it)."""
-        if self.close_repo:
-            self.repo.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     # -- batches --------------------------------------------------------------
 
