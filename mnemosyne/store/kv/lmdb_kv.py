@@ -13,7 +13,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from typing import Any, ClassVar, TypeVar, cast
 
 import lmdb
@@ -22,6 +22,7 @@ from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, StorageFul
 from mnemosyne.store.kv import lmdb_rewrite
 from mnemosyne.store.kv.base import Space, WriteTxn, prefix_end
 from mnemosyne.store.kv.datafile import check_data_file
+from mnemosyne.store.kv.lmdb_gate import Gate
 from mnemosyne.store.kv.store_lock import StoreLock
 
 T = TypeVar("T")
@@ -31,78 +32,6 @@ DEFAULT_MAP_SIZE = 1 << 30
 
 DEFAULT_MAX_MAP_SIZE = 1 << 44
 """The map doubles on demand up to this size, then writes fail with StorageFull."""
-
-
-class _Gate:
-    """Lets transactions run together but alone with a map resize.
-
-    LMDB requires that no transaction of this process is open while the map size
-    changes; threads sharing a handle pass through this gate.
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._active = 0
-        self._resizing = False
-
-    @contextmanager
-    def shared(self) -> Iterator[None]:
-        self.enter()
-        try:
-            yield
-        finally:
-            self.leave()
-
-    def enter(self) -> None:
-        """Take a shared slot (waiting out a resize)."""
-        with self._cond:
-            while self._resizing:
-                self._cond.wait()
-            self._active += 1
-
-    def leave(self) -> None:
-        """Give a shared slot back."""
-        with self._cond:
-            self._active -= 1
-            if self._resizing:  # only a resize waits for the slots to empty
-                self._cond.notify_all()
-
-    @contextmanager
-    def released(self) -> Iterator[None]:
-        """Step out of a shared slot for the duration of the block."""
-        with self._cond:
-            self._active -= 1
-            self._cond.notify_all()
-        try:
-            yield
-        finally:
-            with self._cond:
-                while self._resizing:
-                    self._cond.wait()
-                self._active += 1
-
-    def idle_after_fork(self) -> bool:
-        """Whether no transaction was open when the process forked.
-
-        Read in the child alone, without the condition's lock: a thread the child
-        does not have may have held it.
-        """
-        return self._active == 0 and not self._resizing
-
-    @contextmanager
-    def exclusive(self) -> Iterator[None]:
-        with self._cond:
-            while self._resizing:
-                self._cond.wait()
-            self._resizing = True
-            while self._active:
-                self._cond.wait()
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._resizing = False
-                self._cond.notify_all()
 
 
 def _is_unwritable(exc: BaseException) -> bool:
@@ -261,7 +190,7 @@ class _Shared:
         self.readonly = readonly
         self.max_map_size = max_map_size
         self.users = 0
-        self.gate = _Gate()
+        self.gate = Gate()
         # This process's writers queue here, outside the gate, rather than inside it on
         # LMDB's writer lock: so a writer can always get the gate to itself to abort.
         self.writer = threading.RLock()
