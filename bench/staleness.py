@@ -15,8 +15,8 @@ value, beside the structured value, so the text recall indexes for the claim is 
 sentence itself (with the subject, predicate and value); ``facts`` answers with
 ``value["value"]``.
 
-The answers to four kinds of question come from a simple model of the trace in this
-file, not from the store: the value now; the value in force at a valid time T (as
+The answers to four kinds of question come from a simple model of the trace
+(``staleness_trace.py``), not from the store: the value now; the value in force at a valid time T (as
 known at the end); what the agent believed at a record time R (valid at R, as
 known at R); whether an erased fact can still be recalled. The systems:
 

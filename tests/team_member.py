@@ -20,11 +20,12 @@ What a member writes:
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
+
+from writer_proc import wait_for  # the go signal, as the concurrency test's writers wait for it
 
 from mnemosyne import Claim, Conflict, Node, RefConflict, Repo
 from mnemosyne.history.branches import Resolution
@@ -36,14 +37,6 @@ SYNC_EVERY = 10
 """Commits between two syncs."""
 
 STAMP_WIDTH = 6
-
-
-def wait_for(go_file: str) -> None:
-    deadline = time.monotonic() + 60
-    while not os.path.exists(go_file):
-        if time.monotonic() > deadline:
-            raise SystemExit("never got the go signal")
-        time.sleep(0.001)
 
 
 def settle(conflicts: Sequence[Conflict]) -> dict[str, Resolution]:
