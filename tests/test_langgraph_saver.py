@@ -521,3 +521,23 @@ def test_thread_ids_that_are_not_text_work_everywhere(saver: MnemosyneSaver) -> 
     saver.delete_thread(8)  # type: ignore[arg-type]
     assert saver.get_tuple({"configurable": {"thread_id": key}}) is None
     assert saver.get_tuple({"configurable": {"thread_id": "8"}}) is None
+
+
+@pytest.mark.parametrize("name", ["w", "t"])
+def test_prune_and_delete_for_runs_hold_for_a_thread_and_namespace_named_like_the_writes(
+    saver: MnemosyneSaver, name: str
+) -> None:
+    # A write's id is threads/T/NS/CP/w/TASK/IDX: a thread or namespace named "w" must not look like one.
+    stored = [_put(saver, name, {"n": i}, run_id=f"r{i}") for i in range(3)]
+    saver.put_writes(stored[0], [("n", 9)], "task")
+    for ns in ("w", ""):
+        config = {"configurable": {"thread_id": name, "checkpoint_ns": ns}}
+        checkpoint = empty_checkpoint()
+        saver.put(config, checkpoint, {"step": 0, "run_id": "r0"}, {})  # type: ignore[arg-type]
+    saver.delete_for_runs(["r0"])
+    listed = list(saver.list({"configurable": {"thread_id": name}}))
+    assert sorted(t.metadata["run_id"] for t in listed) == ["r1", "r2"]
+    saver.prune([name], strategy="keep_latest")
+    (kept,) = list(saver.list({"configurable": {"thread_id": name}}))
+    assert kept.config["configurable"]["checkpoint_id"] == stored[2]["configurable"]["checkpoint_id"]
+    assert kept.pending_writes == []

@@ -53,6 +53,7 @@ from mnemosyne.integrations.langgraph.thread_nodes import (
     copies,
     is_checkpoint,
     latest_of_each_namespace,
+    owner,
     removal,
     write_nodes,
 )
@@ -183,11 +184,10 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
     def _threads(self) -> list[str]:
         return [name for name in self.repo.branches() if name.startswith(BRANCH_PREFIX)]
 
-    def _saved(self, branch: str) -> tuple[Commit, list[Node]] | None:
+    def _saved(self, branch: str) -> tuple[str, list[Node]] | None:
         """A thread's tip and every node on it (checkpoints, pointers and writes), in id order."""
-        try:
-            tip = self.repo.resolve(branch)
-        except NotFound:
+        tip = self.repo.tip(branch)
+        if tip is None:
             return None
         return tip, list(self.repo.nodes(at=tip, prefix=branch + "/"))
 
@@ -214,14 +214,16 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         else:
             branches, ns, wanted_id = self._threads(), None, None
         before_id = get_checkpoint_id(before) if before is not None else None
-        found: list[tuple[str, dict[str, Any], Commit, str]] = []
+        found: list[tuple[str, dict[str, Any], str]] = []
+        writes: dict[str, list[dict[str, Any]]] = {}  # checkpoint node id -> its writes' contents
         for branch in branches:
             saved = self._saved(branch)
             if saved is None:
                 continue
-            tip, nodes = saved
-            for node in nodes:
+            for node in saved[1]:
                 if not is_checkpoint(node):
+                    if owner(node.id) != node.id:
+                        writes.setdefault(owner(node.id), []).append(node.content)
                     continue
                 content = node.content
                 if ns is not None and content["checkpoint_ns"] != ns:
@@ -230,14 +232,14 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
                     continue
                 if before_id and content["checkpoint_id"] >= before_id:
                     continue
-                found.append((content["checkpoint_id"], content, tip, node.id))
+                found.append((content["checkpoint_id"], content, node.id))
         found.sort(key=lambda item: item[0], reverse=True)
-        for _, content, tip, node_id in found:
+        for _, content, node_id in found:
             if filter:
                 metadata = self.serde.loads_typed(unpack(content["metadata"]))
                 if not all(metadata.get(key) == value for key, value in filter.items()):
                     continue
-            yield self._tuple(content, list(self._writes(tip, node_id).values()))
+            yield self._tuple(content, writes.get(node_id, []))
             if limit is not None:
                 limit -= 1
                 if limit <= 0:
@@ -413,7 +415,7 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         try:
             return self.repo.commit(put=puts, branch=branch, message=message, author=self.author)
         except NotFound:
-            if self._tip_of(branch) is not None:
+            if self.repo.tip(branch) is not None:
                 raise
             # A thread's first commit starts its branch (a commit never creates one by itself).
             try:
@@ -421,12 +423,6 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
             except InvalidInput:
                 pass  # LangGraph saves from worker threads: another started it; else the commit says why
             return self.repo.commit(put=puts, branch=branch, message=message, author=self.author)
-
-    def _tip_of(self, branch: str) -> Commit | None:
-        try:
-            return self.repo.resolve(branch)
-        except NotFound:
-            return None
 
     # -- deleting and copying --------------------------------------------------------
 
@@ -481,7 +477,7 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
             return
         puts, gone = removal(nodes, checkpoints)
         self.repo.commit(put=puts, delete=gone, branch=branch, message=message, author=self.author)
-        self._erase([node_id for node_id in gone if node_id.split(WRITES, 1)[0] in checkpoints], message)
+        self._erase([node_id for node_id in gone if owner(node_id) in checkpoints], message)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread: the target branch starts at the source's tip, then takes its own ids.
@@ -496,7 +492,7 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         if saved is None:
             return
         target = thread_branch(target_thread_id)
-        if self._tip_of(target) is not None:
+        if self.repo.tip(target) is not None:
             raise InvalidInput(f"thread {target_thread_id!r} already has checkpoints: delete it first")
         tip, nodes = saved
         self.repo.branch(target, at=tip, author=self.author)

@@ -50,6 +50,16 @@ def checkpoint_tuple(
     )
 
 
+def owner(node_id: str) -> str:
+    """The checkpoint node id ``node_id`` belongs to: its own, or a pending write's checkpoint's.
+
+    A write's id is ``threads/T/NS/CP/w/TASK/IDX``: seven segments, none holding a
+    ``/``. Counted, not searched for ``/w/``: a thread or namespace named ``w`` puts
+    ``/w/`` inside a checkpoint's own id.
+    """
+    return node_id.rsplit("/", 3)[0] if node_id.count("/") == 6 else node_id
+
+
 def is_checkpoint(node: Node) -> bool:
     """Whether ``node`` is a checkpoint (not a pointer or a pending write)."""
     return isinstance(node.content, dict) and "checkpoint" in node.content
@@ -105,7 +115,7 @@ def removal(nodes: Sequence[Node], checkpoints: set[str]) -> tuple[list[Node], l
     A pointer that named a removed checkpoint moves to the latest one left in its
     namespace, or goes with the last one.
     """
-    gone = [node.id for node in nodes if node.id.split(WRITES, 1)[0] in checkpoints]
+    gone = [node.id for node in nodes if owner(node.id) in checkpoints]
     remaining: dict[str, str] = {}  # namespace base id -> latest remaining checkpoint id
     for node in nodes:
         if is_checkpoint(node) and node.id not in checkpoints:
