@@ -196,13 +196,14 @@ def _plan(source: View, have: View, tips: list[bytes], thorough: bool = False) -
     queued: set[bytes] = set()
     objects: list[bytes] = []
     seen: set[bytes] | None = set() if thorough else None
+    theirs = {key for key, _ in have.objects.redactions(have.txn)}  # erased there: never sent
 
     def lacks(oid: bytes) -> bool:
         return oid not in queued and not have.objects.contains(have.txn, oid)
 
     for oid in commits:
         commit = source.commit(oid)
-        _plan_tree(source, have, commit.tree, lacks, queued, objects, seen)
+        _plan_tree(source, theirs, commit.tree, lacks, queued, objects, seen)
         for record in commit.contradictions:
             if lacks(record):
                 _require(source, record)
@@ -211,14 +212,13 @@ def _plan(source: View, have: View, tips: list[bytes], thorough: bool = False) -
         if lacks(oid):
             queued.add(oid)
             objects.append(oid)
-    theirs = {key for key, _ in have.objects.redactions(have.txn)}
     redactions = [(key, data) for key, data in source.objects.redactions(source.txn) if key not in theirs]
     return Plan(commits, objects, redactions)
 
 
 def _plan_tree(
     source: View,
-    have: View,
+    erased_there: set[bytes],
     root: bytes,
     lacks: Callable[[bytes], bool],
     queued: set[bytes],
@@ -226,6 +226,9 @@ def _plan_tree(
     seen: set[bytes] | None = None,
 ) -> None:
     """Queue the chunks and nodes of a tree the receiver lacks, children first.
+
+    Nodes the receiver erased (``erased_there``: the ids of its redaction records)
+    are never sent back.
 
     A chunk the receiver has is taken to have everything below it, unless ``seen``
     is given (a thorough plan): then what is below it is checked too, once.
@@ -248,7 +251,7 @@ def _plan_tree(
             stack.extend((child, False) for child in chunk.values)
             continue
         for node in chunk.values:
-            if not lacks(node) or have.objects.redaction(have.txn, node) is not None:
+            if not lacks(node) or node in erased_there:
                 continue  # stored there, or erased there: never sent back
             if not source.objects.contains(source.txn, node):
                 if source.objects.redaction(source.txn, node) is not None:
