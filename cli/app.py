@@ -17,6 +17,7 @@ from typer import core as typer_core
 from typer.core import TyperGroup
 
 from mnemosyne import MnemoError, __version__
+from mnemosyne.errors import one_line
 
 from . import exits
 from .render import note
@@ -65,12 +66,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 Built on demand: an agent that shells out to ``mnemo show`` pays for ``show``
 only, not for importing and introspecting every command.
 """
-
-
-def one_line(error: BaseException) -> str:
-    """An error's message on a single line (its class name when it has none)."""
-    parts = [part.strip() for part in str(error).splitlines() if part.strip()]
-    return "; ".join(parts) or type(error).__name__
 
 
 # Newer Typer releases carry their own copy of Click; take the exceptions its parser raises.

@@ -45,3 +45,9 @@ class CorruptObject(MnemoError):
 
 class StorageFull(MnemoError):
     """The disk or the storage map cannot grow to hold the write; nothing was written."""
+
+
+def one_line(error: BaseException) -> str:
+    """An error's message on a single line (its class name when it has none), as every face reports it."""
+    parts = [part.strip() for part in str(error).splitlines() if part.strip()]
+    return "; ".join(parts) or type(error).__name__

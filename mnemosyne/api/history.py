@@ -146,8 +146,7 @@ class History:
         """The work of :meth:`Repo.log`."""
         if node is not None:
             check_id(node)
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise InvalidInput("limit must be a non-negative integer")
+        _check_limit(limit)
         when = as_time(as_of, "as_of")
         handle = self._handle
         with handle.read() as view:
@@ -166,8 +165,7 @@ class History:
     def history(self, node_id: str, at: Rev | None, limit: int | None = None) -> list[Version]:
         """The work of :meth:`Repo.history`."""
         check_id(node_id)
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise InvalidInput("limit must be a non-negative integer")
+        _check_limit(limit)
         handle = self._handle
         with handle.read() as view:
             tip = handle.tip(view, at, None)
@@ -263,3 +261,8 @@ class History:
 
 def _iterable(*values: object) -> bool:
     return all(isinstance(value, Iterable) for value in values)
+
+
+def _check_limit(limit: object) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InvalidInput("limit must be a non-negative integer")

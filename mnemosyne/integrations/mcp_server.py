@@ -35,6 +35,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field, ValidationError, WithJsonSchema
 
 from mnemosyne import InvalidInput, MnemoError, NotFound, Repo, __version__
+from mnemosyne.errors import one_line
 from mnemosyne.integrations.mcp_results import (
     BlameJSON,
     CommitResultJSON,
@@ -304,12 +305,6 @@ def reported() -> Iterator[None]:
         raise ToolError(one_line(error)) from None
     except Exception as error:
         raise ToolError(f"{type(error).__name__}: {one_line(error)}") from None
-
-
-def one_line(error: BaseException) -> str:
-    """An error's message on a single line (its class name when it has none)."""
-    parts = [part.strip() for part in str(error).splitlines() if part.strip()]
-    return "; ".join(parts) or type(error).__name__
 
 
 def tool_call(tool: str, ctx: Context) -> str:
