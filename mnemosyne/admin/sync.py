@@ -37,10 +37,9 @@ from typing import TypeVar
 
 from mnemosyne.admin.erase import erase
 from mnemosyne.errors import CorruptObject, InvalidInput, NotFound
-from mnemosyne.index.build import index_commit, reindex
+from mnemosyne.index.build import commit_changes, index_commit, reindex
 from mnemosyne.index.view import Stores, View, WriteView
 from mnemosyne.model import codec
-from mnemosyne.model.objects import CommitObject
 from mnemosyne.store.kv.base import KV, WriteTxn
 from mnemosyne.store.objects import decode_redaction
 
@@ -336,7 +335,7 @@ def _index(view: WriteView, commits: list[bytes]) -> int:
             raise NotFound(
                 f"commit {oid.hex()[:12]} went missing during the transfer (a gc ran?); run it again"
             ) from None
-        changes = _changes(view, commit)
+        changes = commit_changes(view, commit)
         index_commit(view, oid, commit, changes, {})
         view.stores.queue.add(
             view.txn,
@@ -344,9 +343,3 @@ def _index(view: WriteView, commits: list[bytes]) -> int:
         )
         count += 1
     return count
-
-
-def _changes(view: View, commit: CommitObject) -> list[tuple[str, bytes | None, bytes | None]]:
-    if commit.parents:
-        return list(view.tree.diff(view.commit(commit.parents[0]).tree, commit.tree))
-    return [(key, None, value) for key, value in view.tree.items(commit.tree)]

@@ -9,6 +9,7 @@ from mnemosyne.api.handle import Handle
 from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.history import queries, walk
 from mnemosyne.history.revisions import Rev, resolve
+from mnemosyne.index.build import tree_changes
 from mnemosyne.index.view import WriteView
 from mnemosyne.model.choices import CLAIM_POLICIES, ClaimPolicy
 from mnemosyne.model.objects import Commit, Node
@@ -192,11 +193,7 @@ class History:
             oid_a = resolve(view, a, as_of=when) if a is not None else None
             oid_b = resolve(view, b, as_of=when)
             tree_b = view.commit(oid_b).tree
-            changed: Iterable[tuple[str, bytes | None, bytes | None]] = (
-                view.tree.diff(view.commit(oid_a).tree, tree_b)
-                if oid_a is not None
-                else ((key, None, value) for key, value in view.tree.items(tree_b))
-            )
+            changed = tree_changes(view, view.commit(oid_a).tree if oid_a is not None else None, tree_b)
             added: list[Change] = []
             removed: list[Change] = []
             modified: list[Change] = []

@@ -17,6 +17,7 @@ from mnemosyne.index.view import Stores, View, WriteView
 from mnemosyne.model.objects import CommitObject, ContradictionObject, Node
 from mnemosyne.store.kv.base import WriteTxn
 from mnemosyne.store.kv.overlay import Overlay
+from mnemosyne.store.prolly import Change
 
 
 def still_open(view: View, tree: bytes, oid: bytes) -> bool:
@@ -116,6 +117,18 @@ class Rebuilt:
         return missing, extra, differ
 
 
+def tree_changes(view: View, old_tree: bytes | None, new_tree: bytes) -> list[Change]:
+    """``(id, old value, new value)`` of every id that differs; from no tree (None), every id added."""
+    if old_tree is None:
+        return [(key, None, value) for key, value in view.tree.items(new_tree)]
+    return list(view.tree.diff(old_tree, new_tree))
+
+
+def commit_changes(view: View, commit: CommitObject) -> list[Change]:
+    """What ``commit`` changed against its first parent (a root commit: everything in it)."""
+    return tree_changes(view, view.commit(commit.parents[0]).tree if commit.parents else None, commit.tree)
+
+
 def rebuild(view: View, claims_possible: bool = True) -> Rebuilt:
     """Rebuild the derived indexes of the reachable commits without touching the store."""
     from mnemosyne.store.kv.memory import MemoryKV  # scratch space: only rebuilds need it
@@ -128,11 +141,7 @@ def rebuild(view: View, claims_possible: bool = True) -> Rebuilt:
         target = WriteView(Stores(stores.scope), Overlay(txn, view.txn))
         for oid in order:
             commit = view.commit(oid)
-            if commit.parents:
-                changes = list(view.tree.diff(view.commit(commit.parents[0]).tree, commit.tree))
-            else:
-                changes = [(key, None, value) for key, value in view.tree.items(commit.tree)]
-            index_commit(target, oid, commit, changes, {}, claims_possible)
+            index_commit(target, oid, commit, commit_changes(view, commit), {}, claims_possible)
         made = Stores(stores.scope).objects
         return Rebuilt(target.graph.entries(txn), target.changes.entries(txn), dict(made.scan(txn)))
 
