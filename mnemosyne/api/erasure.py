@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 
@@ -14,7 +13,7 @@ from mnemosyne.api.handle import Handle
 from mnemosyne.errors import InvalidInput
 from mnemosyne.model.objects import Redaction
 from mnemosyne.model.reports import CompactReport, ForgetReport, GcReport
-from mnemosyne.model.validation import check_id
+from mnemosyne.model.validation import check_id, is_full_hash
 
 
 class Erasure:
@@ -41,12 +40,12 @@ class Erasure:
         """The work of :meth:`Repo.redactions`."""
         wanted = list(hashes) if not isinstance(hashes, str) else [hashes]
         for value in wanted:
-            if not isinstance(value, str) or not _HASH.fullmatch(value):
+            if not is_full_hash(value):
                 raise InvalidInput(f"{value!r} is not a version's hash (64 hex digits)")
         found: dict[str, Redaction] = {}
         with self._handle.read() as view:
             for value in wanted:
-                record = view.objects.redaction(view.txn, bytes.fromhex(value))
+                record = view.objects.redaction(view.txn, bytes.fromhex(value))  # either case
                 if record is not None:
                     found[value] = record
         return found
@@ -79,9 +78,6 @@ class Erasure:
                 file_bytes_after=done.file_bytes_after,
             )
         return report
-
-
-_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 def _check_reason(reason: object) -> None:

@@ -16,12 +16,12 @@ from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.index.view import View
 from mnemosyne.model.objects import Commit, CommitObject
 from mnemosyne.model.times import parse_time
+from mnemosyne.model.validation import is_full_hash
 from mnemosyne.store.refs import BRANCH_PREFIX, HEAD, REMOTE_PREFIX
 
 Rev = str | Commit
 """A revision as a caller may give it: its text, or a :class:`Commit` (from ``resolve``, ``log``, …)."""
 
-_FULL_ID = re.compile(r"[0-9a-fA-F]{64}")
 _REV = re.compile(r"(?P<base>[^~^@{}]+)(?:@\{(?P<time>[^}]*)\})?(?P<ops>(?:[~^][0-9]*)*)")
 _OP = re.compile(r"([~^])([0-9]*)")
 _HEX = re.compile(r"[0-9a-f]{4,64}")
@@ -61,7 +61,7 @@ def resolve(view: View, rev: Rev, as_of: datetime | None = None) -> bytes:
     if isinstance(rev, Commit):
         if as_of is not None:
             raise InvalidInput("an as-of time needs a branch name or HEAD, not a commit")
-        if not isinstance(rev.id, str) or not _FULL_ID.fullmatch(rev.id):
+        if not is_full_hash(rev.id):
             raise InvalidInput(f"{rev.id!r} is not a commit id (64 hex digits)")
         oid = bytes.fromhex(rev.id)
         view.commit(oid)  # a commit of another store or tenant is not found here

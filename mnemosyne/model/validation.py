@@ -24,6 +24,12 @@ MAX_NODE_BYTES = 16 * 1024 * 1024
 _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_FULL_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+def is_full_hash(text: object) -> bool:
+    """Whether ``text`` is an object's whole id as text: 64 hex digits (either case)."""
+    return isinstance(text, str) and _FULL_HASH.fullmatch(text.lower()) is not None
 
 
 def check_id(node_id: object) -> str:
