@@ -5,6 +5,11 @@ from __future__ import annotations
 import pytest
 
 from mnemosyne import InvalidInput, Node, Repo
+from mnemosyne.store.objects import ObjectStore
+
+
+def _no_commit_read(*args: object) -> None:
+    raise AssertionError("a commit read")
 
 
 def test_tip_follows_the_branch_without_reading_the_commit() -> None:
@@ -18,6 +23,11 @@ def test_tip_follows_the_branch_without_reading_the_commit() -> None:
         assert (repo.tip("main"), repo.tip("side")) == (first.id, second.id)
         repo.reset("side", first.id)
         assert repo.tip("side") == first.id
+        with pytest.MonkeyPatch.context() as patch:  # a tip is read without reading a commit
+            patch.setattr(ObjectStore, "commit", _no_commit_read)
+            assert repo.tip("main") == first.id
+            with pytest.raises(AssertionError, match="commit read"):
+                repo.resolve("main")  # the patch is in force
         with pytest.raises(InvalidInput, match="not a valid branch name"):
             repo.tip("../x")
 
