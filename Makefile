@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint types unit bench clean
+.PHONY: demo test lint types unit bench bench-large clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ test: lint types unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py --out bench/results.md
+
+# A million memories beside 100k, in one run (~2 minutes, ~3 GB of disk in /tmp).
+bench-large: $(STAMP)
+	$(BIN)/python bench/large.py --out bench/results-large.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -3,7 +3,8 @@
 Bytes are verified against their hash every time they come back from storage,
 so a corrupt object raises :class:`CorruptObject` instead of returning wrong
 data. Decoded tree chunks and commits (immutable, small, read again and again)
-are kept in a bounded cache; nodes are not, so erased bytes never linger here.
+are kept in a cache bounded in entries and in bytes; nodes are not, so erased
+bytes never linger here.
 
 The store owns two keyspaces: ``objects`` (scope · 32-byte id → the stored
 bytes) and ``redactions`` (scope · 32-byte id → the ``redaction@1`` record of an
@@ -24,6 +25,12 @@ from mnemosyne.model.validation import MAX_NODE_BYTES, check_node_size
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
 
 CACHE_ENTRIES = 65536
+"""Decoded chunks and commits a handle keeps at most."""
+CACHE_BYTES = 32 << 20
+"""Stored bytes of the chunks and commits a handle keeps at most. Decoded, they take
+about three times that: a 100k-node tree (~7 MiB of chunks) fits whole, while
+reading a 1M-node one (~70 MiB) grows a handle by ~100 MB, not ~200 MB (and
+larger trees by no more, where 65,536 chunks came to ~330 MB)."""
 _redaction_encoder = msgspec.msgpack.Encoder()
 _redaction_decoder = msgspec.msgpack.Decoder(Redaction)
 
@@ -51,6 +58,8 @@ class ObjectStore:
     def __init__(self, scope: bytes) -> None:
         self.scope = scope
         self._cache: dict[bytes, StoredObject] = {}
+        self._sizes: dict[bytes, int] = {}  # stored size of each cached object
+        self._cached_bytes = 0
 
     # -- reading --------------------------------------------------------------------
 
@@ -91,7 +100,7 @@ class ObjectStore:
         if isinstance(obj, Node):
             obj.__dict__["hash"] = oid.hex()
         else:
-            self._remember(oid, obj)
+            self._remember(oid, obj, len(data))
         return obj
 
     def chunk(self, txn: ReadTxn, oid: bytes) -> TreeChunk:
@@ -136,7 +145,7 @@ class ObjectStore:
         data = codec.encode(obj)
         oid = ObjectId(codec.object_id(data))
         txn.put(Space.OBJECTS, self.scope + oid, data, overwrite=False)
-        self._remember(oid, obj)
+        self._remember(oid, obj, len(data))
         return oid
 
     def put_nodes(self, txn: WriteTxn, nodes: list[Node]) -> list[ObjectId]:
@@ -178,7 +187,7 @@ class ObjectStore:
     def remove(self, txn: WriteTxn, oid: bytes) -> None:
         """Delete an unreachable object (garbage collection)."""
         txn.delete(Space.OBJECTS, self.scope + oid)
-        self._cache.pop(oid, None)
+        self._forget(oid)
 
     # -- erasure --------------------------------------------------------------------
 
@@ -205,7 +214,7 @@ class ObjectStore:
         the one kept is returned.
         """
         txn.delete(Space.OBJECTS, self.scope + oid)
-        self._cache.pop(oid, None)
+        self._forget(oid)
         if not txn.put(
             Space.REDACTIONS, self.scope + oid, _redaction_encoder.encode(record), overwrite=False
         ):
@@ -218,10 +227,28 @@ class ObjectStore:
         """Store a checked redaction record (a restore); False when one is there."""
         return txn.put(Space.REDACTIONS, self.scope + oid, data, overwrite=False)
 
-    def _remember(self, oid: bytes, obj: StoredObject) -> None:
-        cache = self._cache
-        if len(cache) >= CACHE_ENTRIES:
-            # Drop the oldest quarter: cheaper than LRU bookkeeping on every hit.
-            for stale in list(cache)[: CACHE_ENTRIES // 4]:
+    def _remember(self, oid: bytes, obj: StoredObject, size: int) -> None:
+        cache, sizes = self._cache, self._sizes
+        if len(cache) >= CACHE_ENTRIES or self._cached_bytes + size > CACHE_BYTES:
+            # Drop a quarter, oldest first: cheaper than LRU bookkeeping on every hit.
+            # Inner chunks stay (every read passes through them, and there are about
+            # a twentieth as many as leaves), unless nothing else is left to drop.
+            quarter = max(1, len(cache) // 4)
+            oldest = list(cache)[: 2 * quarter]
+            doomed = [key for key in oldest if not getattr(cache.get(key), "level", 0)][:quarter]
+            for stale in doomed or oldest[:quarter]:
                 cache.pop(stale, None)  # another thread may be evicting the same entries
+                sizes.pop(stale, None)
+            # Summed afresh, not decremented: threads filling the cache at once may
+            # have raced on the running total.
+            self._cached_bytes = sum(list(sizes.values()))
         cache[oid] = obj
+        if sizes.get(oid) is None:
+            sizes[oid] = size
+            self._cached_bytes += size
+
+    def _forget(self, oid: bytes) -> None:
+        self._cache.pop(oid, None)
+        size = self._sizes.pop(oid, None)
+        if size is not None:
+            self._cached_bytes -= size
