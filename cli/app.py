@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("cmd_store", "init"),
     "commit": ("cmd_store", "commit"),
     "rm": ("cmd_store", "rm"),
+    "verify": ("cmd_store", "verify"),
     "show": ("cmd_read", "show"),
     "ls": ("cmd_read", "ls"),
     "log": ("cmd_read", "log"),

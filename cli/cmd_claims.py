@@ -13,7 +13,7 @@ import typer
 from mnemosyne import Claim, Node
 
 from .render import claim_text, compact, emit, provenance_text, say, short, when
-from .state import AsOfOpt, AtOpt, state, time_or_none
+from .state import AsOfOpt, AtOpt, VerifiedWithinOpt, state, time_or_none, window_or_none
 
 SubjectArg = Annotated[str, typer.Argument(metavar="SUBJECT", help="Whom or what the claims are about.")]
 
@@ -38,6 +38,7 @@ def facts(
     ] = None,
     as_of: AsOfOpt = None,
     at: AtOpt = None,
+    verified_within: VerifiedWithinOpt = None,
 ) -> None:
     """Show the claims on SUBJECT in force at a valid time.
 
@@ -48,7 +49,8 @@ def facts(
 
     Human output: predicate = value, valid interval, id, short hash, provenance.
     JSON Lines: one fact each: {"id", "node", "commit", "effective_from",
-    "effective_to", "supersedes"}, "commit" the commit that recorded it.
+    "effective_to", "supersedes", "confirmed_at"}, "commit" the commit that
+    recorded it, "confirmed_at" when it was last confirmed (written or verified).
 
     \b
     Example:
@@ -56,7 +58,14 @@ def facts(
     """  # noqa: D301 (\b keeps Click from rewrapping the next paragraph)
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
-    found = repo.facts(subject, predicate, valid_at=time_or_none(valid_at), as_of=time_or_none(as_of), at=at)
+    found = repo.facts(
+        subject,
+        predicate,
+        valid_at=time_or_none(valid_at),
+        as_of=time_or_none(as_of),
+        at=at,
+        verified_within=window_or_none(verified_within),
+    )
     for fact in found:
         if settings.json:
             emit(fact)

@@ -148,9 +148,11 @@ def history(ctx: typer.Context, node_id: IdArg, at: AtOpt = None) -> None:
     its expires_at), superseded (a later version replaced it), deleted (the id
     was removed after it) or redacted (its content was erased with 'mnemo
     forget'; JSON "node" is null and "redaction" says who erased it, when and why).
+    A version re-confirmed with 'mnemo verify' shows when and by whom it last was.
 
     JSON Lines: one version each: {"id", "hash", "node", "commit", "status",
-    "ended_by", "superseded_by", "redaction"}.
+    "ended_by", "superseded_by", "redaction", "verified"} ("verified": the last
+    verification commit, or null).
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
@@ -163,9 +165,13 @@ def history(ctx: typer.Context, node_id: IdArg, at: AtOpt = None) -> None:
         else:
             commit = version.commit
             erased = f"  ({erasure_text(version.redaction)})" if version.node is None else ""
+            checked = version.verified
+            confirmed = (
+                f"  (verified {when(checked.record_time)} by {checked.author})" if checked is not None else ""
+            )
             say(
                 f"{short(version.hash)}  {version.status:<10}  {short(commit.id)}  "
-                f"{when(commit.record_time)}  {commit.author}  {summary(commit.message)}{erased}"
+                f"{when(commit.record_time)}  {commit.author}  {summary(commit.message)}{erased}{confirmed}"
             )
 
 
@@ -176,8 +182,11 @@ def blame(ctx: typer.Context, node_id: IdArg, at: AtOpt = None) -> None:
     commit that wrote it. When that version's content was erased ('mnemo
     forget'), the commit is still shown and the content is marked erased
     (JSON: "node" null, "redacted" true, "lines" empty, "redaction" the record).
+    When the version was re-confirmed since ('mnemo verify'), the last
+    verification is shown too.
 
-    JSON: {"id", "hash", "node", "commit", "lines", "redacted", "redaction"}.
+    JSON: {"id", "hash", "node", "commit", "lines", "redacted", "redaction",
+    "verified"}.
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)

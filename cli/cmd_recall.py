@@ -29,7 +29,16 @@ from mnemosyne.model.defaults import CONTEXT_BUDGET, CONTEXT_K, SEARCH_K
 from mnemosyne.model.defaults import SETTINGS as KEYS
 
 from .render import emit, note, preview, provenance_text, say, short, when
-from .state import EMBEDDER_ENV, AsOfOpt, AtOpt, state, time_or_none, writable
+from .state import (
+    EMBEDDER_ENV,
+    AsOfOpt,
+    AtOpt,
+    VerifiedWithinOpt,
+    state,
+    time_or_none,
+    window_or_none,
+    writable,
+)
 
 QueryArg = Annotated[str, typer.Argument(metavar="QUERY", help="What to recall, in words.")]
 PrefixOpt = Annotated[
@@ -53,6 +62,26 @@ RunIdOpt = Annotated[
         "--run-id",
         metavar="ID",
         help="Record the versions returned in the read log under ID (list them with 'mnemo reads ID').",
+        show_default=False,
+    ),
+]
+AllowedForOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--allowed-for",
+        metavar="USE",
+        help="Only memories that may serve USE: those whose meta allowed_for lists it, and those "
+        "without the list (unless recall.require_allowed_for is true).",
+        show_default=False,
+    ),
+]
+MaxSensitivityOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--max-sensitivity",
+        metavar="LEVEL",
+        help="Only memories at most this sensitive, on the scale recall.sensitivity_levels "
+        "(public, internal, personal, restricted); unlabeled ones count as recall.unlabeled_sensitivity.",
         show_default=False,
     ),
 ]
@@ -89,6 +118,9 @@ def search(
         typer.Option("--mode", help="Rank by words and meaning, by words only, or by meaning only."),
     ] = "hybrid",
     run_id: RunIdOpt = None,
+    allowed_for: AllowedForOpt = None,
+    max_sensitivity: MaxSensitivityOpt = None,
+    verified_within: VerifiedWithinOpt = None,
 ) -> None:
     """Recall memories by words and meaning from one snapshot (default: HEAD).
 
@@ -103,12 +135,14 @@ def search(
     (nothing new is indexed or recorded).
 
     Human output: score, id, short hash, a glimpse of the content, provenance.
-    JSON Lines: {"id", "hash", "node", "score", "lexical_rank", "semantic_rank"}.
+    JSON Lines: {"id", "hash", "node", "score", "lexical_rank", "semantic_rank",
+    "confirmed_at"} ("confirmed_at": when the version was last written or verified).
 
     \b
     Examples:
       mnemo search "passport deadline" -k 5 --prefix users/mira/
       mnemo search visa --kind claim --valid-at 2026-07-01 --meta sensitivity=personal
+      mnemo search diet --allowed-for support --max-sensitivity internal --verified-within 30d
     """  # noqa: D301 (\b keeps Click from rewrapping the examples)
     settings = state(ctx)
     wanted = parse_meta(meta or [])
@@ -124,6 +158,9 @@ def search(
         meta=wanted or None,
         mode=mode,
         run_id=run_id,
+        allowed_for=allowed_for,
+        max_sensitivity=max_sensitivity,
+        verified_within=window_or_none(verified_within),
     )
     if settings.json:
         for hit in hits:
@@ -184,6 +221,9 @@ def context(
     as_of: AsOfOpt = None,
     valid_at: ValidAtOpt = None,
     run_id: RunIdOpt = None,
+    allowed_for: AllowedForOpt = None,
+    max_sensitivity: MaxSensitivityOpt = None,
+    verified_within: VerifiedWithinOpt = None,
 ) -> None:
     """Print the best memories for QUERY that fit a token budget, each cited as [id@hash7].
 
@@ -191,10 +231,11 @@ def context(
     memory too big for what is left is skipped. Prints the text to
     put in a prompt on stdout, one memory per line, and a summary (tokens used
     of the budget, memories) on stderr. With --run-id, the memories included
-    are recorded in the read log.
+    are recorded in the read log. --allowed-for, --max-sensitivity and
+    --verified-within filter as for 'mnemo search'.
 
     JSON: {"query", "budget_tokens", "tokens",
-    "items": [{"id", "hash", "text", "tokens", "score", "claim_in_force"}]}.
+    "items": [{"id", "hash", "text", "tokens", "score", "claim_in_force", "confirmed_at"}]}.
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly=not writable(settings.store_path()), embeds=True)
@@ -207,6 +248,9 @@ def context(
         prefix=prefix,
         valid_at=time_or_none(valid_at),
         run_id=run_id,
+        allowed_for=allowed_for,
+        max_sensitivity=max_sensitivity,
+        verified_within=window_or_none(verified_within),
     )
     if settings.json:
         emit(built)

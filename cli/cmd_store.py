@@ -1,4 +1,4 @@
-"""Commands that create a store and write to it: ``init``, ``commit``, ``rm``."""
+"""Commands that create a store and write to it: ``init``, ``commit``, ``rm``, ``verify``."""
 
 import sys
 from pathlib import Path
@@ -157,6 +157,49 @@ def rm(
         delete=ids, message=message, author=author_or_default(author), branch=branch, parent=parent
     )
     report(settings, made, branch or repo.head)
+
+
+def verify(
+    ctx: typer.Context,
+    ids: Annotated[list[str], typer.Argument(metavar="ID...", help="The ids to verify.", show_default=False)],
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            metavar="NAME",
+            envvar="MNEMO_AUTHOR",
+            help="Who confirmed them (default: $MNEMO_AUTHOR, else your user name).",
+            show_default=False,
+        ),
+    ] = None,
+    note: Annotated[
+        str | None,
+        typer.Option("--note", metavar="TEXT", help="How or why (the commit message).", show_default=False),
+    ] = None,
+    branch: BranchOpt = None,
+) -> None:
+    """Record that the current versions of ids were re-confirmed, without a new version.
+
+    One commit whose snapshot is the tip's: no memory and no hash changes. Its
+    record time is when they were last confirmed, which 'mnemo history',
+    'mnemo blame', and --verified-within on search, context and facts read.
+    An id not in the branch fails (exit 3) and nothing is written.
+
+    JSON: the commit, with "verified" (the ids).
+
+    \b
+    Example:
+      mnemo verify users/mira/diet --by support-agent --note "she confirmed it on the call"
+    """  # noqa: D301 (\b keeps Click from rewrapping the example)
+    settings = state(ctx)
+    repo = settings.open(ctx)
+    made = repo.verify(*ids, by=author_or_default(by), note=note, branch=branch)
+    if settings.json:
+        emit(made)
+        return
+    say(f"[{branch or repo.head} {short(made.id)}] {summary(made.message)}")
+    for node_id in made.verified:
+        say(f" = {node_id}")
 
 
 def report(settings: State, made: CommitResult, branch: str) -> None:

@@ -160,6 +160,9 @@ def blame_text(found: Blame) -> list[str]:
         ("message", summary(commit.message)),
         ("provenance", provenance_text(node.provenance) if node is not None else REDACTED),
     ]
+    if found.verified is not None:
+        checked = found.verified
+        header.append(("verified", f"{when(checked.record_time)} by {checked.author} ({short(checked.id)})"))
     lines = [f"{name + ':':<12}{value}" for name, value in header]
     lines.append("")
     if node is None:

@@ -7,7 +7,7 @@ Only the CLI reads the environment (``MNEMO_DIR``, ``MNEMO_AUTHOR``,
 import getpass
 import os
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +16,7 @@ import typer
 from mnemosyne import InvalidInput, MnemoError, NotFound, Repo, parse_time
 from mnemosyne.api.store import postgres_url
 from mnemosyne.model.defaults import DEFAULT_AUTHOR, DEFAULT_TENANT
+from mnemosyne.model.times import parse_duration
 
 STORE_DIR = ".mnemo"
 """The directory name looked for upward from the current directory."""
@@ -46,6 +47,22 @@ AsOfOpt = Annotated[
         show_default=False,
     ),
 ]
+
+VerifiedWithinOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--verified-within",
+        metavar="DURATION",
+        help="Leave out memories last confirmed (written, or re-confirmed with 'mnemo verify') longer "
+        "ago than DURATION before --as-of, else now: 30d, 12h, 90m, 1d12h.",
+        show_default=False,
+    ),
+]
+
+
+def window_or_none(text: str | None) -> timedelta | None:
+    """Parse an optional ``--verified-within`` duration."""
+    return parse_duration(text, "--verified-within") if text is not None else None
 
 
 def as_location(text: str | None) -> Path | str | None:

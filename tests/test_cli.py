@@ -22,10 +22,12 @@ pytestmark = pytest.mark.usefixtures("clean_cli_env")
 
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
 PROVENANCE_KEYS = ["agent_step", "observation", "tool_call", "source"]
-COMMIT_KEYS = ["id", "tree", "parents", "record_time", "author", "message", "meta"]
+COMMIT_KEYS = ["id", "tree", "parents", "record_time", "author", "message", "meta", "verified"]
 COMMIT_RESULT_KEYS = [*COMMIT_KEYS, "put_ids", "deleted_ids", "created"]
-VERSION_KEYS = ["id", "hash", "node", "commit", "status", "ended_by", "superseded_by", "redaction"]
-BLAME_KEYS = ["id", "hash", "node", "commit", "lines", "redacted", "redaction"]
+VERSION_KEYS = [
+    *["id", "hash", "node", "commit", "status", "ended_by", "superseded_by", "redaction", "verified"]
+]
+BLAME_KEYS = ["id", "hash", "node", "commit", "lines", "redacted", "redaction", "verified"]
 CHANGE_KEYS = ["id", "old", "new", "old_hash", "new_hash", "redacted"]
 HEX64 = re.compile(r"[0-9a-f]{64}")
 RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
@@ -462,6 +464,7 @@ def test_every_command_has_help() -> None:
         "init",
         "commit",
         "rm",
+        "verify",
         "show",
         "ls",
         "log",
@@ -503,6 +506,7 @@ def test_the_app_module_registers_exactly_the_issue_commands() -> None:
             "init",
             "commit",
             "rm",
+            "verify",
             "show",
             "ls",
             "log",

@@ -17,8 +17,8 @@ from cli_harness import CliStore, assert_error, invoke
 pytestmark = pytest.mark.usefixtures("clean_cli_env")
 
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
-COMMIT_KEYS = ["id", "tree", "parents", "record_time", "author", "message", "meta"]
-FACT_KEYS = ["id", "node", "commit", "effective_from", "effective_to", "supersedes"]
+COMMIT_KEYS = ["id", "tree", "parents", "record_time", "author", "message", "meta", "verified"]
+FACT_KEYS = ["id", "node", "commit", "effective_from", "effective_to", "supersedes", "confirmed_at"]
 HEX64 = re.compile(r"[0-9a-f]{64}")
 PASSPORT = "acme/mira/passport_deadline"
 

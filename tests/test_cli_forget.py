@@ -26,7 +26,7 @@ from mnemosyne.store.kv.base import Space
 HEX64 = re.compile(r"[0-9a-f]{64}")
 RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 REDACTION_KEYS = ["id", "hash", "time", "author", "reason"]
-COMMIT_KEYS = ["id", "tree", "parents", "record_time", "author", "message", "meta"]
+COMMIT_KEYS = ["id", "tree", "parents", "record_time", "author", "message", "meta", "verified"]
 GC_KEYS = [
     "objects_removed",
     "bytes_removed",

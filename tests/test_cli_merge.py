@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("clean_cli_env")
 
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
 MERGE_KEYS = ["commit", "conflicts", "contradictions", "fast_forward", "up_to_date", "previous"]
-COMMIT_KEYS = ["id", "tree", "parents", "record_time", "author", "message", "meta"]
+COMMIT_KEYS = ["id", "tree", "parents", "record_time", "author", "message", "meta", "verified"]
 FSCK_KEYS = ["ok", "problems", "objects", "commits", "reindexed", "repaired"]
 HEX64 = re.compile(r"[0-9a-f]{64}")
 

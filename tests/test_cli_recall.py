@@ -19,10 +19,10 @@ from mnemosyne.store.settings import KEYS
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
 RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
-HIT_KEYS = ["id", "hash", "node", "score", "lexical_rank", "semantic_rank"]
+HIT_KEYS = ["id", "hash", "node", "score", "lexical_rank", "semantic_rank", "confirmed_at"]
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
 CONTEXT_KEYS = ["query", "budget_tokens", "tokens", "items"]
-ITEM_KEYS = ["id", "hash", "text", "tokens", "score", "claim_in_force"]
+ITEM_KEYS = ["id", "hash", "text", "tokens", "score", "claim_in_force", "confirmed_at"]
 READ_KEYS = ["run_id", "time", "kind", "query", "ids", "hashes"]
 
 
@@ -316,7 +316,7 @@ def test_config_get_set_list(store: Store) -> None:
     assert store.result("config", "get", "embedder").stdout == "hash-16\n"
     assert "embedder = hash-16  (default none)" in store.result("config", "list").stdout
     store.result("config", "set", "embedder", "none")
-    assert store.result("config", "list").stdout == "embedder = none\n"
+    assert store.result("config", "list").stdout == "".join(f"{key} = {KEYS[key]}\n" for key in sorted(KEYS))
 
 
 def test_config_refuses_bad_keys_and_values(store: Store) -> None:
@@ -327,6 +327,10 @@ def test_config_refuses_bad_keys_and_values(store: Store) -> None:
     assert_error(store.run("config", "set", "colour", "red"), 2, "unknown setting 'colour'")
     assert store.result("config", "get", "embedder").stdout == "none\n"
     assert store.run("config").exit_code == 2  # no subcommand: usage
+    assert_error(store.run("config", "set", "recall.require_allowed_for", "yes"), 2, "true or false")
+    assert_error(store.run("config", "set", "recall.sensitivity_levels", "public"), 2, "two or more")
+    assert_error(store.run("config", "set", "recall.sensitivity_levels", "a,b,a"), 2, "distinct")
+    assert_error(store.run("config", "set", "recall.unlabeled_sensitivity", "a,b"), 2, "one level")
 
 
 def test_config_is_one_per_store_shared_by_its_tenants(store: Store) -> None:

@@ -538,3 +538,37 @@ def test_items_round_trip_through_the_store(
         assert item is not None and (item.namespace, item.key, item.value) == (ns, key, {"n": n})
         assert (ns, key) in keys(ours.search(ns[:1], limit=1000))
     assert set(ours.list_namespaces(limit=10_000)) >= {ns for ns, _ in pairs}
+
+
+def test_a_store_scoped_to_a_use_and_a_sensitivity_searches_only_what_may_serve_them() -> None:
+    clock = Clock(step=timedelta(0))
+    with Repo.in_memory(clock=clock, embedder="none") as repo:
+        writer = MnemosyneStore(repo)
+        writer.put(("u",), "support", {"text": "green tea", "allowed_for": ["support"]})
+        billing = {"text": "green tea", "allowed_for": ["billing"], "sensitivity": "public"}
+        writer.put(("u",), "billing", billing)
+        writer.put(("u",), "personal", {"text": "green tea", "sensitivity": "personal"})
+        data = {"text": "green tea", "sensitivity": 0.4, "allowed_for": "all"}  # the item's data, not labels
+        writer.put(("u",), "data", data)
+        assert repo.get(namespaces.node_id(("u",), "data")).meta.keys() == {"langgraph"}
+
+        def found(store: MnemosyneStore, query: str | None) -> set[str]:
+            return {item.key for item in store.search(("u",), query=query)}
+
+        everything = {"support", "billing", "personal", "data"}
+        assert found(writer, None) == found(writer, "tea") == everything
+        support = MnemosyneStore(repo, allowed_for="support", max_sensitivity="internal")
+        assert found(support, None) == found(support, "tea") == {"support", "data"}
+        public = MnemosyneStore(repo, max_sensitivity="public")
+        assert found(public, "tea") == found(public, None) == {"billing"}
+        clock.now += timedelta(days=40)
+        repo.verify(namespaces.node_id(("u",), "personal"))
+        fresh = MnemosyneStore(repo, verified_within=timedelta(days=30))
+        assert found(fresh, None) == found(fresh, "tea") == {"personal"}
+        # A TTL refresh keeps the labels: they come from the value.
+        ttl = MnemosyneStore(repo, ttl={"default_ttl": 60, "refresh_on_read": True})
+        ttl.put(("t",), "k", {"text": "tea", "sensitivity": "public"}, ttl=60)
+        clock.now += timedelta(minutes=5)
+        assert ttl.get(("t",), "k", refresh_ttl=True) is not None
+        assert len(repo.history(namespaces.node_id(("t",), "k"))) == 2  # refreshed: a new version
+        assert MnemosyneStore(repo, max_sensitivity="public").search(("t",))[0].key == "k"

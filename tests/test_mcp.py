@@ -468,3 +468,32 @@ def test_two_mnemo_mcp_processes_on_one_store_see_each_others_writes(tmp_path: P
         assert "was erased at" in a.error("get", id="users/mira/city", at=wrote["id"])
     with Repo.open(store) as repo:
         assert [c.author for c in repo.log()] == ["curator", "curator", "agent-a"]
+
+
+def test_recall_and_context_pass_use_sensitivity_and_freshness_through(repo: Repo) -> None:
+    nodes = [
+        {"id": "m/support", "content": "Mira likes green tea", "meta": {"allowed_for": ["support"]}},
+        {"id": "m/personal", "content": "Mira drinks tea at night", "meta": {"sensitivity": "personal"}},
+        {"id": "m/public", "content": "tea is served at nine", "meta": {"sensitivity": "public"}},
+    ]
+    repo.use_embedder(None)
+    with connected(build_server(repo)) as (agent,):
+        agent.ok("remember", nodes=nodes, message="tea")
+        repo.verify("m/public", by="checker")
+
+        def recalled(**scope: Any) -> set[str]:
+            return {hit["id"] for hit in agent.ok("recall", query="tea", **scope)["hits"]}
+
+        assert recalled() == {"m/support", "m/personal", "m/public"}
+        assert recalled(allowed_for="billing") == {"m/personal", "m/public"}
+        assert recalled(max_sensitivity="internal") == {"m/support", "m/public"}
+        assert recalled(verified_within="1d") == {"m/support", "m/personal", "m/public"}
+        assert recalled(verified_within="0s") == set()  # nothing was confirmed at this very instant
+        hits = agent.ok("recall", query="tea", max_sensitivity="public")["hits"]
+        assert [h["id"] for h in hits] == ["m/public"]
+        assert hits == lib_form(repo.search("tea", max_sensitivity="public"))
+        assert hits[0]["confirmed_at"] == lib_form(repo.blame("m/public").verified.record_time)
+        items = agent.ok("context", query="tea", allowed_for="support", max_sensitivity="internal")["items"]
+        assert {item["id"] for item in items} == {"m/support", "m/public"}  # no list: any use
+        assert "not on the scale" in agent.error("recall", query="tea", max_sensitivity="secret")
+        assert "not a duration" in agent.error("context", query="tea", verified_within="a while")

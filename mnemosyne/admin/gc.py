@@ -19,7 +19,7 @@ from mnemosyne.model.objects import Node, TreeChunk
 from mnemosyne.model.reports import GcReport
 from mnemosyne.store.prolly import EMPTY_ID
 
-_COMMIT_TAG = b"\xa8commit@1"
+_COMMIT_TAGS = (b"\xa8commit@1", b"\xa8commit@2")
 
 
 def reachable(view: View) -> set[bytes]:
@@ -80,7 +80,7 @@ def collect(view: WriteView, *, grace: timedelta, now: datetime, expire_reflog: 
         if now - (seen or now) >= grace:
             doomed.append(oid)
             removed_bytes += len(data)
-            if data[1:10] == _COMMIT_TAG:
+            if data[1:10] in _COMMIT_TAGS:
                 removed_commits += 1
             elif data[1:8] == codec.NODE_TAG and codec.object_id(data) == oid:
                 node = codec.decode(data, oid)

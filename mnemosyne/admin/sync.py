@@ -45,7 +45,9 @@ from mnemosyne.store.objects import decode_redaction
 
 T = TypeVar("T")
 
-_KNOWN_TAGS = tuple(codec.encode(tag) for tag in ("node@1", "tree@1", "commit@1", "contradiction@1"))
+_KNOWN_TAGS = tuple(
+    codec.encode(tag) for tag in ("node@1", "tree@1", "commit@1", "commit@2", "contradiction@1")
+)
 """How the tags of the object kinds this version reads begin an encoded object (msgpack strings)."""
 
 BATCH = 20_000

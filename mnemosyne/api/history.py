@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from datetime import timedelta
 from typing import Any
 
 from mnemosyne.api.handle import Handle
@@ -10,12 +11,14 @@ from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.history import queries, walk
 from mnemosyne.history.revisions import Rev, resolve
 from mnemosyne.index.build import tree_changes
+from mnemosyne.index.confirmed import confirmed_at
 from mnemosyne.index.view import WriteView
 from mnemosyne.model.choices import CLAIM_POLICIES, ClaimPolicy
+from mnemosyne.model.defaults import DEFAULT_AUTHOR
 from mnemosyne.model.objects import Commit, Node
 from mnemosyne.model.results import Blame, Change, CommitResult, Contradiction, Diff, Fact, Version
 from mnemosyne.model.times import TimeLike, as_time
-from mnemosyne.model.validation import check_id, check_json
+from mnemosyne.model.validation import check_id, check_json, check_policy_meta
 from mnemosyne.store.refs import check_branch_name
 
 
@@ -50,6 +53,7 @@ class History:
         for node in nodes:
             if not isinstance(node, Node):
                 raise InvalidInput(f"put takes Node objects, not {type(node).__name__}")
+            check_policy_meta(node.meta, node.id or "a node")
         if not isinstance(message, str) or not isinstance(author, str):
             raise InvalidInput("message and author must be strings")
         if meta is not None:
@@ -72,6 +76,32 @@ class History:
                 meta=meta,
                 allow_empty=allow_empty,
                 on_claim_conflict=on_claim_conflict,
+                now=handle.now(),
+            )
+
+        return handle.write(work)
+
+    def verify(self, ids: tuple[str, ...], *, by: str | None, note: str | None, branch: str | None) -> Commit:
+        """The work of :meth:`Repo.verify`."""
+        if not ids:
+            raise InvalidInput("verify takes at least one id")
+        wanted = tuple(sorted({check_id(i) for i in ids}))
+        if by is not None and not isinstance(by, str):
+            raise InvalidInput("by must be a string (who verified)")
+        if note is not None and not isinstance(note, str):
+            raise InvalidInput("note must be a string")
+        target = check_branch_name(branch) if branch is not None else None
+        message = note or (f"verify {wanted[0]}" if len(wanted) == 1 else f"verify {len(wanted)} memories")
+        handle = self._handle
+        from mnemosyne.history.commits import apply_verify
+
+        def work(view: WriteView) -> Commit:
+            return apply_verify(
+                view,
+                branch=target or view.refs.head_branch(view.txn),
+                ids=wanted,
+                author=by if by is not None else DEFAULT_AUTHOR,
+                message=message,
                 now=handle.now(),
             )
 
@@ -125,21 +155,43 @@ class History:
             return node
 
     def nodes(
-        self, at: Rev | None, as_of: TimeLike | None, prefix: str | None, include_expired: bool
+        self,
+        at: Rev | None,
+        as_of: TimeLike | None,
+        prefix: str | None,
+        include_expired: bool,
+        allowed_for: str | None = None,
+        max_sensitivity: str | None = None,
+        verified_within: timedelta | None = None,
     ) -> Iterator[Node]:
         """The work of :meth:`Repo.nodes`."""
+        from mnemosyne.recall.scope import permitted, scoping  # no index of its own: meta alone
+
         if prefix is not None and not isinstance(prefix, str):
             raise InvalidInput(f"prefix must be a string, not {type(prefix).__name__}")
+        check_scope(allowed_for, max_sensitivity, verified_within)
         when = as_time(as_of, "as_of")
         handle = self._handle
         with handle.read() as view:
             tip = handle.tip(view, at, when)
             root = view.commit(tip).tree if tip is not None else None
+            scope = scoping(view.txn, allowed_for, max_sensitivity)
         nodes = walk.nodes(handle.read, root, prefix or "")
-        if include_expired:
-            return nodes
         now = handle.judged_at(when)
-        return (node for node in nodes if not queries.expired(node, now))
+        if not include_expired:
+            nodes = (node for node in nodes if not queries.expired(node, now))
+        if scope.active:
+            nodes = (node for node in nodes if permitted(node.meta, scope))
+        if verified_within is not None and tip is not None:
+            since = now - verified_within
+
+            def fresh(node: Node) -> bool:
+                with handle.read() as view:
+                    confirmed = confirmed_at(view, node.id, bytes.fromhex(node.hash), tip)
+                return confirmed is not None and confirmed >= since
+
+            nodes = (node for node in nodes if fresh(node))
+        return nodes
 
     def log(
         self, at: Rev | None, node: str | None, limit: int | None, as_of: TimeLike | None
@@ -223,17 +275,20 @@ class History:
         valid_at: TimeLike | None,
         as_of: TimeLike | None,
         at: Rev | None,
+        verified_within: timedelta | None = None,
     ) -> list[Fact]:
         """The work of :meth:`Repo.facts`."""
         when = as_time(as_of, "as_of")
         world = as_time(valid_at, "valid_at")
+        check_window(verified_within)
         handle = self._handle
         with handle.read() as view:
             tip = handle.tip(view, at, when)
             if tip is None:
                 return []
             now = handle.judged_at(when)
-            return queries.facts(view, tip, subject, predicate, world or now, now)
+            since = now - verified_within if verified_within is not None else None
+            return queries.facts(view, tip, subject, predicate, world or now, now, since)
 
     def timeline(self, subject: str, predicate: str, as_of: TimeLike | None, at: Rev | None) -> list[Fact]:
         """The work of :meth:`Repo.timeline`."""
@@ -258,6 +313,26 @@ class History:
 
 def _iterable(*values: object) -> bool:
     return all(isinstance(value, Iterable) for value in values)
+
+
+def check_scope(allowed_for: object, max_sensitivity: object, verified_within: object) -> None:
+    """Refuse a use, a sensitivity level or a ``verified_within`` of the wrong type.
+
+    Whether the level is on the store's scale is checked against the store's settings.
+    """
+    if allowed_for is not None and (not isinstance(allowed_for, str) or not allowed_for):
+        raise InvalidInput("allowed_for must be a non-empty string (a use, such as 'support')")
+    if max_sensitivity is not None and not isinstance(max_sensitivity, str):
+        raise InvalidInput("max_sensitivity must be a string (a level, such as 'internal')")
+    check_window(verified_within)
+
+
+def check_window(verified_within: object) -> None:
+    """Refuse a ``verified_within`` that is not a non-negative ``timedelta``."""
+    if verified_within is not None and (
+        not isinstance(verified_within, timedelta) or verified_within < timedelta(0)
+    ):
+        raise InvalidInput("verified_within must be a non-negative timedelta (e.g. timedelta(days=30))")
 
 
 def _check_limit(limit: object) -> None:

@@ -8,9 +8,13 @@ reads history never pays for them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from mnemosyne.api.handle import Handle
+from mnemosyne.api.history import check_scope
 from mnemosyne.errors import InvalidInput
 from mnemosyne.history.revisions import Rev
 from mnemosyne.index.view import View
@@ -41,7 +45,29 @@ def check_setting(key: str, value: str) -> str:
         raise InvalidInput(f"the value of {key} must be text")
     if key == "embedder":
         embedder_named(value)
+    elif key == "recall.require_allowed_for" and value not in ("true", "false"):
+        raise InvalidInput(f"{key} must be true or false, not {value!r}")
+    elif key == "recall.sensitivity_levels":
+        levels = [level.strip() for level in value.split(",")]
+        if len(levels) < 2 or not all(levels) or len(set(levels)) != len(levels):
+            raise InvalidInput(
+                f"{key} must name two or more distinct levels, least sensitive first, by commas"
+            )
+        return ",".join(levels)
+    elif key == "recall.unlabeled_sensitivity" and (not value.strip() or "," in value):
+        raise InvalidInput(f"{key} must name one level of recall.sensitivity_levels")
     return value
+
+
+class Scope(msgspec.Struct, frozen=True, kw_only=True):
+    """The use, sensitivity and freshness a search or context is scoped to (see :meth:`Repo.search`)."""
+
+    allowed_for: str | None = None
+    max_sensitivity: str | None = None
+    verified_within: timedelta | None = None
+
+    def __post_init__(self) -> None:
+        check_scope(self.allowed_for, self.max_sensitivity, self.verified_within)
 
 
 class Recall:
@@ -101,6 +127,7 @@ class Recall:
         meta: dict[str, Any] | None,
         mode: SearchMode,
         run_id: str | None,
+        scope: Scope,
     ) -> list[Hit]:
         """The work of :meth:`Repo.search`."""
         from mnemosyne.recall import search as recall_search
@@ -119,7 +146,7 @@ class Recall:
         self._catch_up()
         embedder = self.embedder() if mode != "lexical" else None
         with self._handle.read() as view:
-            filters = self._filters(view, at, as_of, prefix, valid_at, kind, meta)
+            filters = self._filters(view, at, as_of, prefix, valid_at, kind, meta, scope)
             if filters is None:
                 return []
             hits = recall_search.search(view, self._vectors(), embedder, query, k, filters, mode)
@@ -138,6 +165,7 @@ class Recall:
         prefix: str | None,
         valid_at: TimeLike | None,
         run_id: str | None,
+        scope: Scope,
     ) -> Context:
         """The work of :meth:`Repo.context`."""
         from mnemosyne.recall import search as recall_search
@@ -149,7 +177,7 @@ class Recall:
         self._catch_up()
         embedder = self.embedder()
         with self._handle.read() as view:
-            filters = self._filters(view, at, as_of, prefix, valid_at, None, None)
+            filters = self._filters(view, at, as_of, prefix, valid_at, None, None, scope)
             if filters is None:
                 return Context(query=query, budget_tokens=budget_tokens, tokens=0, items=[])
             hits = recall_search.search(view, self._vectors(), embedder, query, k, filters)
@@ -185,7 +213,9 @@ class Recall:
         valid_at: TimeLike | None,
         kind: str | None,
         meta: dict[str, Any] | None,
+        scope: Scope,
     ) -> Filters | None:
+        from mnemosyne.recall.scope import scoping
         from mnemosyne.recall.search import Filters
 
         when = as_time(as_of, "as_of")
@@ -198,14 +228,18 @@ class Recall:
         tip = handle.tip(view, at, when)
         if tip is None:
             return None
+        now = handle.judged_at(when)
         return Filters(
             root=view.commit(tip).tree,
-            now=handle.judged_at(when),
+            now=now,
             prefix=prefix,
             kind=kind,
             meta=meta,
             valid_at=world,
             claim_root=view.graph.entry(view.txn, tip).claims,
+            tip=tip,
+            verified_since=now - scope.verified_within if scope.verified_within is not None else None,
+            scope=scoping(view.txn, scope.allowed_for, scope.max_sensitivity),
         )
 
     def _check_run_id(self, run_id: str | None) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -291,6 +291,31 @@ class Repo(RemoteMethods, RecallMethods, UpkeepMethods, Resource):
             on_claim_conflict=on_claim_conflict,
         )
 
+    def verify(
+        self, *ids: str, by: str | None = None, note: str | None = None, branch: str | None = None
+    ) -> Commit:
+        """Record that the current versions of ``ids`` were re-confirmed, without a new version.
+
+        One commit whose tree is the tip's, so no node and no hash changes; its
+        record time (the store's clock) is when they were last confirmed, which
+        ``history``, ``blame``, ``Hit.confirmed_at`` and ``verified_within=`` read.
+
+        Args:
+            ids: the ids to verify (one or more).
+            by: who confirmed them (the commit's author; default ``unknown``).
+            note: how or why (the commit's message; default ``verify ID``).
+            branch: the branch whose tip holds them (default: HEAD's branch).
+
+        Returns:
+            The verification commit; its ``verified`` names the ids.
+
+        Raises:
+            NotFound: an id is not in the branch, or the branch has no commits
+                (nothing is written).
+            InvalidInput: no ids, a bad id or branch name.
+        """
+        return self._history.verify(ids, by=by, note=note, branch=branch)
+
     def revert(
         self, commit: Rev, *, author: str = DEFAULT_AUTHOR, message: str | None = None
     ) -> CommitResult:
@@ -341,12 +366,19 @@ class Repo(RemoteMethods, RecallMethods, UpkeepMethods, Resource):
         as_of: TimeLike | None = None,
         prefix: str | None = None,
         include_expired: bool = False,
+        allowed_for: str | None = None,
+        max_sensitivity: str | None = None,
+        verified_within: timedelta | None = None,
     ) -> Iterator[Node]:
         """The nodes of a snapshot (default: HEAD), ordered by id, optionally under ``prefix``.
 
         Expired nodes are left out unless ``include_expired``; erased ones always.
+        ``allowed_for``, ``max_sensitivity`` and ``verified_within`` leave out what
+        they leave out of :meth:`search`.
         """
-        return self._history.nodes(at, as_of, prefix, include_expired)
+        return self._history.nodes(
+            at, as_of, prefix, include_expired, allowed_for, max_sensitivity, verified_within
+        )
 
     def log(
         self,
@@ -404,6 +436,7 @@ class Repo(RemoteMethods, RecallMethods, UpkeepMethods, Resource):
         valid_at: TimeLike | None = None,
         as_of: TimeLike | None = None,
         at: Rev | None = None,
+        verified_within: timedelta | None = None,
     ) -> list[Fact]:
         """The claims in force on ``subject`` at valid time ``valid_at``, as facts.
 
@@ -420,8 +453,11 @@ class Repo(RemoteMethods, RecallMethods, UpkeepMethods, Resource):
             valid_at: the world time asked about (default: now, by the store's clock).
             as_of: read the branch as it was at this record time ("what did we believe").
             at: a revision to read instead of HEAD.
+            verified_within: leave out facts last confirmed (written, or verified
+                with :meth:`verify`) longer ago than this before ``as_of`` (else now).
+                Each fact's ``confirmed_at`` says when, with or without it.
         """
-        return self._history.facts(subject, predicate, valid_at, as_of, at)
+        return self._history.facts(subject, predicate, valid_at, as_of, at, verified_within)
 
     def timeline(
         self, subject: str, predicate: str, *, as_of: TimeLike | None = None, at: Rev | None = None

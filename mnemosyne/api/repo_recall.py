@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from mnemosyne.api.handle import Handle
@@ -70,6 +71,9 @@ class RecallMethods:
         meta: dict[str, Any] | None = None,
         mode: SearchMode = "hybrid",
         run_id: str | None = None,
+        allowed_for: str | None = None,
+        max_sensitivity: str | None = None,
+        verified_within: timedelta | None = None,
     ) -> list[Hit]:
         """Recall memories by words and meaning, from one snapshot only.
 
@@ -77,7 +81,9 @@ class RecallMethods:
         reciprocal rank with cosine similarity of embeddings (when an embedder is
         set). Filters apply before ranking, so a hit is always the version current
         in the snapshot read (default: HEAD; ``at``/``as_of`` as for ``get``):
-        never a deleted, superseded, expired or erased one.
+        never a deleted, superseded, expired or erased one. The answer is the exact
+        top ``k`` of the memories that pass every filter. Each hit's
+        ``confirmed_at`` says when its version was last confirmed.
 
         Args:
             query: what to look for.
@@ -90,7 +96,25 @@ class RecallMethods:
             meta: exact matches on meta keys.
             mode: ``hybrid``, ``lexical`` or ``semantic`` (which needs an embedder).
             run_id: record the versions returned in the read log under this id.
+            allowed_for: the use the memories are for: a memory whose
+                ``meta["allowed_for"]`` lists uses is returned only when this is one
+                of them; one without the list is returned too, unless the store
+                setting ``recall.require_allowed_for`` is ``true``.
+            max_sensitivity: the most sensitive level to return, on the store's
+                scale ``recall.sensitivity_levels`` (``public``, ``internal``,
+                ``personal``, ``restricted``); a memory's level is
+                ``meta["sensitivity"]``, ``recall.unlabeled_sensitivity``
+                (``internal``) when it has none, the most sensitive when it is off
+                the scale.
+            verified_within: leave out memories last confirmed (written, or
+                verified with :meth:`verify`) longer ago than this before ``as_of``
+                (else now).
+
+        Raises:
+            InvalidInput: a bad argument; ``max_sensitivity`` not on the scale.
         """
+        from mnemosyne.api.recall import Scope
+
         return self._recall.search(
             query,
             k=k,
@@ -102,6 +126,9 @@ class RecallMethods:
             meta=meta,
             mode=mode,
             run_id=run_id,
+            scope=Scope(
+                allowed_for=allowed_for, max_sensitivity=max_sensitivity, verified_within=verified_within
+            ),
         )
 
     def context(
@@ -115,14 +142,20 @@ class RecallMethods:
         prefix: str | None = None,
         valid_at: TimeLike | None = None,
         run_id: str | None = None,
+        allowed_for: str | None = None,
+        max_sensitivity: str | None = None,
+        verified_within: timedelta | None = None,
     ) -> Context:
         """The smallest cited context for ``query`` that fits ``budget_tokens``.
 
         The best memories (as ranked by :meth:`search`, hybrid) that fit, with claims
         no longer in force last, each with its id and hash; tokens are estimated as
         one per four characters. Hits and claim checks come from one snapshot.
-        ``Context.render()`` gives the text to put in a prompt.
+        ``Context.render()`` gives the text to put in a prompt. ``allowed_for``,
+        ``max_sensitivity`` and ``verified_within`` filter as for :meth:`search`.
         """
+        from mnemosyne.api.recall import Scope
+
         return self._recall.context(
             query,
             budget_tokens=budget_tokens,
@@ -132,6 +165,9 @@ class RecallMethods:
             prefix=prefix,
             valid_at=valid_at,
             run_id=run_id,
+            scope=Scope(
+                allowed_for=allowed_for, max_sensitivity=max_sensitivity, verified_within=verified_within
+            ),
         )
 
     def reads(self, run_id: str) -> list[ReadRecord]:

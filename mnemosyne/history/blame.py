@@ -16,8 +16,9 @@ import msgspec
 
 from mnemosyne.errors import NotFound, Redacted
 from mnemosyne.history.walk import changes_of
+from mnemosyne.index.confirmed import confirmed_by
 from mnemosyne.index.view import View
-from mnemosyne.model.objects import Claim, Commit
+from mnemosyne.model.objects import Claim, Commit, verified_ids
 from mnemosyne.model.results import Blame, BlameLine
 
 MAX_VERSIONS = 1000
@@ -56,6 +57,12 @@ def blame(view: View, node_id: str, tip: bytes) -> Blame:
         raise NotFound(f"the change index has no entry for {node_id}; run 'mnemo reindex'")
     writer = versions[0][0]
     writer_commit = Commit.from_object(writer, view.commit(writer))
+    last = confirmed_by(view, node_id, current, tip)
+    checked = (
+        Commit.from_object(last, view.commit(last))
+        if last is not None and node_id in verified_ids(view.commit(last))
+        else None
+    )
     try:
         node = view.node(current)
     except Redacted:
@@ -68,6 +75,7 @@ def blame(view: View, node_id: str, tip: bytes) -> Blame:
             lines=[],
             redacted=True,
             redaction=redaction,
+            verified=checked,
         )
 
     units = _units(node.content)
@@ -80,7 +88,9 @@ def blame(view: View, node_id: str, tip: bytes) -> Blame:
             author=writer_commit.author,
             record_time=writer_commit.record_time,
         )
-        return Blame(id=node_id, hash=current.hex(), node=node, commit=writer_commit, lines=[line])
+        return Blame(
+            id=node_id, hash=current.hex(), node=node, commit=writer_commit, lines=[line], verified=checked
+        )
 
     keys, texts = units
     # owner[i]: index into ``versions`` of the oldest version line i survives in.
@@ -131,7 +141,9 @@ def blame(view: View, node_id: str, tip: bytes) -> Blame:
         c = commits[index]
         line = BlameLine(key=keys[i], text=text, commit=c.id, author=c.author, record_time=c.record_time)
         lines.append(_through_merge(view, node_id, versions[index][0], line))
-    return Blame(id=node_id, hash=current.hex(), node=node, commit=writer_commit, lines=lines)
+    return Blame(
+        id=node_id, hash=current.hex(), node=node, commit=writer_commit, lines=lines, verified=checked
+    )
 
 
 def _through_merge(view: View, node_id: str, commit: bytes, line: BlameLine) -> BlameLine:

@@ -20,7 +20,7 @@ from mnemosyne.index.build import index_commit
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model.choices import ClaimPolicy
 from mnemosyne.model.ids import new_id
-from mnemosyne.model.objects import Claim, Commit, CommitObject, Node, has_id
+from mnemosyne.model.objects import Claim, Commit, CommitObject, Node, VerifyingCommitObject, has_id
 from mnemosyne.model.results import CommitResult
 from mnemosyne.model.times import rfc3339
 from mnemosyne.store.prolly import Change
@@ -42,6 +42,7 @@ def record_commit(
     now: datetime,
     contradictions: tuple[bytes, ...] = (),
     reason: str = "commit",
+    verified: tuple[str, ...] = (),
 ) -> Commit:
     """Store a commit of ``root``, index it, and move ``branch`` from ``tip`` to it.
 
@@ -59,7 +60,11 @@ def record_commit(
         if when <= parent_time:
             when = parent_time + TICK
     when = view.refs.next_time(txn, ref, when)
-    obj = CommitObject(root, parents, when, author, message, meta or None, contradictions)
+    obj = (
+        VerifyingCommitObject(root, parents, when, author, message, meta or None, contradictions, verified)
+        if verified
+        else CommitObject(root, parents, when, author, message, meta or None, contradictions)
+    )
     oid = view.objects.put(txn, obj)
     index_commit(view, oid, obj, changes, written)
     # Recall indexes catch up lazily, at the next search: a commit only queues what
@@ -167,6 +172,41 @@ def apply_commit(
         now=now,
     )
     return _result(made, put_ids, deleted_ids, created=True)
+
+
+def apply_verify(
+    view: WriteView, *, branch: str, ids: tuple[str, ...], author: str, message: str, now: datetime
+) -> Commit:
+    """Record that the versions of ``ids`` current at ``branch``'s tip were re-confirmed.
+
+    One commit whose tree is the tip's (no node changes, so no hash does) and whose
+    record time is the verification time; it names the ids it verified.
+
+    Raises:
+        NotFound: the branch has no commits, or an id is not in it (nothing is written).
+    """
+    tip = view.refs.read(view.txn, BRANCH_PREFIX + branch)
+    if tip is None:
+        raise NotFound(f"branch {branch!r} has no commits: nothing to verify")
+    tree = view.commit(tip).tree
+    for node_id in ids:
+        if view.tree.get(tree, node_id) is None:
+            raise NotFound(f"cannot verify {node_id}: it is not in branch {branch}")
+    return record_commit(
+        view,
+        branch,
+        tip,
+        tree,
+        [],
+        {},
+        parents=(tip,),
+        author=author,
+        message=message,
+        meta=None,
+        now=now,
+        reason="verify",
+        verified=ids,
+    )
 
 
 def _result(

@@ -9,8 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+import msgspec
+
 from mnemosyne.errors import CorruptObject, Redacted
 from mnemosyne.history import walk
+from mnemosyne.index.confirmed import confirmed_at, verifications
 from mnemosyne.index.view import View
 from mnemosyne.model.objects import Claim, Commit, ContradictionObject, Node
 from mnemosyne.model.results import Contradiction, Fact, Status, Version
@@ -42,6 +45,8 @@ def history(view: View, node_id: str, tip: bytes, now: datetime, limit: int | No
     """
     out: list[Version] = []
     newer: tuple[bytes, bytes | None] | None = None
+    # Verifications newest first; each belongs to the newest version written before it.
+    checks = list(verifications(view, node_id, tip))
     for oid, value in walk.changes_of(view, node_id, tip):
         if limit is not None and len(out) >= limit:
             break
@@ -72,10 +77,29 @@ def history(view: View, node_id: str, tip: bytes, now: datetime, limit: int | No
                     ended_by=ended_by,
                     superseded_by=superseded_by,
                     redaction=redaction,
+                    verified=_last_verification(view, checks, oid, value, newer),
                 )
             )
         newer = (oid, value)
     return out
+
+
+def _last_verification(
+    view: View,
+    checks: list[tuple[int, bytes, bytes]],
+    writer: bytes,
+    value: bytes,
+    newer: tuple[bytes, bytes | None] | None,
+) -> Commit | None:
+    """The newest of ``checks`` that verified ``value`` after ``writer`` wrote it and before ``newer``."""
+    if not checks:
+        return None
+    low = view.graph.entry(view.txn, writer).generation
+    high = view.graph.entry(view.txn, newer[0]).generation if newer is not None else None
+    for generation, commit, verified in checks:
+        if verified == value and generation > low and (high is None or generation < high):
+            return Commit.from_object(commit, view.commit(commit))
+    return None
 
 
 def open_contradictions(view: View, tip: bytes) -> list[Contradiction]:
@@ -166,9 +190,19 @@ def _fact(view: View, tip: bytes, root: bytes, node_id: str, node: Node, now: da
 
 
 def facts(
-    view: View, tip: bytes, subject: str, predicate: str | None, valid_at: datetime, now: datetime
+    view: View,
+    tip: bytes,
+    subject: str,
+    predicate: str | None,
+    valid_at: datetime,
+    now: datetime,
+    verified_since: datetime | None = None,
 ) -> list[Fact]:
-    """The claims in force on ``subject`` at ``valid_at`` in ``tip``'s snapshot, as facts."""
+    """The claims in force on ``subject`` at ``valid_at`` in ``tip``'s snapshot, as facts.
+
+    Each with when it was last confirmed; with ``verified_since``, those last
+    confirmed before it are left out.
+    """
     from mnemosyne.index import claims  # the claim index: loaded by the calls that read it
 
     root = view.graph.entry(view.txn, tip).claims
@@ -186,7 +220,14 @@ def facts(
             covers = claim.valid_from <= valid_at and (claim.valid_to is None or valid_at < claim.valid_to)
             if covers and not expired(node, now) and all(n.hash != node.hash for n in found):
                 found.append(node)
-    return [_fact(view, tip, root, node.id, node, now) for node in found]
+    out = []
+    for node in found:
+        fact = _fact(view, tip, root, node.id, node, now)
+        confirmed = confirmed_at(view, node.id, bytes.fromhex(node.hash), tip)
+        if verified_since is not None and (confirmed is None or confirmed < verified_since):
+            continue  # not confirmed recently enough to be trusted as current
+        out.append(msgspec.structs.replace(fact, confirmed_at=confirmed))
+    return out
 
 
 def timeline(view: View, tip: bytes, subject: str, predicate: str, now: datetime) -> list[Fact]:
@@ -207,6 +248,7 @@ def timeline(view: View, tip: bytes, subject: str, predicate: str, now: datetime
             effective_from=start,
             effective_to=end,
             supersedes=_supersedes(previous, start, commit),
+            confirmed_at=confirmed_at(view, node_id, bytes.fromhex(node.hash), tip),
         )
         out.append(fact)
         previous = fact

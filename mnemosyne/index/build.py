@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from mnemosyne.index import claims
 from mnemosyne.index.graph import GraphEntry
 from mnemosyne.index.view import Stores, View, WriteView
-from mnemosyne.model.objects import CommitObject, ContradictionObject, Node
+from mnemosyne.model.objects import CommitObject, ContradictionObject, Node, verified_ids
 from mnemosyne.store.kv.base import WriteTxn
 from mnemosyne.store.kv.overlay import Overlay
 from mnemosyne.store.prolly import Change
@@ -35,7 +35,7 @@ def index_commit(
     written: dict[bytes, Node],
     claims_possible: bool = True,
 ) -> GraphEntry:
-    """Add a commit to the commit graph, change index and claim index.
+    """Add a commit to the commit graph, change index (its changes and verifications) and claim index.
 
     Args:
         view: where to write.
@@ -52,6 +52,15 @@ def index_commit(
     open_records = tuple(sorted(r for r in carried if still_open(view, commit.tree, r)))
     entry = view.graph.add(view.txn, oid, commit.parents, claim_root, open_records)
     view.changes.add_many(view.txn, entry.generation, oid, [(node_id, new) for node_id, _, new in changes])
+    if verifying := verified_ids(commit):
+        changed = {node_id for node_id, _, _ in changes}
+        confirmed = [
+            (node_id, value)
+            for node_id in verifying
+            # A write is itself a confirmation; an id gone from the tree has nothing to confirm.
+            if node_id not in changed and (value := view.tree.get(commit.tree, node_id)) is not None
+        ]
+        view.changes.add_verified(view.txn, entry.generation, oid, confirmed)
     return entry
 
 

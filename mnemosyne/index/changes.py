@@ -1,9 +1,12 @@
-"""The change index: node id → the commits where that id's hash changed.
+"""The change index: node id → the commits where that id's hash changed, or was verified.
 
 Written in the commit's transaction (one entry per changed id, against the
-commit's first parent) and rebuildable from commits alone. Entries sort by id,
-then generation, so the versions of one id come newest first from a reverse
-prefix scan: blame and ``log --node`` cost O(versions), not O(history).
+commit's first parent; one per id a verification re-confirmed) and rebuildable
+from commits alone. Entries sort by id, then generation, so the versions of one
+id come newest first from a reverse prefix scan: blame and ``log --node`` cost
+O(versions), not O(history), and so does "when was this version last confirmed".
+A change's value is the new hash (empty: removed); a verification's is
+:data:`VERIFIED` and the hash it confirmed, so it is never mistaken for a change.
 """
 
 from __future__ import annotations
@@ -13,6 +16,11 @@ from collections.abc import Iterator
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn, entries, replace_all
 
 _TAG = b"c"
+
+VERIFIED = b"v"
+"""What a verification entry's value starts with (a change's is a 32-byte hash or empty)."""
+
+_VERIFIED_SIZE = len(VERIFIED) + 32
 
 
 class ChangeIndex:
@@ -33,10 +41,30 @@ class ChangeIndex:
             Space.INDEX, [(self._id_prefix(node_id) + suffix, new or b"") for node_id, new in changes]
         )
 
+    def add_verified(
+        self, txn: WriteTxn, generation: int, commit: bytes, verified: list[tuple[str, bytes]]
+    ) -> None:
+        """Record that one commit verified ``(node id, current hash)`` each, without changing them."""
+        suffix = generation.to_bytes(8, "big") + commit
+        txn.put_many(
+            Space.INDEX, [(self._id_prefix(node_id) + suffix, VERIFIED + oid) for node_id, oid in verified]
+        )
+
     def versions(
         self, txn: ReadTxn, node_id: str, max_generation: int | None = None
     ) -> Iterator[tuple[int, bytes, bytes | None]]:
-        """Yield ``(generation, commit, new hash or None)`` for ``node_id``, newest first."""
+        """Yield ``(generation, commit, new hash or None)`` for ``node_id``'s changes, newest first."""
+        for generation, commit, value, verified in self.entries_of(txn, node_id, max_generation):
+            if not verified:
+                yield generation, commit, value
+
+    def entries_of(
+        self, txn: ReadTxn, node_id: str, max_generation: int | None = None
+    ) -> Iterator[tuple[int, bytes, bytes | None, bool]]:
+        """Yield ``(generation, commit, hash or None, verified)`` for changes and verifications, newest first.
+
+        ``verified`` tells a verification (the hash it confirmed) from a change (the new hash).
+        """
         prefix = self._id_prefix(node_id)
         start = (
             prefix + max_generation.to_bytes(8, "big") + b"\xff" * 32 if max_generation is not None else None
@@ -44,7 +72,10 @@ class ChangeIndex:
         size = len(prefix)
         for key, value in txn.scan(Space.INDEX, prefix, start=start, reverse=True):
             generation = int.from_bytes(key[size : size + 8], "big")
-            yield generation, key[size + 8 :], value or None
+            if len(value) == _VERIFIED_SIZE and value.startswith(VERIFIED):
+                yield generation, key[size + 8 :], value[len(VERIFIED) :], True
+            else:
+                yield generation, key[size + 8 :], value or None, False
 
     def entries(self, txn: ReadTxn) -> dict[bytes, bytes]:
         """Every entry as stored (to compare with a rebuild)."""

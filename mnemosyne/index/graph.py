@@ -64,7 +64,9 @@ class CommitGraph:
         """
         data = txn.get(Space.INDEX, self.prefix + oid)
         if data is None:
-            raise CorruptObject(f"commit {oid.hex()} is missing from the commit graph; run 'mnemo reindex'")
+            raise CorruptObject(
+                f"commit {oid.hex()} is missing from the commit graph (damaged?); run 'mnemo reindex'"
+            )
         try:
             return _decoder.decode(data)
         except msgspec.DecodeError as exc:

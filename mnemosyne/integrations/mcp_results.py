@@ -54,6 +54,7 @@ class CommitJSON(TypedDict):
     author: str
     message: str
     meta: dict[str, Any]
+    verified: list[str]
 
 
 @with_config(_FORM)
@@ -86,6 +87,7 @@ class HitJSON(TypedDict):
     score: float
     lexical_rank: int | None
     semantic_rank: int | None
+    confirmed_at: str | None
 
 
 @with_config(_FORM)
@@ -105,6 +107,7 @@ class ContextItemJSON(TypedDict):
     tokens: int
     score: float
     claim_in_force: bool
+    confirmed_at: str | None
 
 
 @with_config(_FORM)
@@ -130,6 +133,7 @@ class VersionJSON(TypedDict):
     ended_by: str | None
     superseded_by: str | None
     redaction: RedactionJSON | None
+    verified: CommitJSON | None
 
 
 @with_config(_FORM)
@@ -161,6 +165,7 @@ class BlameJSON(TypedDict):
     lines: list[BlameLineJSON]
     redacted: bool
     redaction: RedactionJSON | None
+    verified: CommitJSON | None
 
 
 @with_config(_FORM)
@@ -203,6 +208,7 @@ class FactJSON(TypedDict):
     effective_from: str
     effective_to: str | None
     supersedes: str | None
+    confirmed_at: str | None
 
 
 @with_config(_FORM)

@@ -27,6 +27,7 @@ Needs the ``mcp`` extra (``pip install 'mnemosyne[mcp]'``, the official SDK's 2.
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -51,6 +52,7 @@ from mnemosyne.integrations.mcp_results import (
 from mnemosyne.model.choices import ClaimPolicy, Kind
 from mnemosyne.model.defaults import CONTEXT_BUDGET, DEFAULT_AUTHOR, SEARCH_K
 from mnemosyne.model.jsonform import node_from_builtins, to_builtins
+from mnemosyne.model.times import parse_duration
 
 SOURCE = "mcp"
 """The provenance ``source`` of a memory written through this server (when the node names none)."""
@@ -118,6 +120,27 @@ AsOf = Annotated[
 ValidAt = Annotated[
     str | None,
     Field(description="Claims must be in force at this valid time (RFC 3339); notes always pass."),
+]
+AllowedFor = Annotated[
+    str | None,
+    Field(
+        description="The use the memories are for: a memory whose meta allowed_for lists uses is "
+        "returned only for those; one without the list for any use (unless the store requires it)."
+    ),
+]
+MaxSensitivity = Annotated[
+    str | None,
+    Field(
+        description="The most sensitive level to return, on the store's scale (by default public, "
+        "internal, personal, restricted); a memory's level is its meta sensitivity (unlabeled: internal)."
+    ),
+]
+VerifiedWithin = Annotated[
+    str | None,
+    Field(
+        description="Leave out memories last confirmed (written or verified) longer ago than this "
+        "duration: 30d, 12h, 90m, 1d12h."
+    ),
 ]
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -192,10 +215,27 @@ class MemoryTools:
         ] = None,
         kind: Annotated[Kind | None, Field(description="Only notes or only claims.")] = None,
         valid_at: ValidAt = None,
+        allowed_for: AllowedFor = None,
+        max_sensitivity: MaxSensitivity = None,
+        verified_within: VerifiedWithin = None,
     ) -> RecallJSON:
-        """Recall memories by words and meaning: the current versions only, best first."""
+        """Recall memories by words and meaning: the current versions only, best first.
+
+        Use, sensitivity and freshness filter before ranking: the hits are the best of
+        what passes. Each hit's confirmed_at says when it was last written or verified.
+        """
         with reported():
-            hits = self.repo.search(query, k=k, at=self.branch, prefix=prefix, kind=kind, valid_at=valid_at)
+            hits = self.repo.search(
+                query,
+                k=k,
+                at=self.branch,
+                prefix=prefix,
+                kind=kind,
+                valid_at=valid_at,
+                allowed_for=allowed_for,
+                max_sensitivity=max_sensitivity,
+                verified_within=_window(verified_within),
+            )
             return {"hits": to_builtins(hits)}
 
     def context(
@@ -204,10 +244,20 @@ class MemoryTools:
         budget_tokens: Annotated[
             int, Field(description="The token budget (one token per four characters).")
         ] = CONTEXT_BUDGET,
+        allowed_for: AllowedFor = None,
+        max_sensitivity: MaxSensitivity = None,
+        verified_within: VerifiedWithin = None,
     ) -> ContextJSON:
         """The best memories for a query that fit a token budget, each cited as [id@hash7]."""
         with reported():
-            packed = self.repo.context(query, budget_tokens, at=self.branch)
+            packed = self.repo.context(
+                query,
+                budget_tokens,
+                at=self.branch,
+                allowed_for=allowed_for,
+                max_sensitivity=max_sensitivity,
+                verified_within=_window(verified_within),
+            )
             result: ContextJSON = to_builtins(packed)
             result["text"] = packed.render()
             return result
@@ -288,6 +338,11 @@ class MemoryTools:
         params = ctx.request_context.session.client_params
         name = params.client_info.name.strip() if params is not None else ""
         return name or self.fallback_author
+
+
+def _window(text: str | None) -> timedelta | None:
+    """A ``verified_within`` duration given as text (``30d``), or None."""
+    return parse_duration(text, "verified_within") if text is not None else None
 
 
 @contextmanager

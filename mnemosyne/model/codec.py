@@ -77,6 +77,6 @@ def tag_of(data: bytes) -> str | None:
 def describe_tag(data: bytes) -> str | None:
     """Name an object's kind tag when it is one this version does not know."""
     tag = tag_of(data)
-    if tag is not None and tag not in {"node@1", "tree@1", "commit@1", "contradiction@1"}:
+    if tag is not None and tag not in {"node@1", "tree@1", "commit@1", "commit@2", "contradiction@1"}:
         return f"object format {tag!r} is not one this version of Mnemosyne reads (newer?)"
     return None

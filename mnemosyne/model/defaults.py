@@ -28,5 +28,19 @@ GC_GRACE = timedelta(days=14)
 EXPIRED_REASON = "expired"
 """The reason ``forget_expired`` records when none is given."""
 
-SETTINGS = {"embedder": "auto"}
-"""The store's known settings and their defaults (``Store.config``)."""
+SENSITIVITY_LEVELS = "public,internal,personal,restricted"
+"""The sensitivity scale by default, least sensitive first (``max_sensitivity=``)."""
+
+SETTINGS = {
+    "embedder": "auto",
+    "recall.require_allowed_for": "false",
+    "recall.sensitivity_levels": SENSITIVITY_LEVELS,
+    "recall.unlabeled_sensitivity": "internal",
+}
+"""The store's known settings and their defaults (``Store.config``).
+
+``recall.require_allowed_for``: ``true`` leaves a memory without ``meta["allowed_for"]``
+out of every search that names a use. ``recall.sensitivity_levels``: the ordered
+scale ``max_sensitivity=`` reads. ``recall.unlabeled_sensitivity``: the level of a
+memory without ``meta["sensitivity"]`` (not public, by default).
+"""

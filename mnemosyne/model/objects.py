@@ -277,6 +277,23 @@ class CommitObject(
     contradictions: tuple[bytes, ...] = ()
 
 
+class VerifyingCommitObject(CommitObject, frozen=True, tag="commit@2"):
+    """The stored form of a commit that re-confirms memories: ``commit@1`` plus ``verified``.
+
+    Its tree is its parent's; ``verified`` names the ids whose current versions it
+    confirmed. A format of its own, not a field appended to ``commit@1``: array-like
+    encoding writes every field, so an appended one would change the bytes (and
+    ids) of every commit written from then on.
+    """
+
+    verified: tuple[str, ...] = ()
+
+
+def verified_ids(commit: CommitObject) -> tuple[str, ...]:
+    """The ids a stored commit verified (none, unless it is a ``commit@2``)."""
+    return commit.verified if isinstance(commit, VerifyingCommitObject) else ()
+
+
 class Commit(msgspec.Struct, frozen=True, kw_only=True):
     """A commit: a snapshot (tree), its parents, and who recorded it when.
 
@@ -289,6 +306,9 @@ class Commit(msgspec.Struct, frozen=True, kw_only=True):
         author: who made the commit.
         message: why.
         meta: optional JSON map (run id, …).
+        verified: the ids whose current versions this commit re-confirmed without
+            changing them (a verification: its tree is its parent's); empty for
+            every other commit.
     """
 
     id: str
@@ -298,6 +318,7 @@ class Commit(msgspec.Struct, frozen=True, kw_only=True):
     author: str
     message: str
     meta: dict[str, Any] | None = None
+    verified: tuple[str, ...] = ()
 
     @classmethod
     def from_object(cls, oid: bytes, obj: CommitObject) -> Commit:
@@ -310,6 +331,7 @@ class Commit(msgspec.Struct, frozen=True, kw_only=True):
             author=obj.author,
             message=obj.message,
             meta=obj.meta,
+            verified=verified_ids(obj),
         )
 
 
@@ -347,4 +369,4 @@ class Redaction(msgspec.Struct, frozen=True, array_like=True, tag="redaction@1",
     reason: str
 
 
-StoredObject = Node | TreeChunk | CommitObject | ContradictionObject
+StoredObject = Node | TreeChunk | CommitObject | VerifyingCommitObject | ContradictionObject

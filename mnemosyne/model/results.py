@@ -52,6 +52,9 @@ class Version(msgspec.Struct, frozen=True, kw_only=True):
         ended_by: id of the commit that superseded or removed it; None while current.
         superseded_by: hash of the version that replaced it, if any.
         redaction: for an erased version, its redaction record (who, when, why).
+        verified: the last commit that re-confirmed this version without changing
+            it (``Repo.verify``: its record time, author and message say when, by
+            whom and how), while it stood; None if it never was.
     """
 
     id: str
@@ -62,6 +65,7 @@ class Version(msgspec.Struct, frozen=True, kw_only=True):
     ended_by: str | None = None
     superseded_by: str | None = None
     redaction: Redaction | None = None
+    verified: Commit | None = None
 
 
 class Change(msgspec.Struct, frozen=True):
@@ -117,6 +121,9 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
         supersedes: id of the claim it replaced: the one just before it in valid
             time, recorded earlier, whose interval it cuts short. A delayed claim
             that slots in before existing ones supersedes nothing.
+        confirmed_at: when this version was last confirmed in the snapshot read:
+            the record time of the commit that wrote it or of a later
+            verification of it (``Repo.verify``).
     """
 
     id: str
@@ -125,6 +132,7 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
     effective_from: datetime
     effective_to: datetime | None
     supersedes: str | None = None
+    confirmed_at: datetime | None = None
 
 
 class BlameLine(msgspec.Struct, frozen=True, kw_only=True):
@@ -158,6 +166,8 @@ class Blame(msgspec.Struct, frozen=True, kw_only=True):
             claims, else one entry for the whole value; empty when erased.
         redacted: the current version was erased (``node`` is None).
         redaction: the erased version's redaction record (who, when, why).
+        verified: the last commit that re-confirmed the current version without
+            changing it (``Repo.verify``), after ``commit`` wrote it; None if none did.
     """
 
     id: str
@@ -167,6 +177,7 @@ class Blame(msgspec.Struct, frozen=True, kw_only=True):
     lines: list[BlameLine]
     redacted: bool = False
     redaction: Redaction | None = None
+    verified: Commit | None = None
 
 
 class Conflict(msgspec.Struct, frozen=True):
@@ -256,6 +267,9 @@ class Hit(msgspec.Struct, frozen=True, kw_only=True):
         score: the fused score (higher is better).
         lexical_rank: 1-based rank in the BM25 ranking, or None.
         semantic_rank: 1-based rank in the embedding ranking, or None.
+        confirmed_at: when this version was last confirmed in the snapshot
+            searched: the record time of the commit that wrote it or of a later
+            verification of it (``Repo.verify``); how stale it may be.
     """
 
     id: str
@@ -264,6 +278,7 @@ class Hit(msgspec.Struct, frozen=True, kw_only=True):
     score: float
     lexical_rank: int | None = None
     semantic_rank: int | None = None
+    confirmed_at: datetime | None = None
 
     @property
     def provenance(self) -> Provenance:
@@ -281,6 +296,7 @@ class ContextItem(msgspec.Struct, frozen=True, kw_only=True):
         tokens: its estimated token count, citation included.
         score: its search score.
         claim_in_force: a claim in force at the time asked about.
+        confirmed_at: when the version was last confirmed (see ``Hit.confirmed_at``).
     """
 
     id: str
@@ -289,6 +305,7 @@ class ContextItem(msgspec.Struct, frozen=True, kw_only=True):
     tokens: int
     score: float
     claim_in_force: bool = False
+    confirmed_at: datetime | None = None
 
 
 class Context(msgspec.Struct, frozen=True, kw_only=True):

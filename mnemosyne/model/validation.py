@@ -126,3 +126,23 @@ def check_json(value: Any, what: str, depth: int = 0) -> None:
             check_json(item, what, depth + 1)
         return
     raise InvalidInput(f"{what}: {type(value).__name__} is not a JSON value")
+
+
+def check_policy_meta(meta: dict[str, Any] | None, node_id: str) -> None:
+    """Refuse the meta keys recall filters on when they cannot mean what they say.
+
+    ``allowed_for`` must be a list of non-empty strings (the uses a memory may
+    serve) and ``sensitivity`` a string (a level of the store's scale). Checked
+    when a node is committed, not when one is read: a stored memory always reads.
+
+    Raises:
+        InvalidInput: naming the node and the rule.
+    """
+    if not meta:
+        return
+    if "allowed_for" in meta:
+        uses = meta["allowed_for"]
+        if not isinstance(uses, list) or not all(isinstance(use, str) and use for use in uses):
+            raise InvalidInput(f"{node_id}: meta allowed_for must be a list of non-empty strings (uses)")
+    if "sensitivity" in meta and not isinstance(meta["sensitivity"], str):
+        raise InvalidInput(f"{node_id}: meta sensitivity must be a string (a level such as 'personal')")

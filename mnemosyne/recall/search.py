@@ -1,9 +1,10 @@
 """Hybrid search, context assembly and the read audit log.
 
-Filters (snapshot, namespace prefix, kind, meta, claims in force, expiry) decide
-which versions may be returned; each ranking is walked best first until enough
-accepted versions are found, so the answer is the exact top-k of the filtered
-set. Lexical and semantic rankings are fused by reciprocal rank.
+Filters (snapshot, namespace prefix, kind, meta, claims in force, expiry, use,
+sensitivity, last confirmation) decide which versions may be returned; each
+ranking is walked best first until enough accepted versions are found, so the
+answer is the exact top-k of the filtered set. Lexical and semantic rankings
+are fused by reciprocal rank.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import msgspec
 
 from mnemosyne.errors import NotFound
 from mnemosyne.index import claims
+from mnemosyne.index.confirmed import confirmed_at
 from mnemosyne.index.view import View
 from mnemosyne.model.choices import SearchMode
 from mnemosyne.model.objects import Claim, Node
@@ -26,6 +28,7 @@ from mnemosyne.recall.embedders import Embedder
 from mnemosyne.recall.index import RecallIndex
 from mnemosyne.recall.postings import Accept, expiry
 from mnemosyne.recall.postings import lexical as postings_lexical
+from mnemosyne.recall.scope import Scoping, permitted
 from mnemosyne.recall.text import text_of
 from mnemosyne.recall.vectors import VectorCache
 from mnemosyne.recall.vectors import semantic as semantic_search
@@ -52,6 +55,12 @@ class Filters(msgspec.Struct, frozen=True, kw_only=True):
     meta: dict[str, Any] | None = None
     valid_at: datetime | None = None
     claim_root: bytes = b""
+    tip: bytes = b""
+    """The commit searched (whose history says when each version was last confirmed)."""
+    verified_since: datetime | None = None
+    """Leave out versions last confirmed (written or verified) before this."""
+    scope: Scoping = Scoping()
+    """The use and sensitivity asked for (see :mod:`mnemosyne.recall.scope`)."""
 
 
 def acceptor(view: View, filters: Filters, loaded: dict[bytes, Node], strict: bool = False) -> Accept:
@@ -62,7 +71,8 @@ def acceptor(view: View, filters: Filters, loaded: dict[bytes, Node], strict: bo
     force) or when ``strict``; the hits are read once ranked.
     """
     now = expiry(filters.now)
-    read = strict or filters.kind is not None or bool(filters.meta) or filters.valid_at is not None
+    scoped = filters.scope.active
+    read = strict or filters.kind is not None or bool(filters.meta) or filters.valid_at is not None or scoped
     judged: dict[bytes, bool] = {}  # both rankings often propose the same version
 
     def accept(node_id: str, oid: bytes, expires: int) -> bool:
@@ -79,7 +89,7 @@ def acceptor(view: View, filters: Filters, loaded: dict[bytes, Node], strict: bo
         if view.tree.get(filters.root, node_id) != oid:
             return False  # deleted, superseded, or never in this snapshot
         if not read:
-            return True
+            return fresh(node_id, oid)
         try:
             node = view.node(oid)
         except NotFound:
@@ -95,8 +105,18 @@ def acceptor(view: View, filters: Filters, loaded: dict[bytes, Node], strict: bo
             )
             if all(n.hash != node.hash for n in in_force):
                 return False
+        if scoped and not permitted(node.meta, filters.scope):
+            return False
+        if not fresh(node_id, oid):
+            return False
         loaded[oid] = node
         return True
+
+    def fresh(node_id: str, oid: bytes) -> bool:
+        if filters.verified_since is None:
+            return True
+        confirmed = confirmed_at(view, node_id, oid, filters.tip)
+        return confirmed is not None and confirmed >= filters.verified_since
 
     return accept
 
@@ -190,6 +210,8 @@ def search(
                 score=score,
                 lexical_rank=lex_rank,
                 semantic_rank=sem_rank,
+                # k scans of the change index: staleness is shown whether or not it is filtered on.
+                confirmed_at=confirmed_at(view, node_id, oid, filters.tip) if filters.tip else None,
             )
         )
     return hits
@@ -226,6 +248,7 @@ def assemble(view: View, hits: list[Hit], query: str, budget: int, filters: Filt
                 tokens=cost,
                 score=hit.score,
                 claim_in_force=force[hit.hash],
+                confirmed_at=hit.confirmed_at,
             )
         )
     return Context(query=query, budget_tokens=budget, tokens=used, items=items)

@@ -92,9 +92,22 @@ def _is_text(text: str) -> bool:
     return True
 
 
-def meta_of(meta: ItemMeta) -> dict[str, Any]:
-    """A node's meta holding ``meta`` (as JSON values: lists, not tuples)."""
-    return {META_KEY: msgspec.json.decode(msgspec.json.encode(meta))}
+def meta_of(meta: ItemMeta, value: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A node's meta holding ``meta`` (as JSON values: lists, not tuples) and the value's labels.
+
+    A value's top-level ``allowed_for`` (a list of uses) and ``sensitivity`` (a
+    level), when well formed, label the node as recall reads labels, so a search
+    scoped to a use or a sensitivity judges the item by them. Anything else under
+    those names is the item's own data and labels nothing.
+    """
+    out: dict[str, Any] = {META_KEY: msgspec.json.decode(msgspec.json.encode(meta))}
+    if value is not None:
+        uses = value.get("allowed_for")
+        if isinstance(uses, list) and all(isinstance(use, str) and use for use in uses):
+            out["allowed_for"] = list(uses)
+        if isinstance(value.get("sensitivity"), str):
+            out["sensitivity"] = value["sensitivity"]
+    return out
 
 
 def item_meta(node: Node | None) -> ItemMeta | None:
@@ -143,6 +156,9 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
         ttl: TTLConfig | None = None,
         author: str = AUTHOR,
         close_repo: bool = False,
+        allowed_for: str | None = None,
+        max_sensitivity: str | None = None,
+        verified_within: timedelta | None = None,
     ) -> None:
         """Serve LangGraph from ``repo``.
 
@@ -157,6 +173,15 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
                 needed (``repo.forget_expired()`` erases their bytes, if wanted).
             author: the author of the commits the store makes.
             close_repo: whether :meth:`close` (and leaving a ``with`` block) closes ``repo``.
+            allowed_for: every search returns only items that may serve this use
+                (LangGraph's ``search`` takes no such argument): those whose value
+                lists it under ``allowed_for``, and those with no list, unless the
+                store setting ``recall.require_allowed_for`` is ``true``.
+            max_sensitivity: every search returns only items at most this sensitive
+                (the value's ``sensitivity``, on the scale ``recall.sensitivity_levels``;
+                an item without one counts as ``recall.unlabeled_sensitivity``).
+            verified_within: every search leaves out items last written or
+                verified (``repo.verify``) longer ago than this.
 
         Raises:
             InvalidInput: ``repo`` is not a Repo, or ``index`` is malformed.
@@ -175,6 +200,11 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
         if self._embedder is not None:
             repo.use_embedder(self._embedder)
         self.close_repo = close_repo
+        self.scope: dict[str, Any] = {
+            "allowed_for": allowed_for,
+            "max_sensitivity": max_sensitivity,
+            "verified_within": verified_within,
+        }
 
     # -- batches --------------------------------------------------------------
 
@@ -266,7 +296,7 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
             id=node_id(op.namespace, op.key),
             content=value,
             provenance=provenance,
-            meta=meta_of(meta),
+            meta=meta_of(meta, value),
             expires_at=None if op.ttl is None else self.repo.now() + timedelta(minutes=op.ttl),
         )
         if self._embedder is not None:
@@ -331,7 +361,7 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
                         content=current.content,
                         provenance=current.provenance,
                         event_time=current.event_time,
-                        meta=meta_of(msgspec.structs.replace(meta, refreshed=True)),
+                        meta=meta_of(msgspec.structs.replace(meta, refreshed=True), current.content),
                         expires_at=now + timedelta(minutes=meta.ttl),
                     )
                 )
@@ -384,7 +414,7 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
         prefix = tuple(op.namespace_prefix)
         id_under = id_prefix(prefix)
         found: list[tuple[tuple[str, ...], str, Node]] = []
-        for node in self.repo.nodes(at=tip.id, prefix=id_under):
+        for node in self.repo.nodes(at=tip.id, prefix=id_under, **self.scope):
             meta = item_meta(node)
             if meta is None or meta.namespace[: len(prefix)] != prefix:
                 continue
@@ -393,7 +423,7 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
         found.sort(key=lambda entry: (entry[0], entry[1]))
         scores: dict[str, float] = {}
         if op.query and found:
-            hits = self.repo.search(op.query, k=len(found), at=tip.id, prefix=id_under)
+            hits = self.repo.search(op.query, k=len(found), at=tip.id, prefix=id_under, **self.scope)
             scores = {hit.id: hit.score for hit in hits}
             # Ranked first, best first; what recall did not rank keeps the stable order after.
             found.sort(key=lambda entry: -scores.get(entry[2].id, -math.inf))
