@@ -38,6 +38,16 @@ it: ``facts`` and ``timeline`` now and as of an hour before the erasure for (a);
 top 5 of an unfiltered ``search``, now and as of then, for (b); the top 5 by cosine
 for (c) and (d), which never remove anything.
 
+What the agent never heard (``make_drift``): of the facts that hold at the end, 15%
+then change in the world with no correction recorded, so the store's value for "now"
+is stale and no store can know it; half the facts were re-confirmed once after their
+last observation, in one of the last six weeks before the end or before such a change
+(``repo.verify`` of the claim in force).
+(b) answers their "now" questions without a freshness filter and (e) with
+``verified_within=30 days``: the second table counts stale answers (the store's old
+value of a fact that changed), right answers and no answers, and the stale answers
+the filter prevented.
+
 Call ``bench_staleness(root)`` from bench/run.py, or run this file:
 
     python bench/staleness.py [--subjects 300] [--minilm-subjects 100] [--questions 200] [--embedders hash,minilm]
@@ -66,11 +76,13 @@ sys.path.append(str(Path(__file__).resolve().parent))
 from staleness_trace import (
     ATTRIBUTES,
     SEED,
+    Drift,
     Fact,
     Obs,
     Question,
     Trace,
     expected,
+    make_drift,
     make_questions,
     make_trace,
 )
@@ -82,6 +94,8 @@ SUBJECTS = 300
 MINILM_SUBJECTS = 100
 """People in the MiniLM trace by default: the store and the baseline embed every sentence and question."""
 HASH_DIM = 384
+FRESH_WITHIN = timedelta(days=30)
+"""The freshness window of (e): memories last written or verified longer ago are left out."""
 QUESTIONS = 200
 """Questions of each kind by default (a seeded sample of the facts): every system answers the same ones."""
 
@@ -110,10 +124,19 @@ def recall_text(fact: Fact, o: Obs) -> str:
     return f"{fact.name} {fact.attr} {o.sentence} {o.value}"
 
 
-def write_store(trace: Trace, path: Path, embedder: Any) -> Repo:
-    """The trace as the agent writes it: a commit a week, deletions in it, erasures after it."""
+def write_store(trace: Trace, path: Path, embedder: Any, drift: Drift | None = None) -> Repo:
+    """The trace as the agent writes it: a commit a week, deletions in it, erasures after it.
+
+    With ``drift``, also its re-confirmations: one ``verify`` of the claims in force each
+    Sunday at 22:00 that has any.
+    """
     days: dict[datetime, tuple[list[Node], list[str]]] = defaultdict(lambda: ([], []))
     erasures: dict[datetime, list[str]] = defaultdict(list)
+    checks: dict[datetime, list[str]] = defaultdict(list)
+    for fact, when in (drift.verified.items() if drift is not None else ()):
+        held = expected(fact, trace.end)
+        assert held is not None
+        checks[when].append(held.node_id)
     for fact in trace.facts:
         for o in fact.obs:
             days[o.recorded][0].append(_claim(fact, o))
@@ -123,7 +146,7 @@ def write_store(trace: Trace, path: Path, embedder: Any) -> Repo:
             erasures[fact.erased].extend(o.node_id for o in fact.obs)
     clock = Clock(trace.first_commit)
     repo = Repo.init(path, clock=clock, sync=False, embedder=embedder)
-    for when in sorted(days.keys() | erasures.keys()):
+    for when in sorted(days.keys() | erasures.keys() | checks.keys()):
         puts, deletes = days.get(when, ([], []))
         if puts or deletes:
             clock.now = when
@@ -133,6 +156,9 @@ def write_store(trace: Trace, path: Path, embedder: Any) -> Repo:
         for k, node_id in enumerate(erasures.get(when, [])):
             clock.now = when + timedelta(seconds=k)
             repo.forget(node_id, "erasure request", author="dpo")
+        if when in checks:
+            clock.now = when
+            repo.verify(*checks[when], by="agent", note="re-confirmed with the person")
     clock.now = trace.end
     return repo
 
@@ -191,6 +217,18 @@ class Recall:
         before = fact.erased - timedelta(hours=1)
         hits = self.repo.search(question, k=5)  # no filter at all: every claim in the snapshot
         hits += self.repo.search(question, k=5, as_of=before)  # the snapshot from before the erasure
+        return [self.index[h.id] for h in hits]
+
+
+class Fresh(Recall):
+    """(e): (b) with ``verified_within``: only memories written or re-confirmed lately may answer."""
+
+    name = "(e) Mnemosyne `search(valid_at=, verified_within=30d)` top-1"
+
+    def answer(self, q: Question) -> Answer:
+        hits = self.repo.search(
+            q.text, k=1, kind="claim", valid_at=q.valid_at, as_of=q.as_of, verified_within=FRESH_WITHIN
+        )
         return [self.index[h.id] for h in hits]
 
 
@@ -282,6 +320,42 @@ def ask(system: Any, questions: list[Question], erased: list[Fact]) -> Tally:
     return tally
 
 
+@dataclass
+class Unheard:
+    """Answers to "now" about facts that hold at the end, judged against the world (see :class:`Drift`)."""
+
+    asked: int = 0
+    changed: int = 0
+    stale: int = 0
+    """The store's value of a fact that changed unheard: what the world no longer says."""
+    right: int = 0
+    none: int = 0
+    """Nothing about the fact asked (a miss, or left out as not confirmed lately)."""
+    wrong: int = 0
+    """Another value of the fact asked, though it did not change (never, with valid time filtered)."""
+
+
+def ask_unheard(system: Any, questions: list[Question], drift: Drift) -> Unheard:
+    """Put the "now" questions about facts that hold to ``system``; score against the world."""
+    tally = Unheard()
+    for q in questions:
+        if q.kind != "now" or q.want is None:
+            continue
+        tally.asked += 1
+        moved = q.fact in drift.changed
+        tally.changed += moved
+        values = {o.value for f, o in system.answer(q) if f is q.fact}
+        if not values:
+            tally.none += 1
+        elif moved:
+            tally.stale += 1  # whatever the store holds, the world changed since
+        elif values == {q.want.value}:
+            tally.right += 1
+        else:
+            tally.wrong += 1
+    return tally
+
+
 # -- the bench -------------------------------------------------------------------------------------
 
 
@@ -302,7 +376,10 @@ def bench_staleness(
     """Run the four systems on the trace with each embedder; print the markdown table and return its rows.
 
     The MiniLM trace has ``min(subjects, minilm_subjects)`` subjects (its rows say so).
-    Each row: ``system``, ``embedder``, ``subjects``, ``questions``, the rates
+    Then, per embedder, two rows of the unheard-change table (:func:`unheard_table`):
+    ``system``, ``embedder``, ``subjects``, ``asked``, ``changed``, ``stale_world``,
+    ``right``, ``no_answer``, ``wrong`` and ``prevented`` (counts). The other rows (they have
+    ``stale``): ``system``, ``embedder``, ``subjects``, ``questions``, the rates
     ``stale`` (an outdated value for "now"), ``wrong_now``, ``wrong_at``,
     ``outdated_at``, ``wrong_as_of``, ``outdated_as_of``, ``leak`` (fractions, None
     when not asked), ``not_in_force`` (answers showing a claim that did not hold
@@ -313,10 +390,11 @@ def bench_staleness(
         n = subjects if name == "hash" else min(subjects, minilm_subjects)
         trace = make_trace(n, seed)
         asked, erased = make_questions(trace, seed, questions)
+        drift = make_drift(trace, seed)
         embedder = _embedder(name)
         path = Path(tempfile.mkdtemp(prefix=f"staleness-{name}-", dir=root))
         started = time.perf_counter()
-        repo = write_store(trace, path, embedder)
+        repo = write_store(trace, path, embedder, drift)
         written = time.perf_counter() - started
         try:
             index = {o.node_id: (f, o) for f, o in trace.observations}
@@ -328,6 +406,9 @@ def bench_staleness(
                 rows.append(_row(system.name, name, n, tally, time.perf_counter() - started))
                 if not quiet:
                     print(f"  {name:<6} {system.name}: {rows[-1]['seconds']:.1f} s", flush=True)
+            unheard = [(s, ask_unheard(s, asked, drift)) for s in (Recall(repo, index), Fresh(repo, index))]
+            for system, tally in unheard:
+                rows.append(_unheard_row(system.name, rows[-1]["embedder"], n, tally, unheard[0][1]))
         finally:
             repo.close()
             shutil.rmtree(path, ignore_errors=True)
@@ -335,8 +416,40 @@ def bench_staleness(
             print(f"  {name:<6} trace: {n} subjects, {len(trace.observations)} observations, "
                   f"{len(asked)} questions, {len(erased)} erased facts; written in {written:.1f} s", flush=True)
     if not quiet:
-        print(table(rows))
+        print(table([r for r in rows if "stale" in r]))
+        print()
+        print(unheard_table([r for r in rows if "changed" in r]))
     return rows
+
+
+def _unheard_row(system: str, embedder: str, subjects: int, t: Unheard, unfiltered: Unheard) -> dict[str, Any]:
+    return {
+        "system": system,
+        "embedder": embedder,
+        "subjects": subjects,
+        "asked": t.asked,
+        "changed": t.changed,
+        "stale_world": t.stale,
+        "right": t.right,
+        "no_answer": t.none,
+        "wrong": t.wrong,
+        "prevented": unfiltered.stale - t.stale,
+    }
+
+
+def unheard_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The markdown table of the answers about facts that changed unheard, with and without the filter."""
+    lines = [
+        "| system | embedder | subjects | \"now\" questions | changed unheard | stale answers | right answers "
+        "| no answer | stale answers prevented |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['system']} | {r['embedder']} | {r['subjects']} | {r['asked']} | {r['changed']} "
+            f"| {r['stale_world']} | {r['right']} | {r['no_answer']} | {r['prevented']} |"
+        )
+    return "\n".join(lines)
 
 
 def _row(system: str, embedder: str, subjects: int, t: Tally, seconds: float) -> dict[str, Any]:

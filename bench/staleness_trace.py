@@ -3,7 +3,9 @@
 Used by bench/staleness.py (see its docstring for the trace and the systems that answer).
 ``make_trace`` builds the corrected, late, deleted and erased facts from a seed alone;
 ``in_force`` and ``expected`` model the answers, independent of the store;
-``make_questions`` samples the questions of each kind with their expected answers.
+``make_questions`` samples the questions of each kind with their expected answers;
+``make_drift`` adds what the agent never heard: values that changed in the world after
+their last observation, and when the agent re-confirmed a value (``verify``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,14 @@ MAX_CORRECTIONS = 5
 LATE = 0.10
 DELETED = 0.05
 ERASED = 0.02
+DRIFTED = 0.15
+"""Facts holding at the end whose value then changed in the world, unheard: no correction was recorded."""
+RECHECKED = 0.5
+"""Facts the agent re-confirmed (``verify``) once after their last observation, before any unheard change."""
+RECHECK_WEEKS = 6
+"""A re-confirmation falls in one of the last this many weeks it could (the agent re-asks now and then)."""
+VERIFY_HOUR = 22
+"""Re-confirmations are recorded on Sundays at 22:00, after the week's commit and erasures."""
 
 FIRST = ("Mira Tom Ana Jonas Lea Omar Ines Karl Yuki Nora Ravi Sofia Emil Hana Luca Zoe Femi Ada "
          "Pavel Lina Iker Maya Theo Asha Bruno Elif Nils Rosa Kenji Vera Amir Clara Diego Ida Sami "
@@ -259,3 +269,41 @@ def _odd_second(rng: random.Random, lo: datetime, hi: datetime) -> datetime:
     """A time in [lo, hi) that no valid_from (whole minutes) or record time (20:00) equals."""
     span = int((hi - lo).total_seconds()) // 60
     return lo + timedelta(minutes=rng.randrange(max(span, 1)), seconds=rng.randint(1, 59))
+
+
+# -- what the agent never heard -----------------------------------------------------------------
+
+
+@dataclass
+class Drift:
+    """Unheard changes and re-confirmations, over the facts that hold at the end of the trace.
+
+    Attributes:
+        changed: facts whose value changed in the world after their last observation
+            (when), with no correction recorded: the store's value for "now" is stale.
+        verified: facts the agent re-confirmed after their last observation (when),
+            before any unheard change: ``repo.verify`` of the claim in force.
+    """
+
+    changed: dict[Fact, datetime]
+    verified: dict[Fact, datetime]
+
+
+def make_drift(trace: Trace, seed: int = SEED) -> Drift:
+    """Which facts changed unheard and which were re-confirmed, each at a week's end, from ``seed`` alone."""
+    rng = random.Random(seed + 2)
+    changed: dict[Fact, datetime] = {}
+    verified: dict[Fact, datetime] = {}
+    for fact in trace.facts:
+        if expected(fact, trace.end) is None:
+            continue  # deleted or erased: nothing to go stale or to re-confirm
+        last = max(o.recorded for o in fact.obs)
+        first = (last - START).days // 7 + 1
+        weeks = [w for w in range(first, first + 104) if _week(w, VERIFY_HOUR) < trace.end]
+        if rng.random() < DRIFTED and weeks:
+            week = rng.choice(weeks)
+            changed[fact] = _week(week, VERIFY_HOUR + 1)
+            weeks = [w for w in weeks if w < week]  # re-asked after the change, the agent would have heard it
+        if rng.random() < RECHECKED and weeks:
+            verified[fact] = _week(rng.choice(weeks[-RECHECK_WEEKS:]), VERIFY_HOUR)
+    return Drift(changed, verified)

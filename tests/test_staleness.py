@@ -31,7 +31,8 @@ def bench():
 def world(bench, tmp_path_factory):
     trace = bench.make_trace(100)
     embedder = bench.HashEmbedder(bench.HASH_DIM)
-    repo = bench.write_store(trace, tmp_path_factory.mktemp("staleness") / "agent.mnemo", embedder)
+    drift = bench.make_drift(trace)  # its re-confirmations are commits that change no memory
+    repo = bench.write_store(trace, tmp_path_factory.mktemp("staleness") / "agent.mnemo", embedder, drift)
     index = {o.node_id: (f, o) for f, o in trace.observations}
     yield trace, repo, index, embedder
     repo.close()
@@ -114,12 +115,41 @@ def test_the_naive_baseline_returns_stale_answers_on_the_same_trace(bench, world
     assert top1.rate(top1.outdated, "now") > 0.3
 
 
+def test_the_verification_filter_prevents_stale_answers_about_unheard_changes(bench, world):
+    trace, repo, index, _ = world
+    drift = bench.make_drift(trace)
+    holding = [f for f in trace.facts if bench.expected(f, trace.end) is not None]
+    assert 0.10 < len(drift.changed) / len(holding) < 0.20
+    assert 0.35 < len(drift.verified) / len(holding) < 0.65
+    for fact, when in drift.verified.items():  # re-confirmed after hearing it, before any change
+        assert max(o.recorded for o in fact.obs) < when < drift.changed.get(fact, trace.end)
+    for fact, when in list(drift.verified.items())[:20]:  # the store says so
+        (hit,) = repo.search(fact.name, k=1, prefix=bench.expected(fact, trace.end).node_id)
+        assert hit.confirmed_at == when
+    questions, _ = bench.make_questions(trace, per_kind=40)
+    plain = bench.ask_unheard(bench.Recall(repo, index), questions, drift)
+    fresh = bench.ask_unheard(bench.Fresh(repo, index), questions, drift)
+    now = [q for q in questions if q.kind == "now" and q.want is not None]
+    assert plain.asked == fresh.asked == len(now)
+    assert plain.changed == fresh.changed == sum(q.fact in drift.changed for q in now) > 0
+    assert plain.stale >= 3  # without the filter, recall answers with what the world no longer says
+    assert fresh.stale < plain.stale / 3  # the filter prevents most of them...
+    assert fresh.right > plain.right / 3  # ...and still answers from what was confirmed lately
+    assert fresh.none > plain.none  # the price: no answer where nothing was confirmed lately
+    assert plain.wrong == fresh.wrong == 0
+
+
 def test_bench_staleness_prints_and_returns_its_table(bench, tmp_path, capsys):
     rows = bench.bench_staleness(tmp_path, subjects=20, embedders=("hash",), questions=10)
-    assert [r["system"][:3] for r in rows] == ["(a)", "(b)", "(c)", "(d)"]
-    assert all(r["subjects"] == 20 and r["questions"] == 10 for r in rows)
+    assert [r["system"][:3] for r in rows] == ["(a)", "(b)", "(c)", "(d)", "(b)", "(e)"]
+    main, unheard = rows[:4], rows[4:]
+    assert all(r["subjects"] == 20 and r["questions"] == 10 for r in main)
     assert rows[0]["stale"] == rows[0]["wrong_now"] == rows[0]["wrong_at"] == rows[0]["wrong_as_of"] == 0
     assert rows[1]["stale"] == rows[1]["outdated_at"] == rows[1]["outdated_as_of"] == 0
+    assert unheard[0]["prevented"] == 0
+    assert unheard[1]["prevented"] == unheard[0]["stale_world"] - unheard[1]["stale_world"]
+    assert all(r["asked"] == r["right"] + r["stale_world"] + r["no_answer"] + r["wrong"] for r in unheard)
+    assert all(r["wrong"] == 0 for r in unheard)
     out = capsys.readouterr().out
-    assert out.count("\n| (") == 4 and "| system | embedder |" in out
+    assert out.count("\n| (") == 6 and "| system | embedder |" in out and "stale answers prevented" in out
     assert list(tmp_path.iterdir()) == []  # its stores are removed

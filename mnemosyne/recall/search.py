@@ -88,8 +88,10 @@ def acceptor(view: View, filters: Filters, loaded: dict[bytes, Node], strict: bo
             return False
         if view.tree.get(filters.root, node_id) != oid:
             return False  # deleted, superseded, or never in this snapshot
+        if not fresh(node_id, oid):
+            return False  # one scan of the change index: cheaper than reading the version
         if not read:
-            return fresh(node_id, oid)
+            return True
         try:
             node = view.node(oid)
         except NotFound:
@@ -106,8 +108,6 @@ def acceptor(view: View, filters: Filters, loaded: dict[bytes, Node], strict: bo
             if all(n.hash != node.hash for n in in_force):
                 return False
         if scoped and not permitted(node.meta, filters.scope):
-            return False
-        if not fresh(node_id, oid):
             return False
         loaded[oid] = node
         return True
