@@ -36,6 +36,7 @@ from typing import Any
 
 from core_runs import twin_of
 from harness import ROWS, Row, make_node, median_us, node_id, row, write_table
+from recall_large import THRESHOLD, bench_recall
 
 from mnemosyne import Repo
 from mnemosyne.store import settings
@@ -435,6 +436,7 @@ GROUPS: list[Callable[[Path, list[int]], list[Row]]] = [
     bench_commits,
     bench_reads,
     bench_fresh_process,
+    bench_recall,  # stores of its own: see recall_large.py
     bench_integrity,  # last: gc changes the stores
 ]
 
@@ -452,6 +454,7 @@ def main() -> None:
     sizes = sorted(int(s) for s in args.sizes.split(","))
     if args.quick:
         sizes, ROUNDS = [10_000, 50_000], 11
+        THRESHOLD[0] = 20_000  # so the larger quick store ranks through the approximate index
     groups = GROUPS
     if args.only:
         wanted = {"bench_" + name for name in args.only.split(",")} | {"bench_import", "bench_commits"}

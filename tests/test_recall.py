@@ -31,7 +31,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from mnemosyne import Claim, InvalidInput, Node, NotFound, Repo
 from mnemosyne.index.recall_queue import RecallQueue
-from mnemosyne.recall import names, postings, vectors
+from mnemosyne.recall import names, postings, semantic
 from mnemosyne.recall import text as text_module
 from mnemosyne.recall.embedders import HashEmbedder
 from mnemosyne.recall.postings import Postings
@@ -469,6 +469,24 @@ RecallMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestRecallInMemory = RecallMachine.TestCase
+
+
+class ApproximateRecallMachine(RecallMachine):
+    """The same machine, every semantic ranking through the approximate index."""
+
+    def make_repo(self, clock: Clock) -> Repo:
+        repo = Repo.in_memory(clock=clock)
+        repo.config("recall.approximate_from", "1")
+        return repo
+
+
+ApproximateRecallMachine.TestCase.settings = settings(
+    max_examples=20,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestRecallApproximate = ApproximateRecallMachine.TestCase
 
 
 class LmdbRecallMachine(RecallMachine):
@@ -1047,7 +1065,7 @@ def test_the_walk_yields_every_live_row_in_exact_order(
     )
     alive = np.array(data.draw(st.lists(st.booleans(), min_size=count, max_size=count)), dtype=bool)
     values = np.array(scores, dtype=np.float32)
-    walked = list(vectors._best_first(values, keys, alive, window))
+    walked = list(semantic._best_first(values, keys, alive, window))
     expected = sorted(np.flatnonzero(alive).tolist(), key=lambda row: (-values[row], int(keys[row]), row))
     assert [(values[r], keys[r]) for r in walked] == [(values[r], keys[r]) for r in expected]
     assert sorted(walked) == sorted(expected)
@@ -1064,7 +1082,7 @@ def test_the_walk_guesses_a_window_from_a_sample_and_stays_exact() -> None:
         alive = rng.random(20_000) < 0.95
         expected = np.flatnonzero(alive)[np.lexsort((keys[alive], -values[alive]))].tolist()
         for window in (1, 16, 300):
-            assert list(vectors._best_first(values, keys, alive, window)) == expected
+            assert list(semantic._best_first(values, keys, alive, window)) == expected
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -45,6 +45,8 @@ def check_setting(key: str, value: str) -> str:
         raise InvalidInput(f"the value of {key} must be text")
     if key == "embedder":
         embedder_named(value)
+    elif key == "recall.approximate_from":
+        approximate_from(value)
     elif key == "recall.require_allowed_for" and value not in ("true", "false"):
         raise InvalidInput(f"{key} must be true or false, not {value!r}")
     elif key == "recall.sensitivity_levels":
@@ -57,6 +59,21 @@ def check_setting(key: str, value: str) -> str:
     elif key == "recall.unlabeled_sensitivity" and (not value.strip() or "," in value):
         raise InvalidInput(f"{key} must name one level of recall.sensitivity_levels")
     return value
+
+
+def approximate_from(value: str) -> int | None:
+    """The ``recall.approximate_from`` setting as a count (None: ``off``).
+
+    Raises:
+        InvalidInput: neither a whole number of at least 1 nor ``off``.
+    """
+    if value == "off":
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise InvalidInput(
+            f"recall.approximate_from must be a whole number of at least 1, or off, not {value!r}"
+        )
+    return int(value)
 
 
 class Scope(msgspec.Struct, frozen=True, kw_only=True):
@@ -149,7 +166,9 @@ class Recall:
             filters = self._filters(view, at, as_of, prefix, valid_at, kind, meta, scope)
             if filters is None:
                 return []
-            hits = recall_search.search(view, self._vectors(), embedder, query, k, filters, mode)
+            hits = recall_search.search(
+                view, self._vectors(), embedder, query, k, filters, mode, approximate_from=_threshold(view)
+            )
         if run_id is not None:
             self._record_read(run_id, "search", query, hits)
         return hits
@@ -180,7 +199,9 @@ class Recall:
             filters = self._filters(view, at, as_of, prefix, valid_at, None, None, scope)
             if filters is None:
                 return Context(query=query, budget_tokens=budget_tokens, tokens=0, items=[])
-            hits = recall_search.search(view, self._vectors(), embedder, query, k, filters)
+            hits = recall_search.search(
+                view, self._vectors(), embedder, query, k, filters, approximate_from=_threshold(view)
+            )
             built = recall_search.assemble(view, hits, query, budget_tokens, filters)
         if run_id is not None:
             chosen = {item.hash for item in built.items}
@@ -265,6 +286,11 @@ class Recall:
             hashes=[h.hash for h in hits],
         )
         handle.write(lambda view: ReadLog(handle.scope).record(view.txn, record))
+
+
+def _threshold(view: View) -> int | None:
+    """The store's ``recall.approximate_from``, as read in this snapshot."""
+    return approximate_from(settings.get(view.txn, "recall.approximate_from"))
 
 
 MAX_RUN_ID_BYTES = 256

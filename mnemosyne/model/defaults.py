@@ -31,8 +31,12 @@ EXPIRED_REASON = "expired"
 SENSITIVITY_LEVELS = "public,internal,personal,restricted"
 """The sensitivity scale by default, least sensitive first (``max_sensitivity=``)."""
 
+APPROXIMATE_FROM = 200_000
+"""Vectors of one model from which semantic search ranks by an approximate index."""
+
 SETTINGS = {
     "embedder": "auto",
+    "recall.approximate_from": str(APPROXIMATE_FROM),
     "recall.require_allowed_for": "false",
     "recall.sensitivity_levels": SENSITIVITY_LEVELS,
     "recall.unlabeled_sensitivity": "internal",
@@ -43,4 +47,6 @@ SETTINGS = {
 out of every search that names a use. ``recall.sensitivity_levels``: the ordered
 scale ``max_sensitivity=`` reads. ``recall.unlabeled_sensitivity``: the level of a
 memory without ``meta["sensitivity"]`` (not public, by default).
+``recall.approximate_from``: how many vectors a model needs before semantic search
+ranks them with an approximate index (a whole number, or ``off`` for exact always).
 """

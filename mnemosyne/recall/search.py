@@ -29,9 +29,9 @@ from mnemosyne.recall.index import RecallIndex
 from mnemosyne.recall.postings import Accept, expiry
 from mnemosyne.recall.postings import lexical as postings_lexical
 from mnemosyne.recall.scope import Scoping, permitted
+from mnemosyne.recall.semantic import semantic as semantic_search
 from mnemosyne.recall.text import text_of
 from mnemosyne.recall.vectors import VectorCache
-from mnemosyne.recall.vectors import semantic as semantic_search
 
 RRF_K = 60
 """Reciprocal-rank fusion constant (the usual 60)."""
@@ -157,11 +157,13 @@ def search(
     filters: Filters,
     mode: SearchMode = "hybrid",
     strict: bool = False,
+    approximate_from: int | None = None,
 ) -> list[Hit]:
     """Rank the snapshot's memories for ``query``; see the module docstring.
 
     ``strict`` reads every candidate while ranking (see :func:`acceptor`); a
     search falls back to it should the index name a version that is gone.
+    ``approximate_from`` is passed to :func:`mnemosyne.recall.semantic.semantic`.
     """
     recall = RecallIndex(view.stores.scope)
     recall.check_format(view.txn)
@@ -179,7 +181,16 @@ def search(
 
     semantic = (
         semantic_search(
-            view, recall.postings, cache, embedder, query, accept, depth, namespace, names.versions
+            view,
+            recall.postings,
+            cache,
+            embedder,
+            query,
+            accept,
+            depth,
+            namespace,
+            names.versions,
+            approximate_from,
         )
         if embedder is not None and mode in ("hybrid", "semantic")
         else []
@@ -201,7 +212,7 @@ def search(
             try:
                 node = view.node(oid)
             except NotFound:
-                return search(view, cache, embedder, query, k, filters, mode, strict=True)
+                return search(view, cache, embedder, query, k, filters, mode, True, approximate_from)
         hits.append(
             Hit(
                 id=node_id,

@@ -1,4 +1,4 @@
-"""Embedding vectors: stored in blocks, cached per handle, searched exactly.
+"""Embedding vectors: stored in blocks, and held per handle for ranking.
 
 Vectors are keyed by (model id, content hash): equal texts embed once, another
 model never disturbs them. They are stored :data:`BLOCK_ROWS` to a block, so a
@@ -21,17 +21,17 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from mnemosyne.errors import CorruptObject
-from mnemosyne.index.view import View
-from mnemosyne.recall.embedders import Embedder, Vectors
+from mnemosyne.recall.approximate import Approximate
+from mnemosyne.recall.embedders import Vectors
 from mnemosyne.recall.names import NameMemory, Names
-from mnemosyne.recall.postings import Accept, Postings, Version
+from mnemosyne.recall.postings import Postings
 from mnemosyne.store.kv.base import AppendLog, ReadTxn, Space, WriteTxn, last_number
 
 MODEL = b"m"
@@ -63,6 +63,18 @@ def parse_block(data: bytes) -> tuple[list[bytes], Vectors]:
             "the search index is damaged (a vector block is cut short); run 'mnemo reindex --vectors'"
         )
     return hashes, rows.astype(np.float32, copy=False)
+
+
+def block_row(data: bytes, slot: int, dim: int) -> Vectors | None:
+    """Row ``slot`` of a stored block (``dim`` wide), read without parsing the rest; None if absent."""
+    try:
+        (count,) = _COUNT.unpack_from(data)
+    except struct.error:
+        return None
+    start = _COUNT.size + 32 * count + 4 * dim * slot
+    if slot >= count or start + 4 * dim > len(data):
+        return None
+    return np.frombuffer(data, dtype="<f4", count=dim, offset=start)
 
 
 class Writer:
@@ -164,6 +176,10 @@ class VectorStore:
         """The content hashes of every live row of ``model``'s blocks."""
         for data in self.blocks(txn, model):
             yield from (chash for chash in parse_block(data)[0] if chash != _DEAD)
+
+    def capacity(self, txn: ReadTxn, model: str) -> int:
+        """How many vectors ``model``'s blocks could hold: a bound on its vectors, read in one step."""
+        return BLOCK_ROWS * self._last(txn, self.scope + model.encode() + _BLOCK)
 
     def block(self, txn: ReadTxn, model: str, number: bytes) -> bytes | None:
         """One block of ``model`` as stored (``number``: 4 bytes), or None."""
@@ -275,22 +291,33 @@ def _log(txn: WriteTxn, scope: bytes, model: str) -> AppendLog:
 # -- reading ----------------------------------------------------------------------
 
 
-class _Matrix:
-    """One model's vectors in memory: rows, their content hashes, and liveness."""
+class Matrix:
+    """One model's vectors in memory: content hashes, liveness, and the vectors to rank by.
 
-    def __init__(self, dim: int) -> None:
+    Exact (``rows`` holds every vector as float32, scanned whole per search) or
+    approximate (``approx`` holds an HNSW graph over int8 copies, see
+    :mod:`mnemosyne.recall.approximate`; ``rows`` stays empty, and a row's own
+    vector is read from its block: ``block`` and ``slot`` say where).
+    """
+
+    def __init__(self, dim: int, approximate: bool = False) -> None:
         self.dim = dim
         self.rows: npt.NDArray[np.float32] = np.zeros((0, dim), dtype=np.float32)
         self.hashes: list[bytes] = []
         self.alive: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
         # The content hash's first 8 bytes: equal scores break by them.
         self.keys: npt.NDArray[np.uint64] = np.zeros(0, dtype=np.uint64)
+        self.block: npt.NDArray[np.uint32] = np.zeros(0, dtype=np.uint32)
+        self.slot: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
         self.where: dict[bytes, int] = {}
         self.blocks: dict[bytes, list[bytes]] = {}  # block → the contents last read in it
         self.seq = 0
+        self.approx: Approximate | None = Approximate(dim) if approximate else None
+        self._linked: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)  # rows in ``approx``
+        self._waiting: list[tuple[int, Vectors]] = []  # rows to link, with their vectors
 
-    def add(self, hashes: list[bytes], vectors: Vectors) -> None:
-        """Add (or revive) the rows of one block; zero hashes are dropped rows."""
+    def add(self, number: int, hashes: list[bytes], vectors: Vectors) -> None:
+        """Add (or revive) the rows of block ``number``; zero hashes are dropped rows."""
         fresh: list[int] = []
         for i, chash in enumerate(hashes):
             if chash == _DEAD:
@@ -298,25 +325,63 @@ class _Matrix:
             row = self.where.get(chash)
             if row is None:
                 fresh.append(i)
-            else:
+                continue
+            if self.approx is None:
                 self.rows[row] = vectors[i]
-                self.alive[row] = True
+            elif not self._linked[row]:
+                self._waiting.append((row, vectors[i : i + 1]))
+            self.alive[row] = True
+            self.block[row], self.slot[row] = number, i
         if not fresh:
             return
         start = len(self.hashes)
         end = start + len(fresh)
-        if end > len(self.rows):
-            size = max(16, 2 * len(self.rows), end)
-            self.rows = _grown(self.rows, size)
+        if end > len(self.alive):
+            size = max(16, 2 * len(self.alive), end)
+            if self.approx is None:
+                self.rows = _grown(self.rows, size)
             self.alive = _grown(self.alive, size)
             self.keys = _grown(self.keys, size)
-        self.rows[start:end] = vectors[fresh]
+            self.block = _grown(self.block, size)
+            self.slot = _grown(self.slot, size)
+            self._linked = _grown(self._linked, size)
+        if self.approx is None:
+            self.rows[start:end] = vectors[fresh]
+        else:
+            self._waiting.extend((row, vectors[i : i + 1]) for row, i in enumerate(fresh, start))
         self.alive[start:end] = True
+        self.block[start:end] = number
+        self.slot[start:end] = fresh
         added = [hashes[i] for i in fresh]
         self.keys[start:end] = np.frombuffer(b"".join(chash[:8] for chash in added), dtype=">u8")
         for row, chash in enumerate(added, start):
             self.hashes.append(chash)
             self.where[chash] = row
+        if len(self._waiting) >= _LINK_BATCH:
+            self.link()
+
+    def kill(self, row: int) -> None:
+        """Mark a row dropped; the approximate index forgets it at once."""
+        self.alive[row] = False
+        if self.approx is not None and self._linked[row]:
+            self.approx.remove(np.array([row], dtype=np.intp))
+            self._linked[row] = False
+
+    def link(self) -> None:
+        """Put the rows read since the last call into the approximate index (one bulk add)."""
+        waiting, self._waiting = self._waiting, []
+        if self.approx is None or not waiting:
+            return
+        latest = {row: vector for row, vector in waiting if self.alive[row] and not self._linked[row]}
+        if latest:
+            rows = np.fromiter(latest, dtype=np.intp, count=len(latest))
+            self.approx.add(rows, np.concatenate(list(latest.values())))
+            self._linked[rows] = True
+
+
+_LINK_BATCH = 1 << 13
+"""Rows read before they are linked: a bulk add is faster than many small ones, and
+the vectors waiting (float32) stay small (12 MB at 384 wide)."""
 
 
 def _grown(array: npt.NDArray[G], size: int) -> npt.NDArray[G]:
@@ -332,7 +397,7 @@ class VectorCache:
     """
 
     def __init__(self) -> None:
-        self._matrices: dict[tuple[bytes, str], _Matrix] = {}
+        self._matrices: dict[tuple[bytes, str], Matrix] = {}
         self._lock = threading.Lock()
         self._names = NameMemory()
 
@@ -340,17 +405,24 @@ class VectorCache:
         """Name lookups for ``txn``, served from this handle's memory where it is in step."""
         return self._names.names(txn, postings)
 
-    def matrix(self, txn: ReadTxn, store: VectorStore, model: str, dim: int) -> _Matrix:
-        """The up-to-date matrix of ``model`` as this transaction sees it."""
+    def matrix(
+        self, txn: ReadTxn, store: VectorStore, model: str, dim: int, approximate_from: int | None = None
+    ) -> Matrix:
+        """The up-to-date matrix of ``model`` as this transaction sees it.
+
+        Approximate when the model's blocks could hold ``approximate_from`` vectors
+        or more (None: always exact); a matrix that crosses that line is read anew.
+        """
         scope = store.scope
+        approximate = approximate_from is not None and store.capacity(txn, model) >= approximate_from
         with self._lock:
             found = self._matrices.get((scope, model))
-            if found is None or found.dim != dim:
-                found = _Matrix(dim)
+            if found is None or found.dim != dim or (found.approx is not None) != approximate:
+                found = Matrix(dim, approximate)
                 self._matrices[(scope, model)] = found
             for seq, change in store.log_since(txn, model, found.seq):
                 if change == b"*":  # the vectors were rebuilt: start over
-                    found = _Matrix(dim)
+                    found = Matrix(dim, approximate)
                     self._matrices[(scope, model)] = found
                 found.seq = seq
                 kind, rest = change[:1], change[1:]
@@ -364,159 +436,9 @@ class VectorCache:
                     for chash in found.blocks.get(rest, []):
                         row = found.where.get(chash)
                         if chash not in live and row is not None:
-                            found.alive[row] = False
+                            found.kill(row)
                 if vectors is not None and vectors.shape[1:] == (dim,):
-                    found.add(hashes, vectors)
+                    found.add(int.from_bytes(rest, "big"), hashes, vectors)
                 found.blocks[rest] = [chash for chash in hashes if chash != _DEAD]
+            found.link()
             return found
-
-
-def semantic(
-    view: View,
-    postings: Postings,
-    cache: VectorCache,
-    embedder: Embedder,
-    query: str,
-    accept: Accept,
-    limit: int,
-    namespace: Callable[[int], list[tuple[str, bytes]] | None] | None = None,
-    versions: Callable[[bytes], tuple[Version, ...]] | None = None,
-) -> list[tuple[bytes, str, float]]:
-    """Exact cosine search over the model's vectors; the best ``limit`` accepted versions.
-
-    ``namespace(cap)`` may list the snapshot's ``(id, hash)`` entries under a
-    prefix filter, or None when there are more than ``cap``: a small namespace is
-    scored directly instead of walking the whole ranking for its few members.
-    ``versions`` looks up a content's versions (default: read from ``view``).
-
-    Returns:
-        ``(node hash, node id, score)``, best first.
-    """
-    txn = view.txn
-    matrix = cache.matrix(txn, VectorStore(view.stores.scope), embedder.model_id, embedder.dim)
-    count = len(matrix.hashes)
-    if count == 0:
-        return []
-    vector = np.asarray(embedder([query]), dtype=np.float32)[0]
-    norm = float(np.linalg.norm(vector))
-    if norm == 0.0:
-        return []
-    unit = vector / norm
-    cap = max(256, count // 50)
-    members = namespace(cap) if namespace is not None else None
-    if members is not None:
-        return _score_members(txn, postings, matrix, unit, members, accept, limit)
-    scores = matrix.rows[:count] @ unit
-    # The first window covers a filter that passes 1 row in 16; a more selective one costs
-    # another pass or two over the scores.
-    window = 16 * max(4, limit)
-    lookup = versions if versions is not None else lambda chash: postings.versions_with_content(txn, chash)
-    out: list[tuple[bytes, str, float]] = []
-    for row in _best_first(scores, matrix.keys[:count], matrix.alive[:count], window):
-        for oid, node_id, expires in lookup(matrix.hashes[row]):
-            if accept(node_id, oid, expires):
-                out.append((oid, node_id, float(scores[row])))
-        if len(out) >= limit:
-            break
-    return out[:limit]
-
-
-def _score_members(
-    txn: ReadTxn,
-    postings: Postings,
-    matrix: _Matrix,
-    unit: Vectors,
-    members: list[tuple[str, bytes]],
-    accept: Accept,
-    limit: int,
-) -> list[tuple[bytes, str, float]]:
-    """Score just the given versions (a small filtered namespace), best first."""
-    found: list[tuple[bytes, str, int, int]] = []
-    for node_id, oid in members:
-        indexed = postings.document(txn, oid)
-        if indexed is None:
-            continue
-        row = matrix.where.get(indexed[1])
-        if row is not None and matrix.alive[row]:
-            found.append((oid, node_id, indexed[2], row))
-    if not found:
-        return []
-    rows = np.array([entry[3] for entry in found], dtype=np.intp)
-    scores = matrix.rows[rows] @ unit
-    # Equal scores break by content hash, then node hash (their first 8 bytes).
-    versions = np.frombuffer(b"".join(entry[0][:8] for entry in found), dtype=">u8")
-    order = np.lexsort((versions, matrix.keys[rows], -scores)).tolist()
-    out: list[tuple[bytes, str, float]] = []
-    for i in order:
-        oid, node_id, expires, _ = found[i]
-        if accept(node_id, oid, expires):
-            out.append((oid, node_id, float(scores[i])))
-            if len(out) >= limit:
-                break
-    return out
-
-
-def _best(
-    rows: npt.NDArray[np.intp], scores: npt.NDArray[np.float32], keys: npt.NDArray[np.uint64], size: int
-) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
-    """Split ``rows`` into its ``size`` best by (score descending, key) and the rest."""
-    if len(rows) <= size:
-        return rows, rows[:0]
-    values = scores[rows]
-    boundary = np.partition(values, len(values) - size)[len(values) - size]
-    above = values > boundary
-    tied = np.flatnonzero(values == boundary)
-    room = size - int(np.count_nonzero(above))  # at least 1: ``boundary`` is the size-th best
-    if len(tied) > room:
-        # A large group of equal scores: its smallest content hashes come first.
-        tied = tied[np.argpartition(keys[rows[tied]], room - 1)[:room]]
-    above[tied] = True
-    return rows[above], rows[~above]
-
-
-def _window(
-    scores: npt.NDArray[np.float32], keys: npt.NDArray[np.uint64], live: npt.NDArray[np.bool_], size: int
-) -> npt.NDArray[np.intp]:
-    """At least the ``size`` best live rows, and every live row that scores more than any left out.
-
-    Usually a few more than ``size``: a score that about 2·size rows reach is
-    guessed from every 32nd row, and when at least ``size`` live rows reach it,
-    they are the answer (everything left out scores less). Else, or when ties
-    at the guess swamp it, the best ``size`` are split off exactly.
-    """
-    count = int(np.count_nonzero(live))
-    if count > 64 * size:
-        sample = scores[::32]
-        guess = np.partition(sample, len(sample) - 1 - size // 16)[len(sample) - 1 - size // 16]
-        reach = (scores >= guess) & live
-        if np.count_nonzero(reach) > count // 4:
-            reach = (scores > guess) & live  # many rows tie at the guess (sparse vectors score 0)
-        if size <= np.count_nonzero(reach) <= count // 4:
-            return np.flatnonzero(reach)
-    return _best(np.flatnonzero(live), scores, keys, size)[0]
-
-
-def _best_first(
-    scores: npt.NDArray[np.float32],
-    keys: npt.NDArray[np.uint64],
-    alive: npt.NDArray[np.bool_],
-    window: int,
-) -> Iterator[int]:
-    """Live rows in the order (score descending, content hash), a growing window at a time.
-
-    Walking the whole order lazily keeps a selective filter exact (no row is
-    skipped) and cheap: one pass over every row picks a window of the best,
-    which is sorted; only a walk past it costs another pass (for a window four
-    times as wide). Equal scores break by content hash, not by where a row
-    sits, so the answer does not depend on the order vectors were added in. (A
-    float32 matrix product may give equal vectors scores that differ in the
-    last bit; those are not ties.)
-    """
-    live = alive.copy()
-    while True:
-        head = _window(scores, keys, live, window)
-        if not len(head):
-            return
-        live[head] = False
-        yield from head[np.lexsort((keys[head], -scores[head]))].tolist()
-        window *= 4
