@@ -31,8 +31,10 @@ CONNECTIVITY = 16
 """Graph edges per node (HNSW's M): 16 is usearch's default and a common one."""
 EXPANSION_ADD = 64
 """Candidates kept while linking a new vector: half usearch's default, for a faster build."""
-EXPANSION_SEARCH = 256
-"""Candidates kept while searching (widened to any larger request); past 256 recall gained nothing."""
+EXPANSION_SEARCH = 1024
+"""Candidates kept while searching (widened to any larger request). At a million clustered
+384-wide vectors, recall@10 was 0.91 at 256, 0.93 at 512 and 0.955 at 1024 (about 2 ms a
+search), and no better at 2048."""
 THREADS = 0
 """Threads a bulk add uses (0: one per core)."""
 
