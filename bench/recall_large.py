@@ -11,7 +11,9 @@ neighbours for any index to find). They are stored through the public API
 
 A fresh process per size then opens the store, runs one semantic search (at 1M
 that builds the approximate index from the stored vectors: the build row), and
-times hybrid top-10 searches with no filter and with the two namespace filters.
+times hybrid top-10 searches with no filter and with the two namespace filters:
+31 questions, then 31 others (a fresh handle reads the index's names one by one
+at first, then the whole map: the first searches pay for it, and are shown apart).
 It reports its memory after those searches, then switches the store to exact
 ranking (``recall.approximate_from off``) and measures recall@10 of the
 semantic ranking against it on the same vectors. 100k stays under the default
@@ -107,20 +109,18 @@ def child(path: str) -> None:
     """In a fresh process: build on first search, time searches, measure memory and recall."""
     repo = Repo.open(path)
     repo.use_embedder(Synthetic())
-    queries = texts(QUERIES, seed=99)
-    short = [" ".join(q.split()[:4]) for q in queries]  # a question is shorter than a memory
+    # A question is shorter than a memory: four words. Other questions after the first ones.
+    first_ones, short = ([" ".join(q.split()[:4]) for q in texts(QUERIES, seed)] for seed in (99, 100))
     t0 = time.perf_counter()
-    repo.search(short[0], k=10, mode="semantic")
+    repo.search(first_ones[0], k=10, mode="semantic")
     first = time.perf_counter() - t0
     out: dict[str, object] = {"first": first}
+    # A fresh handle first reads the index's names one by one, then the whole map once it
+    # has read about as many as the map has pages: the first searches are timed apart.
     for name, prefix in NAMESPACES.items():
-        times = []
-        for query in short:
-            t0 = time.perf_counter()
-            hits = repo.search(query, k=10, prefix=prefix)
-            times.append(time.perf_counter() - t0)
-            assert len(hits) == 10
-        out[name] = statistics.median(times)
+        out["cold " + name] = statistics.median(timed(repo, first_ones, prefix))
+    for name, prefix in NAMESPACES.items():
+        out[name] = statistics.median(timed(repo, short, prefix))
     semantic = {
         name: [repo.search(q, k=10, mode="semantic", prefix=p) for q in short]
         for name, p in NAMESPACES.items()
@@ -141,6 +141,17 @@ def child(path: str) -> None:
         repo.config("recall.approximate_from", threshold)
     repo.close()
     print(json.dumps(out))
+
+
+def timed(repo: Repo, queries: list[str], prefix: str | None) -> list[float]:
+    """Seconds each hybrid top-10 search of ``queries`` took."""
+    times = []
+    for query in queries:
+        t0 = time.perf_counter()
+        hits = repo.search(query, k=10, prefix=prefix)
+        times.append(time.perf_counter() - t0)
+        assert len(hits) == 10
+    return times
 
 
 def status(key: str) -> float:
@@ -184,7 +195,19 @@ def bench_recall(root: Path, sizes: list[int]) -> list[Row]:
         for name in NAMESPACES:
             ms = float(got[name]) * 1e3
             label = "no filter" if name == "none" else f"namespace passing {name}"
-            row(f"hybrid top-10, {label}, {how}, median (ms)", n, f"{ms:.1f}", "<= 20", ms <= 20)
+            cold = float(got["cold " + name]) * 1e3
+            row(
+                f"hybrid top-10, {label}, {how}, first {QUERIES} searches of a fresh process, median (ms)",
+                n,
+                f"{cold:.1f}",
+            )
+            row(
+                f"hybrid top-10, {label}, {how}, the next {QUERIES}, median (ms)",
+                n,
+                f"{ms:.1f}",
+                "<= 20",
+                ms <= 20,
+            )
         memory = got["memory"]
         peak = float(memory["VmHWM"])
         target = "<= 1024" if approximate else ""
