@@ -43,3 +43,22 @@ def test_a_handle_forgets_the_size_of_what_it_removes():
     objects._forget(oid)
     assert oid not in objects._cache
     assert objects._cached_bytes == sum(objects._sizes.values()) < before
+
+
+def test_a_cache_full_of_inner_chunks_still_sheds_a_quarter(monkeypatch):
+    """Leaves go first, but when too few are old, inner chunks go too: evictions stay rare."""
+    monkeypatch.setattr(objectstore, "CACHE_ENTRIES", 64)
+    store = objectstore.ObjectStore(b"\x00\x00\x00\x01")
+    # One leaf in sixteen: the oldest half holds two, far fewer than a quarter.
+    chunks = [TreeChunk(level=int(i % 16 != 0), keys=(f"k{i}",), values=(bytes(32),)) for i in range(64)]
+    for i, chunk in enumerate(chunks):
+        store._remember(i.to_bytes(32, "big"), chunk, 100)
+    assert len(store._cache) == 64
+    evictions = 0
+    for i in range(64, 64 + 200):
+        before = len(store._cache)
+        store._remember(i.to_bytes(32, "big"), chunks[1], 100)
+        evictions += len(store._cache) <= before
+    # Each eviction drops 16 of 64 entries, so 200 inserts need at most 200 / 15 of them.
+    assert 0 < evictions <= 14
+    assert store._cached_bytes == sum(store._sizes.values())

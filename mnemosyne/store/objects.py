@@ -236,7 +236,12 @@ class ObjectStore:
             quarter = max(1, len(cache) // 4)
             oldest = list(cache)[: 2 * quarter]
             doomed = [key for key in oldest if not getattr(cache.get(key), "level", 0)][:quarter]
-            for stale in doomed or oldest[:quarter]:
+            if len(doomed) < quarter:
+                # Mostly inner chunks (many commits' versions of the upper tree): the oldest
+                # of them go too, or the cache would evict a few entries at every insert.
+                kept = set(doomed)
+                doomed += [key for key in oldest if key not in kept][: quarter - len(doomed)]
+            for stale in doomed:
                 cache.pop(stale, None)  # another thread may be evicting the same entries
                 sizes.pop(stale, None)
             # Summed afresh, not decremented: threads filling the cache at once may
