@@ -131,17 +131,13 @@ def _approximate(
         if len(found) >= limit or whole or len(proposed) < count:
             break  # enough, or every live row was proposed
         count *= 4
-    return _ranked(matrix, unit, found, limit, stored)
+    return [(found[i][0], found[i][1], score) for i, score in _ranked(matrix, unit, found, stored)[:limit]]
 
 
 def _ranked(
-    matrix: Matrix,
-    unit: Vectors,
-    found: list[tuple[bytes, str, int]],
-    limit: int,
-    stored: Callable[[Rows], Vectors],
-) -> list[tuple[bytes, str, float]]:
-    """``found`` versions ``(node hash, id, row)``, best ``limit`` first by exact score.
+    matrix: Matrix, unit: Vectors, found: list[tuple[bytes, str, int]], stored: Callable[[Rows], Vectors]
+) -> list[tuple[int, float]]:
+    """Positions in ``found`` (versions as ``(node hash, id, row)``) best first, with exact scores.
 
     Equal scores break by content hash, then node hash (their first 8 bytes).
     """
@@ -151,7 +147,7 @@ def _ranked(
     scores = stored(rows) @ unit
     versions = np.frombuffer(b"".join(entry[0][:8] for entry in found), dtype=">u8")
     order = np.lexsort((versions, matrix.keys[rows], -scores)).tolist()
-    return [(found[i][0], found[i][1], float(scores[i])) for i in order[:limit]]
+    return [(i, float(scores[i])) for i in order]
 
 
 def _stored(txn: ReadTxn, store: VectorStore, model: str, matrix: Matrix) -> Callable[[Rows], Vectors]:
@@ -184,26 +180,21 @@ def _score_members(
     stored: Callable[[Rows], Vectors],
 ) -> list[tuple[bytes, str, float]]:
     """Score just the given versions (a small filtered namespace), best first."""
-    found: list[tuple[bytes, str, int, int]] = []
+    found: list[tuple[bytes, str, int]] = []
+    expiries: list[int] = []
     for node_id, oid in members:
         indexed = postings.document(txn, oid)
         if indexed is None:
             continue
         row = matrix.where.get(indexed[1])
         if row is not None and matrix.alive[row]:
-            found.append((oid, node_id, indexed[2], row))
-    if not found:
-        return []
-    rows = np.array([entry[3] for entry in found], dtype=np.intp)
-    scores = stored(rows) @ unit
-    # Equal scores break by content hash, then node hash (their first 8 bytes).
-    versions = np.frombuffer(b"".join(entry[0][:8] for entry in found), dtype=">u8")
-    order = np.lexsort((versions, matrix.keys[rows], -scores)).tolist()
+            found.append((oid, node_id, row))
+            expiries.append(indexed[2])
     out: list[tuple[bytes, str, float]] = []
-    for i in order:
-        oid, node_id, expires, _ = found[i]
-        if accept(node_id, oid, expires):
-            out.append((oid, node_id, float(scores[i])))
+    for i, score in _ranked(matrix, unit, found, stored):
+        oid, node_id, _ = found[i]
+        if accept(node_id, oid, expiries[i]):
+            out.append((oid, node_id, score))
             if len(out) >= limit:
                 break
     return out
