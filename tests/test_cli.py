@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from cli_harness import CliStore, assert_error, invoke
+from components import unavailable
 from mnemo_cli.app import app, main
 from mnemo_cli.exits import exit_code
 
@@ -81,7 +82,7 @@ def test_mnemo_dir_names_the_store(tmp_path: Path, monkeypatch) -> None:
 
 def test_no_store_anywhere_is_not_found(tmp_path: Path) -> None:
     if any((folder / ".mnemo").is_dir() for folder in (tmp_path, *tmp_path.parents)):
-        pytest.skip("a .mnemo directory exists above the temporary directory")
+        unavailable("a .mnemo directory above the temporary directory hides the case")
     assert_error(invoke("log"), 3, "no store found")
 
 

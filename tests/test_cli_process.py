@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from components import unavailable
 
 SCRIPT = Path(sys.executable).with_name("mnemo")
 
@@ -60,8 +60,9 @@ def test_errors_in_a_real_process_are_one_line(tmp_path: Path) -> None:
     assert bad.stderr == "error: stdin: invalid JSON at line 1, column 27: Expecting value\n"
 
 
-@pytest.mark.skipif(not SCRIPT.exists(), reason="the mnemo script is not installed next to this Python")
 def test_the_installed_script(tmp_path: Path) -> None:
+    if not SCRIPT.exists():
+        unavailable("the mnemo script is not installed next to this Python")
     result = mnemo("--repo", str(tmp_path / "nowhere"), "log", cwd=tmp_path, script=True)
     assert result.returncode == 3
     assert result.stderr.startswith("error: no store at ")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from components import unavailable
 
 from mnemosyne import Claim, Node, Repo
 
@@ -197,8 +198,9 @@ def crash_store(request, tmp_path):
     return tmp_path / "crash.mnemo", TRIALS
 
 
-@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_sigkill_at_random_moments_never_breaks_the_store(tmp_path, crash_store):
+    if not hasattr(signal, "SIGKILL"):
+        unavailable("this platform has no SIGKILL")
     rng = random.Random(SEED)
     path, trials = crash_store
     Repo.init(path).close()

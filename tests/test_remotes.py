@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from components import unavailable
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -346,8 +347,9 @@ PUSHER = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_a_push_killed_at_random_moments_leaves_both_stores_consistent_and_a_rerun_completes(tmp_path):
+    if not hasattr(signal, "SIGKILL"):
+        unavailable("this platform has no SIGKILL")
     remote = Repo.init(tmp_path / "remote.mnemo")
     seed = remote.commit([note("seed", "0")], message="seed", author="r").id
     remote.close()
