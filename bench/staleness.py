@@ -439,16 +439,16 @@ def _unheard_row(system: str, embedder: str, subjects: int, t: Unheard, unfilter
 
 def unheard_table(rows: Sequence[dict[str, Any]]) -> str:
     """The markdown table of the answers about facts that changed unheard, with and without the filter."""
-    lines = [
-        "| system | embedder | subjects | \"now\" questions | changed unheard | stale answers | right answers "
-        "| no answer | stale answers prevented |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['system']} | {r['embedder']} | {r['subjects']} | {r['asked']} | {r['changed']} "
-            f"| {r['stale_world']} | {r['right']} | {r['no_answer']} | {r['prevented']} |"
-        )
+    header = ["system", "embedder", "subjects", '"now" questions', "changed unheard", "stale answers"]
+    header += ["right answers", "no answer", "stale answers prevented"]
+    keys = ["system", "embedder", "subjects", "asked", "changed", "stale_world", "right", "no_answer", "prevented"]
+    return _markdown(header, [[str(r[key]) for key in keys] for r in rows])
+
+
+def _markdown(header: list[str], cells: list[list[str]]) -> str:
+    """A markdown table: the first two columns left-aligned, the rest right-aligned."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "---:|" * (len(header) - 2)]
+    lines += ["| " + " | ".join(row) + " |" for row in cells]
     return "\n".join(lines)
 
 
@@ -478,19 +478,23 @@ def _pct(x: float | None) -> str:
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
     """The markdown table of ``rows``."""
-    lines = [
-        "| system | embedder | subjects | questions of each kind | stale (now) | wrong now "
-        "| wrong at T (outdated) | wrong as of R (outdated) | erased facts leaked |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    header = ["system", "embedder", "subjects", "questions of each kind", "stale (now)", "wrong now"]
+    header += ["wrong at T (outdated)", "wrong as of R (outdated)", "erased facts leaked"]
+    cells = [
+        [
+            r["system"],
+            r["embedder"],
+            str(r["subjects"]),
+            str(r["questions"]),
+            _pct(r["stale"]),
+            _pct(r["wrong_now"]),
+            f"{_pct(r['wrong_at'])} ({_pct(r['outdated_at'])})",
+            f"{_pct(r['wrong_as_of'])} ({_pct(r['outdated_as_of'])})",
+            f"{_pct(r['leak'])} of {r['erased']}",
+        ]
+        for r in rows
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['system']} | {r['embedder']} | {r['subjects']} | {r['questions']} | {_pct(r['stale'])} "
-            f"| {_pct(r['wrong_now'])} "
-            f"| {_pct(r['wrong_at'])} ({_pct(r['outdated_at'])}) | {_pct(r['wrong_as_of'])} "
-            f"({_pct(r['outdated_as_of'])}) | {_pct(r['leak'])} of {r['erased']} |"
-        )
-    return "\n".join(lines)
+    return _markdown(header, cells)
 
 
 def main() -> None:
