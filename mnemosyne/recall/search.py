@@ -63,12 +63,20 @@ class Filters(msgspec.Struct, frozen=True, kw_only=True):
     """The use and sensitivity asked for (see :mod:`mnemosyne.recall.scope`)."""
 
 
-def acceptor(view: View, filters: Filters, loaded: dict[bytes, Node], strict: bool = False) -> Accept:
+def acceptor(
+    view: View,
+    filters: Filters,
+    loaded: dict[bytes, Node],
+    strict: bool = False,
+    confirmed: dict[bytes, datetime | None] | None = None,
+) -> Accept:
     """The snapshot check every candidate passes before it can be returned.
 
     The index gives each candidate's expiry, so a version is read (into
     ``loaded``) only for the filters that look inside it (kind, meta, claims in
-    force) or when ``strict``; the hits are read once ranked.
+    force) or when ``strict``; the hits are read once ranked. When a freshness
+    filter looks up when a version was last confirmed, the answer goes into
+    ``confirmed``, so a hit need not look it up again.
     """
     now = expiry(filters.now)
     scoped = filters.scope.active
@@ -115,8 +123,10 @@ def acceptor(view: View, filters: Filters, loaded: dict[bytes, Node], strict: bo
     def fresh(node_id: str, oid: bytes) -> bool:
         if filters.verified_since is None:
             return True
-        confirmed = confirmed_at(view, node_id, oid, filters.tip)
-        return confirmed is not None and confirmed >= filters.verified_since
+        when = confirmed_at(view, node_id, oid, filters.tip)
+        if confirmed is not None:
+            confirmed[oid] = when
+        return when is not None and when >= filters.verified_since
 
     return accept
 
@@ -168,7 +178,8 @@ def search(
     recall = RecallIndex(view.stores.scope)
     recall.check_format(view.txn)
     loaded: dict[bytes, Node] = {}
-    accept = acceptor(view, filters, loaded, strict)
+    confirmed: dict[bytes, datetime | None] = {}
+    accept = acceptor(view, filters, loaded, strict, confirmed)
     depth = max(4 * k, 50)
     names = cache.names(view.txn, recall.postings)
     ranked = mode in ("hybrid", "lexical")
@@ -213,6 +224,10 @@ def search(
                 node = view.node(oid)
             except NotFound:
                 return search(view, cache, embedder, query, k, filters, mode, True, approximate_from)
+        if oid not in confirmed:
+            # One scan of the change index per hit (the freshness filter has looked up its
+            # candidates already): staleness is shown whether or not it is filtered on.
+            confirmed[oid] = confirmed_at(view, node_id, oid, filters.tip) if filters.tip else None
         hits.append(
             Hit(
                 id=node_id,
@@ -221,8 +236,7 @@ def search(
                 score=score,
                 lexical_rank=lex_rank,
                 semantic_rank=sem_rank,
-                # k scans of the change index: staleness is shown whether or not it is filtered on.
-                confirmed_at=confirmed_at(view, node_id, oid, filters.tip) if filters.tip else None,
+                confirmed_at=confirmed[oid],
             )
         )
     return hits
