@@ -1,6 +1,6 @@
 """Backup and restore: ``export`` and ``import``.
 
-An export is a portable copy of the whole store (format: :mod:`mnemosyne.admin.backup`);
+An export is a portable copy of the whole store (format: :mod:`mnemosyne.admin.dump_restore`);
 ``import`` restores one into a new, empty store with every hash as it was.
 """
 

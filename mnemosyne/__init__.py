@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mnemosyne.api.handle import system_clock
+from mnemosyne.api._handle import system_clock
 from mnemosyne.api.repo import Repo
 from mnemosyne.api.retry import with_retry
 from mnemosyne.api.store import Store

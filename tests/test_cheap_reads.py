@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mnemosyne import InvalidInput, Node, Repo
-from mnemosyne.store.objects import ObjectStore
+from mnemosyne.store.object_store import ObjectStore
 
 
 def _no_commit_read(*args: object) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mnemosyne import Node, RefConflict, Repo, with_retry
-from mnemosyne.store import objects as objectstore
+from mnemosyne.store import object_store as objectstore
 
 WRITER = Path(__file__).with_name("writer_proc.py")
 PROCESSES = 4

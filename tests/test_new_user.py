@@ -23,8 +23,8 @@ from cli_harness import CliStore, assert_error, invoke
 from clocks import T0, Clock
 
 from mnemosyne import Commit, CorruptObject, InvalidInput, Node, NotFound, Repo, Store, to_json
-from mnemosyne.recall.index import RecallIndex
 from mnemosyne.recall.postings import Postings, rows_of
+from mnemosyne.recall.recall_index import RecallIndex
 from mnemosyne.store.kv.base import Space
 
 pytestmark = pytest.mark.usefixtures("clean_cli_env")
@@ -532,7 +532,7 @@ def test_the_deprecated_revision_keywords_still_work_and_warn(tmp_path: Path) ->
 def test_store_rules_hold_for_every_handle(tmp_path: Path) -> None:
     with Store.init(tmp_path / "s") as store:
         store.create_tenant("acme")
-        acme = store.repo("acme")
+        acme = Repo.open(store, tenant="acme")
         with pytest.raises(InvalidInput, match="default tenant cannot be dropped"):
             acme.drop_tenant("default")
         with pytest.raises(InvalidInput, match="default tenant cannot be dropped"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mnemosyne import Node, Repo
 from mnemosyne.model.objects import TreeChunk
-from mnemosyne.store import objects as objectstore
+from mnemosyne.store import object_store as objectstore
 
 
 def cached_bytes(repo: Repo) -> tuple[int, list[TreeChunk]]:

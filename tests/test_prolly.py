@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemosyne.model import codec
-from mnemosyne.model.objects import TreeChunk
+from mnemosyne.model.objects import TreeChunk, decode_object
 from mnemosyne.store.prolly import AVERAGE_CHUNK, EMPTY, Tree, is_boundary
 
 SMALL = settings(max_examples=60, deadline=None)
@@ -33,7 +33,7 @@ class ChunkStore:
 
     def load(self, oid):
         self.loads += 1
-        chunk = codec.decode(self.data[oid], oid)
+        chunk = decode_object(self.data[oid], oid)
         assert isinstance(chunk, TreeChunk)
         return chunk
 

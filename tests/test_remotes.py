@@ -32,7 +32,7 @@ from mnemosyne import (
     Store,
     to_json,
 )
-from mnemosyne.admin import sync
+from mnemosyne.admin import transfer
 from mnemosyne.store.kv.base import Space
 from mnemosyne.store.prolly import EMPTY_ID
 from tests.clocks import Clock
@@ -202,7 +202,7 @@ def test_an_export_of_a_clone_imports(origin, tmp_path):
         b.store.export(backup)
     with Store.init(tmp_path / "restored.mnemo") as restored:
         assert restored.import_(io.BytesIO(backup.getvalue())).ok
-        assert [n for n, _ in restored.repo().remote_branches()] == ["origin/main", "origin/review/run-1"]
+        assert [n for n, _ in Repo.open(restored).remote_branches()] == ["origin/main", "origin/review/run-1"]
 
 
 # -- in memory, tenants ---------------------------------------------------------------------
@@ -212,46 +212,47 @@ def test_in_memory_stores_exchange_history_through_store_argument():
     with Store.in_memory() as shared, Repo.in_memory() as a, Repo.in_memory() as b:
         a.commit([note("k", "v1")], message="a1", author="a")
         a.push("hub", store=shared)
-        assert shared.repo().get("k").content == "v1"
+        assert Repo.open(shared).get("k").content == "v1"
         b.fetch("hub", store=shared)
         assert b.resolve("hub/main").id == a.resolve("main").id
         assert b.merge("hub/main").fast_forward
         b.commit([note("k", "v2")], message="b1", author="b")
         b.push("hub", store=shared)
         assert a.pull("hub", store=shared).merge.fast_forward and a.get("k").content == "v2"
-        assert all(r.fsck().ok for r in (a, b, shared.repo()))
+        assert all(r.fsck().ok for r in (a, b, Repo.open(shared)))
 
 
 def test_a_transfer_concerns_one_tenant_unless_all_tenants(tmp_path):
     with Store.init(tmp_path / "a.mnemo") as a:
         a.create_tenant("acme")
-        a.repo("acme").commit([note("acme/k", "A")], message="acme", author="x")
-        a.repo().commit([note("k", "D")], message="default", author="x")
+        Repo.open(a, tenant="acme").commit([note("acme/k", "A")], message="acme", author="x")
+        Repo.open(a).commit([note("k", "D")], message="default", author="x")
         a.create_tenant("empty")
         with Repo.clone(tmp_path / "a.mnemo", tmp_path / "b.mnemo", tenant="acme") as b:
             assert b.tenant == "acme" and b.store.tenants() == ["acme", "default"]
             assert b.get("acme/k").content == "A"
-            assert b.store.repo().branches() == []  # default was not fetched
+            assert Repo.open(b.store).branches() == []  # default was not fetched
             report = b.fetch(all_tenants=True)
             assert [p.tenant for p in report.tenants] == ["acme", "default", "empty"]
-            assert b.store.repo().resolve("origin/main").id == a.repo().resolve("main").id
+            assert Repo.open(b.store).resolve("origin/main").id == Repo.open(a).resolve("main").id
             with Repo.clone(tmp_path / "a.mnemo", tmp_path / "c.mnemo", all_tenants=True) as c:
                 assert c.store.tenants() == ["acme", "default", "empty"]
-                assert c.store.repo().get("k").content == "D"
+                assert Repo.open(c.store).get("k").content == "D"
             b.commit([note("acme/k", "B")], message="b", author="b")
-            b.store.repo().merge("origin/main")
-            b.store.repo().commit([note("k", "E")], message="d", author="b")
+            Repo.open(b.store).merge("origin/main")
+            Repo.open(b.store).commit([note("k", "E")], message="d", author="b")
             pushed = b.push(all_tenants=True)
             assert [(p.tenant, len(p.refs)) for p in pushed.tenants] == [
                 ("acme", 1),
                 ("default", 1),
                 ("empty", 0),
             ]
-        assert a.repo("acme").get("acme/k").content == "B" and a.repo().get("k").content == "E"
+        assert Repo.open(a, tenant="acme").get("acme/k").content == "B"
+        assert Repo.open(a).get("k").content == "E"
     with Store.in_memory() as lacking, Store.in_memory() as d:
         d.create_tenant("acme")
         with pytest.raises(NotFound, match="no tenant 'acme'"):
-            d.repo("acme").fetch("x", store=lacking)
+            Repo.open(d, tenant="acme").fetch("x", store=lacking)
 
 
 # -- erasure travels -----------------------------------------------------------------------
@@ -337,8 +338,8 @@ PUSHER = textwrap.dedent(
     """
     import sys
     from mnemosyne import Repo
-    from mnemosyne.admin import sync
-    sync.BATCH = 150  # several object transactions per push
+    from mnemosyne.admin import transfer
+    transfer.BATCH = 150  # several object transactions per push
     with Repo.open(sys.argv[1]) as repo:
         print("ready", flush=True)
         repo.push("origin")
@@ -417,20 +418,20 @@ class Sharing(RuleBasedStateMachine):
         repo = self.sides[side]
         if repo.tip("main") is None:
             return
-        before = self.hub.repo().tip("main")
+        before = Repo.open(self.hub).tip("main")
         try:
             repo.push("hub", store=self.hub, force=force)
         except RefConflict:
             assert not force and before is not None  # refused: the hub's branch did not move
-            assert self.hub.repo().tip("main") == before
+            assert Repo.open(self.hub).tip("main") == before
             known = {c.id for _, c in repo.remote_branches()}
             assert before not in known or not repo.is_ancestor(before, "main")
             return
-        assert self.hub.repo().tip("main") == repo.tip("main")
+        assert Repo.open(self.hub).tip("main") == repo.tip("main")
 
     @rule(side=st.integers(0, 1))
     def pull(self, side: int) -> None:
-        if self.hub.repo().tip("main") is None:
+        if Repo.open(self.hub).tip("main") is None:
             return
         result = self.sides[side].pull("hub", "main", store=self.hub, strategy="theirs").merge
         assert result.commit is not None
@@ -446,7 +447,7 @@ class Sharing(RuleBasedStateMachine):
 
     @invariant()
     def consistent_and_erased_bytes_stay_gone(self) -> None:
-        for repo in [*self.sides, self.hub.repo()]:
+        for repo in [*self.sides, Repo.open(self.hub)]:
             assert repo.fsck().ok
             with repo.store.kv.read() as txn:
                 for oid in self.erased:
@@ -510,7 +511,7 @@ def test_results_have_one_json_form(origin, tmp_path):
     with Repo.clone(tmp_path / "origin.mnemo", tmp_path / "b.mnemo") as b:
         text = to_json(b.fetch())
         assert text.startswith('{"kind":"fetch","remote":"origin"')
-        assert sync.BATCH > 0
+        assert transfer.BATCH > 0
 
 
 def test_a_push_interrupted_twice_with_gc_between_completes_when_run_again(
@@ -523,8 +524,8 @@ def test_a_push_interrupted_twice_with_gc_between_completes_when_run_again(
     a.commit([Node(id=f"n{i}", content=f"v{i}") for i in range(3)], message="1")
     Repo.init(tmp_path / "b.mnemo").close()
     a.store.add_remote("b", tmp_path / "b.mnemo")
-    monkeypatch.setattr(sync, "BATCH", 1)
-    real = sync._store
+    monkeypatch.setattr(transfer, "BATCH", 1)
+    real = transfer._store
     budget = {"left": 0}
 
     def dies_after_budget(*args: object) -> object:
@@ -533,7 +534,7 @@ def test_a_push_interrupted_twice_with_gc_between_completes_when_run_again(
         budget["left"] -= 1
         return real(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(sync, "_store", dies_after_budget)
+    monkeypatch.setattr(transfer, "_store", dies_after_budget)
 
     def push(batches: int) -> None:
         budget["left"] = batches

@@ -48,8 +48,8 @@ def erase(
         a claim (the claim index, whose keys hold subject and predicate, must then
         be rebuilt).
     """
-    from mnemosyne.recall.index import RecallIndex  # numpy: loaded when something is erased
     from mnemosyne.recall.reads import ReadLog
+    from mnemosyne.recall.recall_index import RecallIndex  # numpy: loaded when something is erased
 
     records: list[Redaction] = []
     before: list[Redaction] = []

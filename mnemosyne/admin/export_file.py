@@ -3,7 +3,7 @@
 Each record is a 4-byte big-endian length and a msgpack map with a ``kind``;
 the last record (``end``) carries counts and the blake3 digest of every byte
 before it, so truncation and damage are found before anything is imported.
-:mod:`mnemosyne.admin.backup` writes and restores stores with it.
+:mod:`mnemosyne.admin.dump_restore` writes and restores stores with it.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from mnemosyne.errors import CorruptObject, MnemoError
 from mnemosyne.index.build import rebuild, ref_tips, topological
 from mnemosyne.index.view import View
 from mnemosyne.model import codec
-from mnemosyne.model.objects import CommitObject, TreeChunk
+from mnemosyne.model.objects import CommitObject, TreeChunk, decode_object
 from mnemosyne.model.reports import FsckReport, Problem
 
 _REINDEX = "run 'mnemo reindex'"
@@ -49,7 +49,7 @@ def _check_objects(view: View, problems: list[Problem]) -> tuple[int, bool]:
             problems.append(Problem(kind="corrupt", object=oid.hex(), message="bytes do not match the hash"))
             continue
         try:
-            codec.decode(data, oid)
+            decode_object(data, oid)
         except CorruptObject as exc:
             problems.append(Problem(kind="corrupt", object=oid.hex(), message=str(exc)))
     return count, claims_possible
@@ -124,7 +124,7 @@ def _check_tree(
             continue
         # Decoded here without the cache: one pass over every chunk would evict the
         # chunks the index rebuild reads again and again. (The scan above verified hashes.)
-        chunk = codec.decode(data, oid)
+        chunk = decode_object(data, oid)
         if not isinstance(chunk, TreeChunk):
             problems.append(Problem(kind="corrupt", object=oid.hex(), message="expected a tree chunk"))
             continue

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from mnemosyne.index.build import ref_tips, reindex, topological
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model import codec
-from mnemosyne.model.objects import Node, TreeChunk
+from mnemosyne.model.objects import Node, TreeChunk, decode_object
 from mnemosyne.model.reports import GcReport
 from mnemosyne.store.prolly import EMPTY_ID
 
@@ -83,7 +83,7 @@ def collect(view: WriteView, *, grace: timedelta, now: datetime, expire_reflog: 
             if data[1:10] in _COMMIT_TAGS:
                 removed_commits += 1
             elif data[1:8] == codec.NODE_TAG and codec.object_id(data) == oid:
-                node = codec.decode(data, oid)
+                node = decode_object(data, oid)
                 if isinstance(node, Node):
                     nodes[oid] = node
         else:
@@ -92,7 +92,7 @@ def collect(view: WriteView, *, grace: timedelta, now: datetime, expire_reflog: 
                 pending_marks.mark(txn, oid, now)
     if nodes:
         # The recall indexes forget the versions collected, as for erasure.
-        from mnemosyne.recall.index import RecallIndex  # numpy: loaded only when needed
+        from mnemosyne.recall.recall_index import RecallIndex  # numpy: loaded only when needed
 
         recall = RecallIndex(view.stores.scope)
         for oid, node in nodes.items():

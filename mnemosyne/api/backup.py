@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import IO
 
-from mnemosyne.admin import backup
+from mnemosyne.admin import dump_restore
 from mnemosyne.api.repo import Repo
 from mnemosyne.api.store import Location, Store, postgres_url, store_path
 from mnemosyne.errors import NotFound
@@ -73,8 +73,8 @@ def import_store(target: Repo | Store | Location, inp: IO[bytes]) -> ImportRepor
     if existing is not None:
         with existing:
             return existing.import_(inp)
-    with backup.checked(inp) as export:
+    with dump_restore.checked(inp) as export:
         # Room for the whole import from the start: a full map re-runs the transaction.
         size = max(DEFAULT_MAP_SIZE, -(-4 * export.size // (1 << 20)) << 20)
         with Store.init(where, map_size=size) as created:
-            return backup.restore(created.kv, export, created.where)
+            return dump_restore.restore(created.kv, export, created.where)

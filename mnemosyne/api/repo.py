@@ -1,10 +1,20 @@
 """``Repo``: the Python API of one tenant of a store.
 
-A thin facade over the objects that own each job (history, branches, recall,
-erasure, maintenance), all sharing one :class:`~mnemosyne.api.handle.Handle`.
-The methods of remotes, recall and upkeep (erasure and maintenance) are in
-mixins of their own (:mod:`~mnemosyne.api.repo_sync`,
-:mod:`~mnemosyne.api.repo_recall`, :mod:`~mnemosyne.api.repo_upkeep`).
+One class, composed: a ``Repo`` holds its parts as attributes, as dulwich's
+``Repo`` holds its object store and refs, and each public method carries the
+full signature and docstring and delegates to the part that owns the job:
+
+- ``store``: the whole :class:`~mnemosyne.api.store.Store` it is a tenant of
+  (settings, tenants, remotes' configuration, backups, compaction);
+- ``_handle``: the tenant's backend, key scope and clock, and the one way to
+  open a read or a write transaction (every part holds the same one);
+- ``_history``: commits and every read of history, claims and valid time;
+- ``_branches``: branches, merges and bisection;
+- ``_recall``: embedders, search, context and the read log;
+- ``_erasure`` and ``_maintenance``: forgetting, collection, fsck and reindexing;
+- the remotes' porcelain (:mod:`mnemosyne.api._remotes`): clone, fetch, push and
+  pull as free functions over two stores.
+
 Returns data (Structs and iterators) and raises the :mod:`mnemosyne.errors`
 tree; never prints, never reads the environment, and takes its clock as a
 parameter so record time is testable.
@@ -12,37 +22,49 @@ parameter so record time is testable.
 
 from __future__ import annotations
 
-import functools
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mnemosyne.api.handle import Clock, Handle, Resource, system_clock
-from mnemosyne.api.repo_recall import RecallMethods
-from mnemosyne.api.repo_sync import RemoteMethods
-from mnemosyne.api.repo_upkeep import UpkeepMethods
+from mnemosyne.api import _remotes
+from mnemosyne.api._branch_service import BranchService
+from mnemosyne.api._erasure_service import ErasureService
+from mnemosyne.api._handle import Clock, Handle, Resource, system_clock
+from mnemosyne.api._history_service import HistoryService
+from mnemosyne.api._maintenance_service import MaintenanceService
+from mnemosyne.api._recall_service import RecallService, Scope
 from mnemosyne.api.store import Location, Store
 from mnemosyne.errors import InvalidInput
-from mnemosyne.model.choices import ClaimPolicy, MergeStrategy
-from mnemosyne.model.defaults import DEFAULT_AUTHOR, DEFAULT_TENANT
+from mnemosyne.model.choices import ClaimPolicy, MergeStrategy, SearchMode
+from mnemosyne.model.defaults import (
+    CONTEXT_BUDGET,
+    CONTEXT_K,
+    DEFAULT_AUTHOR,
+    DEFAULT_TENANT,
+    EXPIRED_REASON,
+    GC_GRACE,
+    SEARCH_K,
+)
 from mnemosyne.store import tenancy
 from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE
 
 if TYPE_CHECKING:
-    from mnemosyne.api.branches import Branches
-    from mnemosyne.api.history import History
     from mnemosyne.history.branches import Resolution
     from mnemosyne.history.revisions import Rev
-    from mnemosyne.model.objects import Commit, Node
+    from mnemosyne.model.objects import Commit, Node, Redaction
+    from mnemosyne.model.reports import ForgetReport, FsckReport, GcReport, PullReport, SyncReport
     from mnemosyne.model.results import (
         Blame,
         CommitResult,
+        Context,
         Contradiction,
         Diff,
         Fact,
+        Hit,
         MergeResult,
+        ReadRecord,
         Version,
     )
     from mnemosyne.model.times import TimeLike
@@ -62,7 +84,7 @@ def _renamed(old: str, new: str, old_value: Any, new_value: Any) -> Any:
     return old_value
 
 
-class Repo(RemoteMethods, RecallMethods, UpkeepMethods, Resource):
+class Repo(Resource):
     """A store of agent memory, bound to one tenant.
 
     Open one with :meth:`init`, :meth:`open`, :meth:`in_memory` or
@@ -75,48 +97,15 @@ class Repo(RemoteMethods, RecallMethods, UpkeepMethods, Resource):
     """
 
     def __init__(self, store: Store, handle: Handle, *, owned: bool) -> None:
-        """Use :meth:`init`, :meth:`open`, :meth:`in_memory` or :meth:`Store.repo` instead."""
+        """Use :meth:`open`, :meth:`init`, :meth:`in_memory` or :meth:`clone` instead."""
         self.store = store
         self._owned = owned
         self._handle = handle
-
-    # The parts are made (and their modules imported) when first used: a short-lived
-    # process that only reads history never loads merge, recall or erasure.
-
-    @functools.cached_property
-    def _history(self) -> History:
-        from mnemosyne.api.history import History
-
-        return History(self._handle)
-
-    @functools.cached_property
-    def _branches(self) -> Branches:
-        from mnemosyne.api.branches import Branches
-
-        return Branches(self._handle)
-
-    @classmethod
-    def bind(
-        cls,
-        store: Store,
-        tenant: str,
-        *,
-        create: bool,
-        clock: Clock,
-        embedder: Embedder | str | None,
-        owned: bool,
-    ) -> Repo:
-        """A handle on ``tenant`` of an open store (see :meth:`Store.repo`)."""
-        tenancy.check_tenant_name(tenant)
-        scope = tenancy.open_tenant(store.kv, tenant, create, store.where)
-        repo = cls(store, Handle(store.kv, scope, tenant, clock), owned=owned)
-        if embedder is not None:
-            try:
-                repo.use_embedder(embedder)
-            except BaseException:
-                repo.close()
-                raise
-        return repo
+        self._history = HistoryService(handle)
+        self._branches = BranchService(handle)
+        self._recall = RecallService(handle)
+        self._erasure = ErasureService(handle, store.compact)
+        self._maintenance = MaintenanceService(handle)
 
     # -- opening -------------------------------------------------------------
 
@@ -139,12 +128,12 @@ class Repo(RemoteMethods, RecallMethods, UpkeepMethods, Resource):
             InvalidInput: if a store (or any other file) is already there.
         """
         store = Store.init(path, map_size=map_size, max_map_size=max_map_size, sync=sync)
-        return cls._owning(store, DEFAULT_TENANT, False, clock, embedder)
+        return cls._bound(store, DEFAULT_TENANT, False, clock, embedder, owned=True)
 
     @classmethod
     def open(
         cls,
-        path: Location,
+        path: Location | Store,
         *,
         tenant: str = DEFAULT_TENANT,
         create: bool = False,
@@ -155,10 +144,15 @@ class Repo(RemoteMethods, RecallMethods, UpkeepMethods, Resource):
         sync: bool = True,
         embedder: Embedder | str | None = None,
     ) -> Repo:
-        """Open an existing store, bound to one tenant: ``Store.open(path).repo(tenant)`` in one call.
+        """Open one tenant of a store: a store at a location, or one already open.
+
+        Given a location, the ``Repo`` opens the store and closes it when closed
+        itself. Given an open :class:`Store` (several tenants of one store, or a
+        store opened with options of its own), the ``Repo`` shares it and leaves
+        it open when closed: ``Repo.open(store, tenant="acme")``.
 
         Args:
-            path: the store directory.
+            path: the store directory, a ``postgresql://`` URL, or an open ``Store``.
             tenant: the tenant whose keyspace this handle is bound to.
             create: create the tenant if it does not exist yet.
             readonly: open for inspection; any write raises ``InvalidInput``.
@@ -173,25 +167,87 @@ class Repo(RemoteMethods, RecallMethods, UpkeepMethods, Resource):
 
         Raises:
             NotFound: no store at ``path``, or an unknown tenant without ``create``.
-            InvalidInput: a store of a newer format, or a bad tenant name.
+            InvalidInput: a store of a newer format, or a bad tenant name; with an
+                open ``Store``, an opening option (``readonly``, ``map_size``,
+                ``max_map_size``, ``sync``) other than the store's own.
         """
         tenancy.check_tenant_name(tenant)
+        if isinstance(path, Store):
+            changed = [
+                name
+                for name, given, default in (
+                    ("readonly", readonly, path.readonly),
+                    ("map_size", map_size, DEFAULT_MAP_SIZE),
+                    ("max_map_size", max_map_size, DEFAULT_MAX_MAP_SIZE),
+                    ("sync", sync, True),
+                )
+                if given != default and not (name == "readonly" and not given)
+            ]
+            if changed:
+                raise InvalidInput(
+                    f"{', '.join(changed)} belong to the store: give them to Store.open, "
+                    f"not to Repo.open of a store already open"
+                )
+            return cls._bound(path, tenant, create, clock, embedder, owned=False)
         store = Store.open(path, readonly=readonly, map_size=map_size, max_map_size=max_map_size, sync=sync)
-        return cls._owning(store, tenant, create, clock, embedder)
+        return cls._bound(store, tenant, create, clock, embedder, owned=True)
 
     @classmethod
     def in_memory(cls, *, clock: Clock = system_clock, embedder: Embedder | str | None = None) -> Repo:
         """A store held in memory only: for tests and throwaway experiments."""
-        return cls._owning(Store.in_memory(), DEFAULT_TENANT, False, clock, embedder)
+        return cls._bound(Store.in_memory(), DEFAULT_TENANT, False, clock, embedder, owned=True)
 
     @classmethod
-    def _owning(
-        cls, store: Store, tenant: str, create: bool, clock: Clock, embedder: Embedder | str | None
+    def clone(
+        cls,
+        source: Location | Store,
+        path: Location,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        all_tenants: bool = False,
+        clock: Clock = system_clock,
+        author: str = DEFAULT_AUTHOR,
     ) -> Repo:
+        """Create a store at ``path`` holding the history of the store at ``source``; open it.
+
+        ``source`` becomes remote ``origin`` (an open ``Store`` may be given
+        instead, for one not reachable by location: no remote is recorded then).
+        Every branch arrives as a remote-tracking ref ``origin/BRANCH``, and the
+        source's current branch as a local branch, checked out. One tenant is
+        cloned (``tenant``), or every one with ``all_tenants``; the handle returned
+        is bound to ``tenant``. A clone that fails leaves nothing at ``path``.
+
+        Raises:
+            InvalidInput: something is already at ``path``.
+            NotFound: no store at ``source``, or it has no such tenant.
+        """
+        store = _remotes.clone(
+            source, path, tenant=tenant, all_tenants=all_tenants, clock=clock, author=author
+        )
+        return cls._bound(store, tenant, False, clock, None, owned=True)
+
+    @classmethod
+    def _bound(
+        cls,
+        store: Store,
+        tenant: str,
+        create: bool,
+        clock: Clock,
+        embedder: Embedder | str | None,
+        *,
+        owned: bool,
+    ) -> Repo:
+        """A ``Repo`` on ``tenant`` of ``store``; a store it owns is closed if that fails."""
         try:
-            return cls.bind(store, tenant, create=create, clock=clock, embedder=embedder, owned=True)
+            tenancy.check_tenant_name(tenant)
+            handle = Handle.open(store.kv, tenant, create=create, where=store.where, clock=clock)
+            repo = cls(store, handle, owned=owned)
+            if embedder is not None:
+                repo.use_embedder(embedder)
+            return repo
         except BaseException:
-            store.close()
+            if owned:
+                store.close()
             raise
 
     def close(self) -> None:
@@ -594,3 +650,378 @@ class Repo(RemoteMethods, RecallMethods, UpkeepMethods, Resource):
                 predicate is false at ``bad`` or already true at ``good``.
         """
         return self._branches.bisect(predicate, good, bad)
+
+    # -- recall --------------------------------------------------------------
+
+    def use_embedder(self, embedder: Embedder | str | None) -> None:
+        """Use ``embedder`` for this handle.
+
+        An ``Embedder``, a name (``hash``, ``hash-DIM``, ``minilm``, ``none``), or
+        None for no semantic search. Without a call, the store's ``embedder``
+        setting decides.
+        """
+        self._recall.use(embedder)
+
+    def embedder(self) -> Embedder | None:
+        """The embedder this handle uses (loaded on first use from the store's setting)."""
+        return self._recall.embedder()
+
+    def config(self, key: str, value: str | None = None) -> str:
+        """Read a store setting, or change it when ``value`` is given (see :meth:`Store.config`)."""
+        found = self.store.config(key, value)
+        if value is not None and key == "embedder":
+            self._recall.settings_changed()
+        return found
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = SEARCH_K,
+        at: Rev | None = None,
+        as_of: TimeLike | None = None,
+        prefix: str | None = None,
+        valid_at: TimeLike | None = None,
+        kind: str | None = None,
+        meta: dict[str, Any] | None = None,
+        mode: SearchMode = "hybrid",
+        run_id: str | None = None,
+        allowed_for: str | None = None,
+        max_sensitivity: str | None = None,
+        verified_within: timedelta | None = None,
+    ) -> list[Hit]:
+        """Recall memories by words and meaning, from one snapshot only.
+
+        Hybrid by default: BM25 over the text and the words of the id, fused by
+        reciprocal rank with cosine similarity of embeddings (when an embedder is
+        set). Filters apply before ranking, so a hit is always the version current
+        in the snapshot read (default: HEAD; ``at``/``as_of`` as for ``get``):
+        never a deleted, superseded, expired or erased one. The answer is the exact
+        top ``k`` of the memories that pass every filter. Each hit's
+        ``confirmed_at`` says when its version was last confirmed.
+
+        Args:
+            query: what to look for.
+            k: how many hits at most.
+            at: a revision to search instead of HEAD.
+            as_of: search the branch as it was at this record time.
+            prefix: only ids under this namespace.
+            valid_at: claims must be in force at this valid time (notes pass).
+            kind: only ``note`` or only ``claim`` nodes.
+            meta: exact matches on meta keys.
+            mode: ``hybrid``, ``lexical`` or ``semantic`` (which needs an embedder).
+            run_id: record the versions returned in the read log under this id.
+            allowed_for: the use the memories are for: a memory whose
+                ``meta["allowed_for"]`` lists uses is returned only when this is one
+                of them; one without the list is returned too, unless the store
+                setting ``recall.require_allowed_for`` is ``true``.
+            max_sensitivity: the most sensitive level to return, on the store's
+                scale ``recall.sensitivity_levels`` (``public``, ``internal``,
+                ``personal``, ``restricted``); a memory's level is
+                ``meta["sensitivity"]``, ``recall.unlabeled_sensitivity``
+                (``internal``) when it has none, the most sensitive when it is off
+                the scale.
+            verified_within: leave out memories last confirmed (written, or
+                verified with :meth:`verify`) longer ago than this before ``as_of``
+                (else now).
+
+        Raises:
+            InvalidInput: a bad argument; ``max_sensitivity`` not on the scale.
+        """
+        return self._recall.search(
+            query,
+            k=k,
+            at=at,
+            as_of=as_of,
+            prefix=prefix,
+            valid_at=valid_at,
+            kind=kind,
+            meta=meta,
+            mode=mode,
+            run_id=run_id,
+            scope=Scope(
+                allowed_for=allowed_for, max_sensitivity=max_sensitivity, verified_within=verified_within
+            ),
+        )
+
+    def context(
+        self,
+        query: str,
+        budget_tokens: int = CONTEXT_BUDGET,
+        *,
+        k: int = CONTEXT_K,
+        at: Rev | None = None,
+        as_of: TimeLike | None = None,
+        prefix: str | None = None,
+        valid_at: TimeLike | None = None,
+        run_id: str | None = None,
+        allowed_for: str | None = None,
+        max_sensitivity: str | None = None,
+        verified_within: timedelta | None = None,
+    ) -> Context:
+        """The smallest cited context for ``query`` that fits ``budget_tokens``.
+
+        The best memories (as ranked by :meth:`search`, hybrid) that fit, with claims
+        no longer in force last, each with its id and hash; tokens are estimated as
+        one per four characters. Hits and claim checks come from one snapshot.
+        ``Context.render()`` gives the text to put in a prompt. ``allowed_for``,
+        ``max_sensitivity`` and ``verified_within`` filter as for :meth:`search`.
+        """
+        return self._recall.context(
+            query,
+            budget_tokens=budget_tokens,
+            k=k,
+            at=at,
+            as_of=as_of,
+            prefix=prefix,
+            valid_at=valid_at,
+            run_id=run_id,
+            scope=Scope(
+                allowed_for=allowed_for, max_sensitivity=max_sensitivity, verified_within=verified_within
+            ),
+        )
+
+    def reads(self, run_id: str) -> list[ReadRecord]:
+        """What searches and contexts recorded under ``run_id`` returned, oldest first."""
+        return self._recall.reads(run_id)
+
+    def reindex_recall(
+        self, *, vectors: bool = False, progress: Callable[[int, int], None] | None = None
+    ) -> int:
+        """Rebuild the recall indexes from the stored node versions.
+
+        Args:
+            vectors: also drop and recompute every embedding of the current model.
+            progress: called with (done, total) as versions are indexed.
+
+        Returns:
+            How many node versions were indexed.
+        """
+        return self._recall.reindex(vectors, progress)
+
+    # -- erasure and collection ----------------------------------------------
+
+    def redactions(self, hashes: Iterable[str]) -> dict[str, Redaction]:
+        """The redaction records of those of ``hashes`` whose versions were erased, by hash.
+
+        One snapshot answers for all: a cheap check, for a face that keeps what it
+        read, that none of it has been erased since (erasure leaves the trees and
+        tips as they were).
+
+        Raises:
+            InvalidInput: a hash that is not 64 hex digits.
+        """
+        return self._erasure.redactions(hashes)
+
+    def forget(
+        self, id: str, reason: str, *, author: str = DEFAULT_AUTHOR, version: str | None = None
+    ) -> ForgetReport:
+        """Erase for real: delete the bytes of every version of ``id`` (or of one version).
+
+        Content, provenance and meta of each erased version leave the object store
+        and the derived indexes; an append-only redaction record (hash, time, author,
+        reason) takes its place. Trees and commits keep the hash, so history still
+        verifies; reading an erased version raises ``Redacted``. The current branch
+        drops the id in a normal commit when its version there was erased. Freed
+        pages keep old bytes until ``gc(compact=True)`` rewrites the file.
+
+        Args:
+            id: the node id (ids are keys and stay; personal data belongs in content).
+            reason: why, kept in the redaction record.
+            author: who, kept in the redaction record.
+            version: one version's hash (or a unique prefix of at least 4 hex
+                characters) to erase just that one.
+
+        Returns:
+            The redaction records made now, the first records of versions erased
+            before (``already_erased``), and the commit that dropped the id.
+
+        Raises:
+            NotFound: the id has no such version in this tenant.
+            InvalidInput: no reason, or an ambiguous version prefix.
+        """
+        return self._erasure.forget(id, reason, author, version)
+
+    def forget_expired(self, reason: str = EXPIRED_REASON, *, author: str = DEFAULT_AUTHOR) -> ForgetReport:
+        """Erase every node version past its ``expires_at`` (judged by the store's clock)."""
+        return self._erasure.forget_expired(reason, author)
+
+    def gc(
+        self,
+        grace: timedelta = GC_GRACE,
+        compact: bool = False,
+        expire_reflog: timedelta | None = None,
+    ) -> GcReport:
+        """Remove objects unreachable from every ref and retained reflog entry.
+
+        An object goes only after it has been unreachable for ``grace`` (the first
+        collection that finds it starts its clock; ``timedelta(0)`` removes at once).
+        Reflogs are kept forever unless ``expire_reflog`` prunes entries older than
+        that (as-of reads before the horizon then give ``NotFound``).
+
+        Args:
+            grace: how long an object must stay unreachable before it is removed.
+            compact: afterwards rewrite the store file from its live records only, so
+                erased bytes leave the disk; needs the store to itself (no other
+                handle in this process, no other process).
+            expire_reflog: prune reflog entries older than this.
+
+        Raises:
+            InvalidInput: ``compact`` while another handle or process has the store open.
+        """
+        return self._erasure.gc(grace, compact, expire_reflog)
+
+    # -- maintenance ---------------------------------------------------------
+
+    def fsck(self, *, repair: bool = False) -> FsckReport:
+        """Re-hash every object; check refs, reflogs, commits, trees and every derived index.
+
+        With ``repair``, when the only problems are derived indexes out of date,
+        rebuild them and check again (``reindexed`` says how many entries).
+
+        Returns:
+            A report; ``ok`` is False when anything is wrong, and ``problems`` says what.
+        """
+        return self._maintenance.fsck(repair)
+
+    def reindex(self) -> int:
+        """Rebuild the derived indexes (commit graph, change and claim indexes) from the commits.
+
+        Queues every stored version for the recall indexes too (the next search
+        rebuilds their postings).
+
+        Returns:
+            The number of index entries written.
+        """
+        return self._maintenance.reindex()
+
+    def tenants(self) -> list[str]:
+        """Names of the store's tenants, sorted."""
+        return self.store.tenants()
+
+    def drop_tenant(self, name: str) -> int:
+        """Delete a whole tenant (see :meth:`Store.drop_tenant`); not this handle's own.
+
+        Raises:
+            InvalidInput: it is this handle's tenant, or the default tenant.
+            NotFound: no such tenant.
+        """
+        tenancy.check_tenant_name(name)
+        if name == self.tenant:
+            raise InvalidInput(f"cannot drop tenant {name!r} from a handle bound to it")
+        return self.store.drop_tenant(name)
+
+    # -- remotes -------------------------------------------------------------
+
+    def fetch(
+        self,
+        remote: str = "origin",
+        *,
+        store: Store | None = None,
+        all_tenants: bool = False,
+        author: str = DEFAULT_AUTHOR,
+    ) -> SyncReport:
+        """Bring in the history of a remote's branches, as remote-tracking refs ``REMOTE/BRANCH``.
+
+        Exactly the objects this store lacks are copied, each hashed on arrival;
+        redaction records come too, and what they erased there is erased here.
+        Then every remote-tracking ref of ``remote`` moves to where its branch is
+        (a ref whose branch is gone there is deleted), each move reflogged. Local
+        branches never move: merge ``REMOTE/BRANCH``, or :meth:`pull`.
+
+        Args:
+            remote: the remote's name (see :meth:`Store.add_remote`).
+            store: that remote, already open (then its location is not opened).
+            all_tenants: fetch every tenant of the remote (created here when
+                absent), not only this handle's.
+            author: recorded in the reflog entries.
+
+        Raises:
+            NotFound: no such remote, or it has no tenant of this name.
+            CorruptObject: an object's bytes do not match its hash.
+        """
+        return _remotes.fetch(
+            self.store, self._handle, remote, other=store, all_tenants=all_tenants, author=author
+        )
+
+    def push(
+        self,
+        remote: str = "origin",
+        branch: str | None = None,
+        *,
+        force: bool = False,
+        store: Store | None = None,
+        all_tenants: bool = False,
+        author: str = DEFAULT_AUTHOR,
+    ) -> SyncReport:
+        """Send ``branch`` (default: the current one) to the remote and move its branch of that name there.
+
+        The remote receives exactly the objects it lacks and every redaction
+        record it lacks (erasing those versions' bytes there), then its branch
+        moves by compare-and-swap in one transaction: only forward (a
+        fast-forward) unless ``force``. Of two pushes racing to one branch,
+        exactly one lands; the other raises ``RefConflict``: pull, then push again.
+        The remote-tracking ref ``REMOTE/BRANCH`` here follows.
+
+        Args:
+            remote: the remote's name.
+            branch: the branch to push, under the same name there.
+            force: move the remote's branch even when commits leave its history.
+            store: that remote, already open.
+            all_tenants: push ``branch`` (default: each tenant's current branch) of
+                every tenant; tenants without commits are skipped.
+            author: recorded in the reflog entries on both sides.
+
+        Raises:
+            RefConflict: the remote's branch has commits this one lacks, without ``force``.
+            NotFound: no such remote or branch.
+            InvalidInput: the branch has no commits yet.
+        """
+        return _remotes.push(
+            self.store,
+            self._handle,
+            remote,
+            branch,
+            force=force,
+            other=store,
+            all_tenants=all_tenants,
+            author=author,
+        )
+
+    def pull(
+        self,
+        remote: str = "origin",
+        branch: str | None = None,
+        *,
+        store: Store | None = None,
+        resolutions: Mapping[str, Resolution] | None = None,
+        strategy: MergeStrategy | None = None,
+        message: str | None = None,
+        author: str = DEFAULT_AUTHOR,
+    ) -> PullReport:
+        """:meth:`fetch`, then :meth:`merge` ``REMOTE/BRANCH`` into the current branch.
+
+        ``branch`` defaults to the current branch's name. The merge fast-forwards
+        when it can; otherwise it is three-way, reports contradictions, and with
+        conflicts writes nothing (``report.merge.conflicts``; the fetch stands):
+        call again with ``resolutions`` or a ``strategy``, as for :meth:`merge`.
+
+        Raises:
+            NotFound: no such remote, or it has no such branch.
+            MergeConflict: resolutions name ids not in conflict, or leave some unresolved.
+        """
+        return _remotes.pull(
+            self.store,
+            self._handle,
+            remote,
+            branch,
+            other=store,
+            author=author,
+            message=message,
+            strategy=strategy,
+            resolutions=resolutions,
+        )
+
+    def remote_branches(self, remote: str | None = None) -> list[tuple[str, Commit]]:
+        """Each remote-tracking ref (``REMOTE/BRANCH``, of ``remote`` only) with its commit, by name."""
+        return _remotes.tracking_refs(self._handle, remote)

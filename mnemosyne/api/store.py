@@ -5,30 +5,31 @@ schema of a PostgreSQL database (a ``postgresql://`` URL), or process memory.
 Store-wide rules live here, in the library, so every face honours them: the
 default tenant cannot be dropped, settings are checked before they are kept, an
 import goes only into an empty store, and compaction needs the store to itself.
-:meth:`Store.repo` gives a :class:`~mnemosyne.api.repo.Repo` bound to one tenant.
+A :class:`~mnemosyne.api.repo.Repo` is one tenant of a store:
+``Repo.open(store, tenant="acme")``. The store knows nothing of the ``Repo``
+(it sits below it: a ``Repo`` holds its store, as dulwich's ``Repo`` holds its
+object store).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, NoReturn
 
-from mnemosyne.api.handle import Clock, Resource, system_clock
+from mnemosyne.api._handle import Clock, Handle, Resource, read_clock, system_clock
 from mnemosyne.errors import InvalidInput, NotFound
-from mnemosyne.model.defaults import DEFAULT_AUTHOR, DEFAULT_TENANT
+from mnemosyne.model.defaults import DEFAULT_AUTHOR
 from mnemosyne.model.reports import CompactReport, ExportReport, ImportReport, Remote
-from mnemosyne.store import settings, tenancy
+from mnemosyne.store import remote_config, settings, tenancy
 from mnemosyne.store.kv.base import KV, WriteTxn
 from mnemosyne.store.kv.datafile import DATA_FILE, is_lmdb_file
 from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV
 from mnemosyne.store.kv.location import is_postgres_url, shown_url
+from mnemosyne.store.refs import REMOTE_PREFIX
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-    from mnemosyne.api.repo import Repo
-    from mnemosyne.recall.embedders import Embedder
 
 Location = str | os.PathLike[str]
 """Where a store is: a directory path, or a ``postgresql://`` URL."""
@@ -223,6 +224,15 @@ class Store(Resource):
     def __repr__(self) -> str:
         return f"<Store {self.where}>"
 
+    def __getattr__(self, name: str) -> NoReturn:
+        # Store.repo(tenant) became Repo.open(store, tenant=...) (ADR 25): say so, once.
+        if name == "repo":
+            raise AttributeError(
+                "Store.repo(tenant) was replaced by Repo.open(store, tenant=tenant): "
+                "from mnemosyne import Repo"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     @property
     def where(self) -> str:
         """How messages name the store: its path, its URL (without a password), or ``memory``."""
@@ -241,32 +251,6 @@ class Store(Resource):
         return self._kv
 
     # -- tenants ----------------------------------------------------------------------
-
-    def repo(
-        self,
-        tenant: str = DEFAULT_TENANT,
-        *,
-        create: bool = False,
-        clock: Clock = system_clock,
-        embedder: Embedder | str | None = None,
-    ) -> Repo:
-        """A handle on one tenant of this store.
-
-        Args:
-            tenant: the tenant whose keyspace the handle is bound to.
-            create: create the tenant if it does not exist yet.
-            clock: where record time comes from.
-            embedder: the embedder for semantic search (an ``Embedder`` or a name:
-                ``hash``, ``hash-DIM``, ``minilm``, ``none``); default: the store's
-                ``embedder`` setting.
-
-        Raises:
-            NotFound: an unknown tenant without ``create``.
-            InvalidInput: a bad tenant name.
-        """
-        from mnemosyne.api.repo import Repo
-
-        return Repo.bind(self, tenant, create=create, clock=clock, embedder=embedder, owned=False)
 
     def tenants(self) -> list[str]:
         """Names of the store's tenants, sorted."""
@@ -327,7 +311,7 @@ class Store(Resource):
             InvalidInput: an unknown setting, or a value it cannot take.
         """
         if value is not None:
-            from mnemosyne.api.recall import check_setting
+            from mnemosyne.recall.setting_values import check_setting
 
             checked = check_setting(key, value)
             self._kv.transact(lambda txn: settings.put(txn, key, checked))
@@ -348,12 +332,16 @@ class Store(Resource):
             InvalidInput: a bad name, a remote of that name exists, or the location
                 is this store.
         """
-        from mnemosyne.api import remotes
-
-        return remotes.add(self, name, location)
+        remote_config.check_remote_name(name)
+        text = remote_config.location_text(location)
+        remote_config.check_not_itself(self.path, self._url, text)
+        self._kv.transact(lambda txn: remote_config.put(txn, name, text))
+        return Remote(name=name, location=remote_config.shown(text))
 
     def remove_remote(self, name: str, *, author: str = DEFAULT_AUTHOR, clock: Clock = system_clock) -> int:
         """Forget a remote, and delete its remote-tracking refs in every tenant (reflogged).
+
+        One transaction: the remote and all its tracking refs go together, or nothing does.
 
         Returns:
             The number of remote-tracking refs deleted.
@@ -361,31 +349,68 @@ class Store(Resource):
         Raises:
             NotFound: no remote of that name.
         """
-        from mnemosyne.api import remotes
+        remote_config.check_remote_name(name)
 
-        return remotes.remove(self, name, author, clock())
+        def work(txn: WriteTxn) -> int:
+            try:
+                remote_config.delete(txn, name)
+                configured = True
+            except NotFound:
+                # Tracking refs may outlive their remote's entry (an imported export carries
+                # the refs, not the remotes): removing the name still drops them.
+                configured = False
+            dropped = 0
+            now = read_clock(clock)
+            for tenant in tenancy.tenant_names(txn):
+                scope = tenancy.lookup(txn, tenant)
+                assert scope is not None  # listed in this same transaction
+                refs = Handle(self._kv, scope, tenant, clock).within(txn).refs
+                for short, tip in list(refs.tracking(txn, name)):
+                    ref = REMOTE_PREFIX + short
+                    when = refs.next_time(txn, ref, now)
+                    refs.update(txn, ref, tip, None, when=when, author=author, reason=f"remote remove {name}")
+                    dropped += 1
+            if not configured and not dropped:
+                raise NotFound(f"no remote named {name!r}")
+            return dropped
+
+        return self._kv.transact(work)
 
     def remotes(self) -> list[Remote]:
         """The store's remotes, in name order."""
-        from mnemosyne.api import remotes
+        with self._kv.read() as txn:
+            return [
+                Remote(name=name, location=remote_config.shown(where))
+                for name, where in remote_config.every(txn)
+            ]
 
-        return remotes.listing(self)
+    def remote_location(self, name: str) -> str:
+        """Where remote ``name`` is, as kept (a URL with any password: for opening it, not showing).
+
+        Raises:
+            NotFound: no remote by that name.
+            InvalidInput: a bad name, or the remote is this store.
+        """
+        with self._kv.read() as txn:
+            location = remote_config.get(txn, name)
+        remote_config.check_not_itself(self.path, self._url, location)
+        return location
 
     # -- backup and compaction --------------------------------------------------------
 
     def export(self, out: IO[bytes], *, tenants: Sequence[str] | None = None) -> ExportReport:
         """Write a portable copy of the store (every tenant, or ``tenants``) to a binary stream.
 
-        See the README's "Backup and restore" and :mod:`mnemosyne.admin.backup`
+        See the README's "Backup and restore" and :mod:`mnemosyne.admin.dump_restore`
         for the format.
 
         Raises:
             NotFound: a tenant named in ``tenants`` does not exist.
             CorruptObject: a stored object's bytes do not match its hash.
         """
-        from mnemosyne.admin import backup
+        from mnemosyne.admin import dump_restore
 
-        return backup.dump(self._kv, out, tenants=tenants)
+        return dump_restore.dump(self._kv, out, tenants=tenants)
 
     def import_(self, inp: IO[bytes]) -> ImportReport:
         """Restore an export into this store, which must be empty, with every hash as it was.
@@ -398,11 +423,11 @@ class Store(Resource):
                 a newer format.
             CorruptObject: the input is truncated or damaged.
         """
-        from mnemosyne.admin import backup
+        from mnemosyne.admin import dump_restore
 
-        backup.check_empty(self._kv, self.where)
-        with backup.checked(inp) as export:
-            return backup.restore(self._kv, export, self.where)
+        dump_restore.check_empty(self._kv, self.where)
+        with dump_restore.checked(inp) as export:
+            return dump_restore.restore(self._kv, export, self.where)
 
     def compact(self) -> CompactReport:
         """Rewrite the store file from its live records only, so erased bytes leave the disk.

@@ -7,7 +7,7 @@ from mnemosyne.index.graph import CommitGraph
 from mnemosyne.index.recall_queue import RecallQueue
 from mnemosyne.model.objects import CommitObject, Node, TreeChunk
 from mnemosyne.store.kv.base import ReadTxn, WriteTxn
-from mnemosyne.store.objects import ObjectStore
+from mnemosyne.store.object_store import ObjectStore
 from mnemosyne.store.pending import PendingMarks
 from mnemosyne.store.prolly import EMPTY, Tree
 from mnemosyne.store.refs import RefStore

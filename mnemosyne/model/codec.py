@@ -2,20 +2,18 @@
 
 msgpack through msgspec with ``order="deterministic"`` (sorted map keys), so equal
 objects always encode to equal bytes; the id of an object is the blake3 digest
-of exactly the bytes stored.
+of exactly the bytes stored. Decoding stored bytes into the objects they are is
+:func:`mnemosyne.model.objects.decode_object`, beside the objects.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import blake3
 import msgspec
 
-from mnemosyne.errors import CorruptObject, InvalidInput
-
-if TYPE_CHECKING:
-    from mnemosyne.model.objects import StoredObject
+from mnemosyne.errors import InvalidInput
 
 NODE_TAG = b"\xa6node@1"
 """How a node's stored bytes go on after their array header (the msgpack fixstr tag)."""
@@ -23,7 +21,6 @@ CLAIM_TAG = b"\xa7claim@1"
 """How a claim's content begins inside a node's stored bytes."""
 
 _encoder = msgspec.msgpack.Encoder(order="deterministic")
-_decoder: msgspec.msgpack.Decoder[Any] | None = None
 
 
 def encode(obj: Any) -> bytes:
@@ -41,28 +38,6 @@ def encode(obj: Any) -> bytes:
 def object_id(data: bytes) -> bytes:
     """Return the 32-byte blake3 digest that addresses ``data``."""
     return blake3.blake3(data).digest()
-
-
-def _object_decoder() -> msgspec.msgpack.Decoder[Any]:
-    global _decoder
-    if _decoder is None:
-        from mnemosyne.model.objects import StoredObject
-
-        _decoder = msgspec.msgpack.Decoder(StoredObject)
-    return _decoder
-
-
-def decode(data: bytes, oid: bytes) -> StoredObject:
-    """Decode stored bytes into their object.
-
-    Raises:
-        CorruptObject: if the bytes are not an object of a known kind and version.
-    """
-    try:
-        obj: StoredObject = _object_decoder().decode(data)
-    except (msgspec.DecodeError, InvalidInput) as exc:
-        raise CorruptObject(f"object {oid.hex()} cannot be decoded: {describe_tag(data) or exc}") from None
-    return obj
 
 
 def tag_of(data: bytes) -> str | None:

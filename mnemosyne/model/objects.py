@@ -15,7 +15,7 @@ from typing import Any, NewType
 
 import msgspec
 
-from mnemosyne.errors import InvalidInput
+from mnemosyne.errors import CorruptObject, InvalidInput
 from mnemosyne.model import codec
 from mnemosyne.model.choices import Kind
 from mnemosyne.model.times import utc
@@ -370,3 +370,21 @@ class Redaction(msgspec.Struct, frozen=True, array_like=True, tag="redaction@1",
 
 
 StoredObject = Node | TreeChunk | CommitObject | VerifyingCommitObject | ContradictionObject
+
+
+_decoder = msgspec.msgpack.Decoder(StoredObject)
+
+
+def decode_object(data: bytes, oid: bytes) -> StoredObject:
+    """Decode stored bytes into their object.
+
+    Raises:
+        CorruptObject: if the bytes are not an object of a known kind and version.
+    """
+    try:
+        obj: StoredObject = _decoder.decode(data)
+    except (msgspec.DecodeError, InvalidInput) as exc:
+        raise CorruptObject(
+            f"object {oid.hex()} cannot be decoded: {codec.describe_tag(data) or exc}"
+        ) from None
+    return obj

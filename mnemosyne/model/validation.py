@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import timedelta
 from typing import Any
 
 from mnemosyne.errors import InvalidInput
@@ -146,3 +147,23 @@ def check_policy_meta(meta: dict[str, Any] | None, node_id: str) -> None:
             raise InvalidInput(f"{node_id}: meta allowed_for must be a list of non-empty strings (uses)")
     if "sensitivity" in meta and not isinstance(meta["sensitivity"], str):
         raise InvalidInput(f"{node_id}: meta sensitivity must be a string (a level such as 'personal')")
+
+
+def check_scope(allowed_for: object, max_sensitivity: object, verified_within: object) -> None:
+    """Refuse a use, a sensitivity level or a ``verified_within`` of the wrong type.
+
+    Whether the level is on the store's scale is checked against the store's settings.
+    """
+    if allowed_for is not None and (not isinstance(allowed_for, str) or not allowed_for):
+        raise InvalidInput("allowed_for must be a non-empty string (a use, such as 'support')")
+    if max_sensitivity is not None and not isinstance(max_sensitivity, str):
+        raise InvalidInput("max_sensitivity must be a string (a level, such as 'internal')")
+    check_window(verified_within)
+
+
+def check_window(verified_within: object) -> None:
+    """Refuse a ``verified_within`` that is not a non-negative ``timedelta``."""
+    if verified_within is not None and (
+        not isinstance(verified_within, timedelta) or verified_within < timedelta(0)
+    ):
+        raise InvalidInput("verified_within must be a non-negative timedelta (e.g. timedelta(days=30))")

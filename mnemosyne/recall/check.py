@@ -11,8 +11,8 @@ import numpy as np
 
 from mnemosyne.errors import CorruptObject, NotFound
 from mnemosyne.index.view import View
-from mnemosyne.recall.index import RecallIndex
 from mnemosyne.recall.postings import rows_of
+from mnemosyne.recall.recall_index import RecallIndex
 from mnemosyne.recall.text import content_hash
 from mnemosyne.recall.vectors import parse_block
 

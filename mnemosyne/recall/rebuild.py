@@ -7,10 +7,10 @@ from collections.abc import Callable
 from mnemosyne.index.view import WriteView
 from mnemosyne.model.codec import NODE_TAG
 from mnemosyne.model.objects import Node
-from mnemosyne.recall import index
+from mnemosyne.recall import recall_index
 from mnemosyne.recall.embedders import Embedder
-from mnemosyne.recall.index import RecallIndex
 from mnemosyne.recall.postings import bulk
+from mnemosyne.recall.recall_index import RecallIndex
 
 
 @bulk()
@@ -35,23 +35,25 @@ def rebuild(
     # Counted by kind tag alone: hashing and decoding every node twice would double the work.
     total = sum(data[1:8] == NODE_TAG for _, data in view.objects.scan(txn)) if progress else 0
     writer = recall.postings.writer(txn, fresh=True)
-    fresh = index.FreshVectors() if vectors else None
+    fresh = recall_index.FreshVectors() if vectors else None
     documents = 0
     contents: set[bytes] = set()
     nodes: list[tuple[bytes, Node]] = []
 
     def step() -> None:
         nonlocal documents
-        contents.update(index.index_nodes(txn, recall, writer, embedder, nodes, index.BATCH, fresh))
+        contents.update(
+            recall_index.index_nodes(txn, recall, writer, embedder, nodes, recall_index.BATCH, fresh)
+        )
         documents += len(nodes)  # each stored version once: the scan yields every key once
         nodes.clear()
         if progress is not None:
             progress(documents, total)
 
-    for oid, node in index.stored_nodes(view):
+    for oid, node in recall_index.stored_nodes(view):
         if node is not None:
             nodes.append((oid, node))
-            if len(nodes) == index.BATCH:
+            if len(nodes) == recall_index.BATCH:
                 step()
     step()
     writer.close()

@@ -25,9 +25,9 @@ from mnemosyne.model.choices import SearchMode
 from mnemosyne.model.objects import Claim, Node
 from mnemosyne.model.results import Context, ContextItem, Hit
 from mnemosyne.recall.embedders import Embedder
-from mnemosyne.recall.index import RecallIndex
 from mnemosyne.recall.postings import Accept, expiry
 from mnemosyne.recall.postings import lexical as postings_lexical
+from mnemosyne.recall.recall_index import RecallIndex
 from mnemosyne.recall.scope import Scoping, permitted
 from mnemosyne.recall.semantic import semantic as semantic_search
 from mnemosyne.recall.text import text_of

@@ -160,7 +160,7 @@ class Viewer:
         with self._lock:
             found = self._repos.get(tenant)
             if found is None:
-                found = self.repo.store.repo(tenant)
+                found = Repo.open(self.repo.store, tenant=tenant)
                 if self.embedder:
                     found.use_embedder(self.embedder)
                 self._repos[tenant] = found

@@ -10,15 +10,13 @@ and whether an object it stores is new, guessed and checked at commit.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 import psycopg
 
 from mnemosyne.errors import InvalidInput, MnemoError
 from mnemosyne.store.kv.base import Space, prefix_end
-
-if TYPE_CHECKING:
-    from mnemosyne.store.kv.postgres_kv import PostgresKV
+from mnemosyne.store.kv.postgres_sql import ObjectCache, Statements
 
 T = TypeVar("T")
 
@@ -64,6 +62,25 @@ def run_round(conn: Conn, statements: list[Statement]) -> list[psycopg.Cursor[tu
     return cursors
 
 
+class Backend(Protocol):
+    """What a transaction uses of the backend that began it (:class:`PostgresKV` is one)."""
+
+    @property
+    def sql(self) -> Statements:
+        """The statements of the store's schema."""
+        ...
+
+    @property
+    def cache(self) -> ObjectCache:
+        """The objects cache shared by the backend's transactions."""
+        ...
+
+    @property
+    def objects(self) -> Space:
+        """The keyspace whose values the cache holds."""
+        ...
+
+
 class Txn:
     """A transaction on one connection; a write transaction buffers what it can.
 
@@ -78,7 +95,7 @@ class Txn:
 
     def __init__(
         self,
-        kv: PostgresKV,
+        kv: Backend,
         conn: Conn,
         begun: tuple[int, int, int],
         known: dict[Key, bytes | None],

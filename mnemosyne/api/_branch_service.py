@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from mnemosyne.api.handle import Handle
+from mnemosyne.api._handle import Handle
 from mnemosyne.history import branches, walk
 from mnemosyne.history.branches import Resolution
 from mnemosyne.history.revisions import Rev, resolve
@@ -15,7 +15,7 @@ from mnemosyne.model.results import MergeResult
 from mnemosyne.store.refs import BRANCH_PREFIX, check_branch_name
 
 
-class Branches:
+class BranchService:
     """The branches of one tenant (see :class:`Repo` for each call)."""
 
     def __init__(self, handle: Handle) -> None:

@@ -10,11 +10,14 @@ remote-tracking refs (``refs/remotes/<name>/<branch>``), owned by
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
-from mnemosyne.errors import CorruptObject, InvalidInput, NotFound
+from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, NotFound
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
+from mnemosyne.store.kv.location import is_postgres_url, shown_url
 
 _PREFIX = b"remote/"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
@@ -36,6 +39,67 @@ def check_remote_name(name: str) -> str:
             f"{name!r} is not a valid remote name (letters, digits, '.', '_', '-'; no '/'; at most 64)"
         )
     return name
+
+
+def location_text(location: object) -> str:
+    """How a remote's location is kept: a URL as given, a path made absolute.
+
+    Raises:
+        InvalidInput: neither a path nor a URL.
+    """
+    if not isinstance(location, str | os.PathLike):
+        raise InvalidInput(f"a remote's location must be a path or a URL, not {type(location).__name__}")
+    text = os.fspath(location)
+    if not isinstance(text, str) or not text:
+        raise InvalidInput("a remote's location must be a non-empty path or URL")
+    return text if "://" in text else os.path.abspath(text)
+
+
+def shown(location: str) -> str:
+    """A remote's location as results show it: a URL without its password.
+
+    The configuration keeps the URL as given, since connecting needs it; what
+    is returned is printed and logged, and messages never show a password.
+    """
+    return shown_url(location) if is_postgres_url(location) else location
+
+
+def check_not_itself(path: Path | None, url: str | None, location: str) -> None:
+    """Refuse a remote ``location`` that is the store at ``path`` (a directory) or ``url`` itself.
+
+    Raises:
+        InvalidInput: the location names this store.
+    """
+    if path is not None and "://" not in location and Path(location).resolve() == path.resolve():
+        raise InvalidInput(f"{location} is this store itself: a remote is another store")
+    if url is not None and is_postgres_url(location):
+        mine = _pg_identity(url)
+        if mine is not None and mine == _pg_identity(location):
+            raise InvalidInput(f"{shown(location)} is this store itself: a remote is another store")
+
+
+def _pg_identity(url: str) -> tuple[str, str, str, str] | None:
+    """``(host, port, database, schema)`` a store URL names, as libpq reads it; None if unreadable.
+
+    Spellings of one server that libpq resolves alike (``localhost`` and
+    ``127.0.0.1``) still differ here: what this catches is the same URL
+    written twice, not every way of reaching one store. The ``PG*`` variables
+    are read as libpq reads them, since they decide where the URL leads.
+    """
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        from mnemosyne.store.kv.postgres_conn import PgLocation
+
+        where = PgLocation.parse(url)
+        params = conninfo_to_dict(where.conninfo)
+    except (ImportError, MnemoError):  # no driver, or a URL opening will refuse with its own message
+        return None
+    env = os.environ
+    host = params.get("host") or params.get("hostaddr") or env.get("PGHOST") or ""
+    port = params.get("port") or env.get("PGPORT") or "5432"
+    database = params.get("dbname") or env.get("PGDATABASE") or params.get("user") or env.get("PGUSER") or ""
+    return str(host), str(port), str(database), where.schema
 
 
 def get(txn: ReadTxn, name: str) -> str:

@@ -1,9 +1,11 @@
 """A handle on one tenant: its backend, key scope, clock, and the one way to read and write.
 
-Every component of :class:`~mnemosyne.api.repo.Repo` (history, branches, recall,
-erasure, maintenance) holds the same handle and opens its transactions through
-it: reads see one snapshot with the tenant's binding checked, and writes run
-the given function in one write transaction.
+Every part of :class:`~mnemosyne.api.repo.Repo` (the history, branch, recall,
+erasure and maintenance services, and the remotes' porcelain) holds the same
+handle and opens its transactions through it: reads see one snapshot with the
+tenant's binding checked, and writes run the given function in one write
+transaction after the same check. Private to the API: faces and users reach a
+tenant through ``Repo``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from mnemosyne.history.revisions import Rev, resolve
 from mnemosyne.index.view import Stores, View, WriteView
 from mnemosyne.store.kv.base import KV, ReadTxn, WriteTxn
 from mnemosyne.store.refs import BRANCH_PREFIX
-from mnemosyne.store.tenancy import check_bound
+from mnemosyne.store.tenancy import check_bound, open_tenant
 
 Clock = Callable[[], datetime]
 """Where record time comes from: a function returning a timezone-aware datetime."""
@@ -30,6 +32,18 @@ T = TypeVar("T")
 def system_clock() -> datetime:
     """The default clock: the system's time in UTC."""
     return datetime.now(UTC)
+
+
+def read_clock(clock: Clock) -> datetime:
+    """What ``clock`` says, in UTC.
+
+    Raises:
+        InvalidInput: the clock returned a naive datetime.
+    """
+    now = clock()
+    if not isinstance(now, datetime) or now.tzinfo is None:
+        raise InvalidInput("the store's clock must return a timezone-aware datetime")
+    return now.astimezone(UTC)
 
 
 class Resource:
@@ -63,6 +77,24 @@ class Handle:
         self.stores = Stores(scope)
         self._clock = clock
 
+    @classmethod
+    def open(cls, kv: KV, tenant: str, *, create: bool, where: str, clock: Clock) -> Handle:
+        """A handle on ``tenant`` of the store on ``kv``, created first when ``create``.
+
+        Raises:
+            NotFound: no such tenant, without ``create``.
+            InvalidInput: a bad tenant name.
+        """
+        return cls(kv, open_tenant(kv, tenant, create, where), tenant, clock)
+
+    def on(self, kv: KV, tenant: str, *, create: bool, where: str) -> Handle:
+        """A handle on ``tenant`` of another store (a remote), with the same clock.
+
+        Raises:
+            NotFound: no such tenant there, without ``create``.
+        """
+        return Handle.open(kv, tenant, create=create, where=where, clock=self._clock)
+
     @property
     def scope(self) -> bytes:
         """The tenant's key scope."""
@@ -86,16 +118,22 @@ class Handle:
 
         return self.kv.transact(work)
 
+    def within(self, txn: WriteTxn) -> WriteView:
+        """The tenant's view inside a write transaction the caller runs, after the same check.
+
+        For store-wide work that touches several tenants in one transaction
+        (forgetting a remote drops its tracking refs in every tenant).
+        """
+        check_bound(txn, self.tenant, self.scope)
+        return WriteView(self.stores, txn)
+
     def now(self) -> datetime:
         """The store's clock, in UTC.
 
         Raises:
             InvalidInput: the clock returned a naive datetime.
         """
-        now = self._clock()
-        if not isinstance(now, datetime) or now.tzinfo is None:
-            raise InvalidInput("the store's clock must return a timezone-aware datetime")
-        return now.astimezone(UTC)
+        return read_clock(self._clock)
 
     def tip(self, view: View, at: Rev | None, as_of: datetime | None) -> bytes | None:
         """The commit a read looks at; None for HEAD on a branch with no commits."""

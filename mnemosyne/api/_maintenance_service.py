@@ -5,13 +5,13 @@ from __future__ import annotations
 import msgspec
 
 from mnemosyne.admin.fsck import fsck
-from mnemosyne.api.handle import Handle
+from mnemosyne.api._handle import Handle
 from mnemosyne.index.build import reindex
 from mnemosyne.index.view import WriteView
 from mnemosyne.model.reports import FsckReport
 
 
-class Maintenance:
+class MaintenanceService:
     """``fsck`` and ``reindex`` for one tenant."""
 
     def __init__(self, handle: Handle) -> None:
@@ -29,7 +29,7 @@ class Maintenance:
 
     def reindex(self) -> int:
         """The work of :meth:`Repo.reindex`: the commit graph, change and claim indexes, then recall."""
-        from mnemosyne.recall.index import RecallIndex
+        from mnemosyne.recall.recall_index import RecallIndex
 
         handle = self._handle
 

@@ -82,13 +82,14 @@ from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, NotFound
 from mnemosyne.index.build import reindex
 from mnemosyne.index.view import Stores, View, WriteView
 from mnemosyne.model import codec
+from mnemosyne.model.objects import decode_object
 from mnemosyne.model.reports import ExportReport, ImportReport, TenantCounts
 from mnemosyne.model.version import VERSION
 from mnemosyne.store import tenancy
 from mnemosyne.store.kv.base import KV, ReadTxn, WriteTxn
-from mnemosyne.store.objects import decode_redaction
+from mnemosyne.store.object_store import decode_redaction
 from mnemosyne.store.refs import BRANCH_PREFIX, HEAD, REMOTE_PREFIX, RefStore, check_branch_name, time_key
-from mnemosyne.store.remotes import check_remote_name
+from mnemosyne.store.remote_config import check_remote_name
 
 _REDACTION_TAG = "redaction@1"
 
@@ -354,7 +355,7 @@ class _Restore:
         if len(oid) != 32 or codec.object_id(record.data) != oid:
             raise CorruptObject(f"{self.where()}: object {oid.hex()} does not match its hash")
         try:
-            codec.decode(record.data, oid)
+            decode_object(record.data, oid)
         except CorruptObject:
             tag = codec.describe_tag(record.data)
             if tag is not None:  # a newer format: refuse it by name rather than call it damage

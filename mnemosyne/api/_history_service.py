@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from typing import Any
 
-from mnemosyne.api.handle import Handle
+from mnemosyne.api._handle import Handle
 from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.history import queries, walk
 from mnemosyne.history.revisions import Rev, resolve
@@ -18,11 +18,11 @@ from mnemosyne.model.defaults import DEFAULT_AUTHOR
 from mnemosyne.model.objects import Commit, Node
 from mnemosyne.model.results import Blame, Change, CommitResult, Contradiction, Diff, Fact, Version
 from mnemosyne.model.times import TimeLike, as_time
-from mnemosyne.model.validation import check_id, check_json, check_policy_meta
+from mnemosyne.model.validation import check_id, check_json, check_policy_meta, check_scope, check_window
 from mnemosyne.store.refs import check_branch_name
 
 
-class History:
+class HistoryService:
     """Commits and every read of history, for one tenant (see :class:`Repo` for each call)."""
 
     def __init__(self, handle: Handle) -> None:
@@ -313,26 +313,6 @@ class History:
 
 def _iterable(*values: object) -> bool:
     return all(isinstance(value, Iterable) for value in values)
-
-
-def check_scope(allowed_for: object, max_sensitivity: object, verified_within: object) -> None:
-    """Refuse a use, a sensitivity level or a ``verified_within`` of the wrong type.
-
-    Whether the level is on the store's scale is checked against the store's settings.
-    """
-    if allowed_for is not None and (not isinstance(allowed_for, str) or not allowed_for):
-        raise InvalidInput("allowed_for must be a non-empty string (a use, such as 'support')")
-    if max_sensitivity is not None and not isinstance(max_sensitivity, str):
-        raise InvalidInput("max_sensitivity must be a string (a level, such as 'internal')")
-    check_window(verified_within)
-
-
-def check_window(verified_within: object) -> None:
-    """Refuse a ``verified_within`` that is not a non-negative ``timedelta``."""
-    if verified_within is not None and (
-        not isinstance(verified_within, timedelta) or verified_within < timedelta(0)
-    ):
-        raise InvalidInput("verified_within must be a non-negative timedelta (e.g. timedelta(days=30))")
 
 
 def _check_limit(limit: object) -> None:

@@ -23,7 +23,7 @@ from mnemosyne.errors import CorruptObject, InvalidInput, NotFound
 from mnemosyne.index.recall_queue import RecallQueue
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model import codec
-from mnemosyne.model.objects import Node
+from mnemosyne.model.objects import Node, decode_object
 from mnemosyne.recall.embedders import Embedder
 from mnemosyne.recall.postings import Postings, Writer, bulk
 from mnemosyne.recall.text import content_hash, text_of
@@ -178,7 +178,7 @@ def stored_nodes(view: View) -> Iterator[tuple[bytes, Node | None]]:
         node: Node | None = None
         if codec.object_id(data) == oid:
             try:
-                decoded = codec.decode(data, oid)
+                decoded = decode_object(data, oid)
             except CorruptObject:
                 decoded = None  # fsck reports it; its vector may go and come back once repaired
             node = decoded if isinstance(decoded, Node) else None

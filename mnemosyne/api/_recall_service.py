@@ -13,14 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from mnemosyne.api.handle import Handle
-from mnemosyne.api.history import check_scope
+from mnemosyne.api._handle import Handle
 from mnemosyne.errors import InvalidInput
 from mnemosyne.history.revisions import Rev
 from mnemosyne.index.view import View
 from mnemosyne.model.choices import KINDS, SEARCH_MODES, SearchMode
 from mnemosyne.model.results import Context, Hit, ReadRecord
 from mnemosyne.model.times import TimeLike, as_time
+from mnemosyne.model.validation import check_scope
+from mnemosyne.recall.setting_values import approximate_from, embedder_named
 from mnemosyne.store import settings
 
 if TYPE_CHECKING:
@@ -29,51 +30,6 @@ if TYPE_CHECKING:
     from mnemosyne.recall.vectors import VectorCache
 
 _FROM_SETTINGS = "settings"
-
-
-def embedder_named(name: str) -> Embedder | None:
-    """The embedder a name gives (``none``, ``hash[-DIM]``, ``minilm``); see :func:`Repo.use_embedder`."""
-    from mnemosyne.recall.embedders import embedder_named as named
-
-    return named(name)
-
-
-def check_setting(key: str, value: str) -> str:
-    """Refuse a setting value that does not mean anything (an embedder must load by name)."""
-    settings.check_key(key)
-    if not isinstance(value, str):
-        raise InvalidInput(f"the value of {key} must be text")
-    if key == "embedder":
-        embedder_named(value)
-    elif key == "recall.approximate_from":
-        approximate_from(value)
-    elif key == "recall.require_allowed_for" and value not in ("true", "false"):
-        raise InvalidInput(f"{key} must be true or false, not {value!r}")
-    elif key == "recall.sensitivity_levels":
-        levels = [level.strip() for level in value.split(",")]
-        if len(levels) < 2 or not all(levels) or len(set(levels)) != len(levels):
-            raise InvalidInput(
-                f"{key} must name two or more distinct levels, least sensitive first, by commas"
-            )
-        return ",".join(levels)
-    elif key == "recall.unlabeled_sensitivity" and (not value.strip() or "," in value):
-        raise InvalidInput(f"{key} must name one level of recall.sensitivity_levels")
-    return value
-
-
-def approximate_from(value: str) -> int | None:
-    """The ``recall.approximate_from`` setting as a count (None: ``off``).
-
-    Raises:
-        InvalidInput: neither a whole number of at least 1 nor ``off``.
-    """
-    if value == "off":
-        return None
-    if not value.isdigit() or int(value) < 1:
-        raise InvalidInput(
-            f"recall.approximate_from must be a whole number of at least 1, or off, not {value!r}"
-        )
-    return int(value)
 
 
 class Scope(msgspec.Struct, frozen=True, kw_only=True):
@@ -87,7 +43,7 @@ class Scope(msgspec.Struct, frozen=True, kw_only=True):
         check_scope(self.allowed_for, self.max_sensitivity, self.verified_within)
 
 
-class Recall:
+class RecallService:
     """Recall over one tenant: its embedder and the per-handle memory of vectors and names."""
 
     def __init__(self, handle: Handle) -> None:
@@ -120,7 +76,7 @@ class Recall:
 
     def _catch_up(self) -> None:
         """Index queued versions and embed new contents before a search (writable handles)."""
-        from mnemosyne.recall.index import RecallIndex, catch_up
+        from mnemosyne.recall.recall_index import RecallIndex, catch_up
 
         handle = self._handle
         if handle.readonly:

@@ -19,7 +19,15 @@ import msgspec
 
 from mnemosyne.errors import CorruptObject, NotFound, Redacted
 from mnemosyne.model import codec
-from mnemosyne.model.objects import CommitObject, Node, ObjectId, Redaction, StoredObject, TreeChunk
+from mnemosyne.model.objects import (
+    CommitObject,
+    Node,
+    ObjectId,
+    Redaction,
+    StoredObject,
+    TreeChunk,
+    decode_object,
+)
 from mnemosyne.model.times import rfc3339
 from mnemosyne.model.validation import MAX_NODE_BYTES, check_node_size
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
@@ -96,7 +104,7 @@ class ObjectStore:
             raise NotFound(f"object {oid.hex()} is not in the store")
         if codec.object_id(data) != oid:
             raise CorruptObject(f"object {oid.hex()} is corrupt: its bytes do not match its hash")
-        obj = codec.decode(data, oid)
+        obj = decode_object(data, oid)
         if isinstance(obj, Node):
             obj.__dict__["hash"] = oid.hex()
         else:

@@ -31,17 +31,17 @@ consistent and running it again completes it:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from typing import TypeVar
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from typing import Protocol, TypeVar
 
 from mnemosyne.admin.erase import erase
 from mnemosyne.errors import CorruptObject, InvalidInput, NotFound
 from mnemosyne.index.build import commit_changes, index_commit, reindex
-from mnemosyne.index.view import Stores, View, WriteView
+from mnemosyne.index.view import View, WriteView
 from mnemosyne.model import codec
-from mnemosyne.store.kv.base import KV, WriteTxn
-from mnemosyne.store.objects import decode_redaction
+from mnemosyne.model.objects import decode_object
+from mnemosyne.store.object_store import decode_redaction
 
 T = TypeVar("T")
 
@@ -54,25 +54,20 @@ BATCH = 20_000
 """Objects written per transaction of the receiving store (bounded work to redo after a crash)."""
 
 
-class Side:
-    """One tenant of one open store, as a transfer sees it.
+class Receiver(Protocol):
+    """One tenant of the receiving store, as a transfer sees it: a way to read and to write.
 
-    Attributes:
-        kv: the store's backend.
-        stores: the tenant's stores (its key scope).
-        where: how messages name the store.
+    The API's tenant handle is one: every transaction it opens checks first that
+    the tenant is still the one it was bound to.
     """
 
-    def __init__(self, kv: KV, scope: bytes, where: str) -> None:
-        self.kv = kv
-        self.stores = Stores(scope)
-        self.where = where
-
-    @contextmanager
-    def read(self) -> Iterator[View]:
+    def read(self) -> AbstractContextManager[View]:
         """A view of one snapshot of the tenant."""
-        with self.kv.read() as txn:
-            yield View(self.stores, txn)
+        ...
+
+    def write(self, fn: Callable[[WriteView], T]) -> T:
+        """Run ``fn`` in one write transaction of the tenant (it may run again)."""
+        ...
 
 
 class Plan:
@@ -110,7 +105,7 @@ class Sent:
 
 
 def transfer(
-    source: View, target: Side, tips: Iterable[bytes], move: Callable[[WriteView], T]
+    source: View, target: Receiver, tips: Iterable[bytes], move: Callable[[WriteView], T]
 ) -> tuple[Sent, T]:
     """Send what ``target`` lacks of the history ``tips`` reach in ``source``, then run ``move``.
 
@@ -142,30 +137,27 @@ class _Incomplete(NotFound):
 
 
 def _send(
-    source: View, target: Side, tips: list[bytes], move: Callable[[WriteView], T], *, thorough: bool
+    source: View, target: Receiver, tips: list[bytes], move: Callable[[WriteView], T], *, thorough: bool
 ) -> tuple[Sent, T]:
     with target.read() as have:
         plan = _plan(source, have, tips, thorough)
     sent = Sent()
     if plan.redactions:
-        sent.redactions = target.kv.transact(
-            lambda txn: _apply_redactions(WriteView(target.stores, txn), plan.redactions)
-        )
+        sent.redactions = target.write(lambda view: _apply_redactions(view, plan.redactions))
     for start in range(0, len(plan.objects), BATCH):
         batch = plan.objects[start : start + BATCH]
-        written, size = target.kv.transact(functools.partial(_store, source, target, batch))
+        written, size = target.write(functools.partial(_store, source, batch))
         sent.objects += written
         sent.bytes += size
 
-    def finish(txn: WriteTxn) -> tuple[int, T]:
-        view = WriteView(target.stores, txn)
+    def finish(view: WriteView) -> tuple[int, T]:
         try:
             indexed = _index(view, plan.commits)
         except NotFound as missing:
             raise _Incomplete(str(missing)) from None
         return indexed, move(view)
 
-    sent.commits, moved = target.kv.transact(finish)
+    sent.commits, moved = target.write(finish)
     return sent, moved
 
 
@@ -302,9 +294,9 @@ def _apply_redactions(view: WriteView, records: list[tuple[bytes, bytes]]) -> in
     return applied
 
 
-def _store(source: View, target: Side, batch: list[bytes], txn: WriteTxn) -> tuple[int, int]:
+def _store(source: View, batch: list[bytes], view: WriteView) -> tuple[int, int]:
     """Write one batch of objects, each hashed on arrival; ``(objects written, bytes)``."""
-    objects = target.stores.objects
+    objects, txn = view.objects, view.txn
     written = size = 0
     for oid in batch:
         data = source.objects.raw(source.txn, oid)
@@ -316,7 +308,7 @@ def _store(source: View, target: Side, batch: list[bytes], txn: WriteTxn) -> tup
             newer = codec.describe_tag(data)
             if newer is not None:
                 raise InvalidInput(f"object {oid.hex()}: {newer}; upgrade Mnemosyne to receive it")
-            codec.decode(data, oid)  # raises CorruptObject for what is no object at all
+            decode_object(data, oid)  # raises CorruptObject for what is no object at all
         if data[1:8] == codec.NODE_TAG and objects.redaction(txn, oid) is not None:
             continue  # erased here: the bytes never come back
         if objects.put_raw(txn, oid, data):

@@ -9,14 +9,14 @@ import msgspec
 
 from mnemosyne.admin import erase
 from mnemosyne.admin.gc import collect
-from mnemosyne.api.handle import Handle
+from mnemosyne.api._handle import Handle
 from mnemosyne.errors import InvalidInput
 from mnemosyne.model.objects import Redaction
 from mnemosyne.model.reports import CompactReport, ForgetReport, GcReport
 from mnemosyne.model.validation import check_id, is_full_hash
 
 
-class Erasure:
+class ErasureService:
     """Forgetting and collection for one tenant (see :class:`Repo` for each call)."""
 
     def __init__(self, handle: Handle, compact: Callable[[], CompactReport]) -> None:

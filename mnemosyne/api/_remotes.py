@@ -1,0 +1,351 @@
+"""Remotes as porcelain: clone, fetch, push and pull, free functions over two stores (ADR 21, ADR 25).
+
+A remote is another store, named in this store's configuration with where it
+is (anything :meth:`Store.open` opens: a directory path, a ``postgresql://``
+URL); a caller already holding the other store open may pass it as ``other``.
+History moves by hash (:mod:`mnemosyne.admin.transfer`): the receiving side
+gets exactly the objects it lacks, each hashed on arrival, and its refs move
+last. A fetch moves remote-tracking refs (``refs/remotes/NAME/BRANCH``) here; a
+push moves the remote's branch by compare-and-swap, only forward unless forced.
+A transfer concerns one tenant, or every tenant with ``all_tenants``.
+
+Every read and write of a tenant, on either side, goes through a tenant
+handle, so each transaction checks that the tenant is still the one it was
+bound to. :class:`~mnemosyne.api.repo.Repo`'s ``fetch``, ``push``, ``pull``,
+``remote_branches`` and ``clone`` are one-line calls into these functions.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mnemosyne.admin.transfer import Sent, transfer
+from mnemosyne.api._branch_service import BranchService
+from mnemosyne.api._handle import Clock, Handle
+from mnemosyne.api.store import Location, Store, store_path
+from mnemosyne.errors import InvalidInput, NotFound, RefConflict
+from mnemosyne.index.view import WriteView
+from mnemosyne.model.choices import MergeStrategy
+from mnemosyne.model.defaults import DEFAULT_BRANCH
+from mnemosyne.model.objects import Commit
+from mnemosyne.model.reports import PullReport, RefUpdate, SyncReport, TenantSync
+from mnemosyne.store import remote_config, tenancy
+from mnemosyne.store.refs import BRANCH_PREFIX, REMOTE_PREFIX, check_branch_name
+
+if TYPE_CHECKING:
+    from mnemosyne.history.branches import Resolution
+
+ORIGIN = "origin"
+"""The remote a clone names its source, and the default remote of fetch, pull and push."""
+
+
+def fetch(
+    here: Store, handle: Handle, remote: str, *, other: Store | None, all_tenants: bool, author: str
+) -> SyncReport:
+    """Bring in a remote's branches as remote-tracking refs (the work of :meth:`Repo.fetch`)."""
+    location, there, opened = _open(here, remote, other, readonly=True)
+    try:
+        tenants = there.tenants() if all_tenants else [handle.tenant]
+        parts = [_fetch_tenant(here, handle, there, remote, tenant, author) for tenant in tenants]
+    finally:
+        if opened:
+            there.close()
+    return SyncReport(kind="fetch", remote=remote, location=location, tenants=parts)
+
+
+def push(
+    here: Store,
+    handle: Handle,
+    remote: str,
+    branch: str | None,
+    *,
+    force: bool,
+    other: Store | None,
+    all_tenants: bool,
+    author: str,
+) -> SyncReport:
+    """Send a branch and move the remote's branch of that name (the work of :meth:`Repo.push`)."""
+    if branch is not None:
+        check_branch_name(branch)
+    if not all_tenants:  # a branch that is not here is told before the remote is opened
+        with handle.read() as view:
+            name = branch or view.refs.head_branch(view.txn)
+            if not view.refs.exists(view.txn, BRANCH_PREFIX + name) and name != view.refs.head_branch(
+                view.txn
+            ):
+                raise NotFound(f"no branch named {name!r} to push")
+    location, there, opened = _open(here, remote, other, readonly=False)
+    try:
+        tenants = here.tenants() if all_tenants else [handle.tenant]
+        parts = [
+            _push_tenant(here, handle, there, remote, tenant, branch, force, author, skip_empty=all_tenants)
+            for tenant in tenants
+        ]
+    finally:
+        if opened:
+            there.close()
+    return SyncReport(kind="push", remote=remote, location=location, tenants=parts)
+
+
+def pull(
+    here: Store,
+    handle: Handle,
+    remote: str,
+    branch: str | None,
+    *,
+    other: Store | None,
+    author: str,
+    message: str | None,
+    strategy: MergeStrategy | None,
+    resolutions: Mapping[str, Resolution] | None,
+) -> PullReport:
+    """:func:`fetch`, then merge ``REMOTE/BRANCH`` into the current branch (the work of :meth:`Repo.pull`)."""
+    if branch is not None:
+        check_branch_name(branch)
+    fetched = fetch(here, handle, remote, other=other, all_tenants=False, author=author)
+    with handle.read() as view:
+        name = branch or view.refs.head_branch(view.txn)
+        tracking = f"{remote}/{name}"
+        if not view.refs.exists(view.txn, REMOTE_PREFIX + tracking):
+            raise NotFound(f"remote {remote!r} has no branch {name!r}")
+        # NAME/BRANCH names the tracking ref unless a local branch has that name.
+        shadowed = view.refs.exists(view.txn, BRANCH_PREFIX + tracking)
+    source = REMOTE_PREFIX + tracking if shadowed else tracking
+    merged = BranchService(handle).merge(source, None, resolutions, strategy, message, author)
+    return PullReport(fetch=fetched, merge=merged)
+
+
+def tracking_refs(handle: Handle, remote: str | None) -> list[tuple[str, Commit]]:
+    """Each remote-tracking ref with its commit, by name (the work of :meth:`Repo.remote_branches`)."""
+    if remote is not None:
+        remote_config.check_remote_name(remote)
+    with handle.read() as view:
+        return [
+            (short, Commit.from_object(oid, view.commit(oid)))
+            for short, oid in view.refs.tracking(view.txn, remote)
+        ]
+
+
+def clone(
+    source: Location | Store,
+    path: Location,
+    *,
+    tenant: str,
+    all_tenants: bool,
+    clock: Clock,
+    author: str,
+) -> Store:
+    """A new store at ``path`` holding the history of ``source`` (the work of :meth:`Repo.clone`).
+
+    A clone that fails leaves nothing at ``path``.
+    """
+    tenancy.check_tenant_name(tenant)
+    target = store_path(path)
+    existed = target.exists()
+    if isinstance(source, Store):
+        other, location = source, None
+    else:
+        location = remote_config.location_text(source)
+        if "://" not in location and Path(location).resolve() == target.resolve():
+            raise InvalidInput(f"{location} is the store being cloned into")
+        other = Store.open(location, readonly=True)
+    try:
+        return _clone_into(other, location, target, tenant, all_tenants, clock, author)
+    except BaseException:
+        if not existed:
+            shutil.rmtree(target, ignore_errors=True)  # a failed clone leaves nothing behind
+        raise
+    finally:
+        if location is not None:
+            other.close()
+
+
+# -- the parts ------------------------------------------------------------------------
+
+
+def _open(here: Store, remote: str, other: Store | None, *, readonly: bool) -> tuple[str, Store, bool]:
+    """``(location as shown, open store, whether this call opened it)`` of a remote."""
+    remote_config.check_remote_name(remote)
+    if other is not None:
+        known = {found.name: found.location for found in here.remotes()}.get(remote)
+        return known or other.where, other, False
+    location = here.remote_location(remote)
+    return remote_config.shown(location), Store.open(location, readonly=readonly), True
+
+
+def _tenant(here: Store, handle: Handle, tenant: str) -> Handle:
+    """A handle on ``tenant`` of this store (the handle itself for its own; created when absent)."""
+    if tenant == handle.tenant:
+        return handle
+    return handle.on(here.kv, tenant, create=True, where=here.where)
+
+
+def _source(handle: Handle, there: Store, remote: str, tenant: str) -> Handle:
+    """A handle on ``tenant`` of the remote, which must have it."""
+    try:
+        return handle.on(there.kv, tenant, create=False, where=there.where)
+    except NotFound:
+        raise NotFound(f"remote {remote!r} has no tenant {tenant!r}") from None
+
+
+def _fetch_tenant(
+    here: Store, handle: Handle, there: Store, remote: str, tenant: str, author: str
+) -> TenantSync:
+    local = _tenant(here, handle, tenant)
+    now = handle.now()
+    with _source(handle, there, remote, tenant).read() as source:
+        branches = list(source.refs.branches(source.txn))
+        sent, moved = transfer(
+            source,
+            local,
+            [tip for _, tip in branches],
+            lambda view: _track(view, remote, branches, now, author),
+        )
+    return _part(tenant, sent, moved)
+
+
+def _push_tenant(
+    here: Store,
+    handle: Handle,
+    there: Store,
+    remote: str,
+    tenant: str,
+    branch: str | None,
+    force: bool,
+    author: str,
+    *,
+    skip_empty: bool,
+) -> TenantSync:
+    local = _tenant(here, handle, tenant)
+    now = handle.now()
+    with local.read() as source:
+        name = branch or source.refs.head_branch(source.txn)
+        tip = source.refs.read(source.txn, BRANCH_PREFIX + name)
+        if tip is None:
+            if skip_empty:
+                return TenantSync(tenant=tenant, commits=0, objects=0, bytes=0, redactions=0, refs=[])
+            if source.refs.exists(source.txn, BRANCH_PREFIX + name) or name == source.refs.head_branch(
+                source.txn
+            ):
+                raise InvalidInput(f"branch {name!r} has no commits yet: nothing to push")
+            raise NotFound(f"no branch named {name!r} to push")
+        receiving = handle.on(there.kv, tenant, create=True, where=there.where)
+        sent, moved = transfer(
+            source, receiving, [tip], lambda view: _move_branch(view, remote, name, tip, force, now, author)
+        )
+    # Where the remote's branch now is, as a fetch would record it.
+    local.write(lambda view: _track_one(view, remote, name, tip, now, author, "push"))
+    return _part(tenant, sent, [moved] if moved is not None else [])
+
+
+def _part(tenant: str, sent: Sent, refs: list[RefUpdate]) -> TenantSync:
+    return TenantSync(
+        tenant=tenant,
+        commits=sent.commits,
+        objects=sent.objects,
+        bytes=sent.bytes,
+        redactions=sent.redactions,
+        refs=refs,
+    )
+
+
+def _hex(oid: bytes | None) -> str | None:
+    return oid.hex() if oid is not None else None
+
+
+def _track_one(
+    view: WriteView, remote: str, branch: str, tip: bytes | None, now: datetime, author: str, why: str
+) -> RefUpdate | None:
+    """Move the remote-tracking ref ``remote/branch`` to ``tip`` (None: delete it); the update, if any."""
+    short = f"{remote}/{branch}"
+    ref = REMOTE_PREFIX + short
+    old = view.refs.read(view.txn, ref)
+    if old == tip:
+        return None
+    forced = old is not None and tip is not None and not view.graph.is_ancestor(view.txn, old, tip)
+    how = "deleted there" if tip is None else "new" if old is None else "forced" if forced else "fast-forward"
+    when = view.refs.next_time(view.txn, ref, now)
+    view.refs.update(view.txn, ref, old, tip, when=when, author=author, reason=f"{why} {remote}: {how}")
+    return RefUpdate(ref=short, old=_hex(old), new=_hex(tip), forced=forced)
+
+
+def _track(
+    view: WriteView, remote: str, branches: list[tuple[str, bytes]], now: datetime, author: str
+) -> list[RefUpdate]:
+    """Make the remote-tracking refs of ``remote`` mirror its branches (gone ones are deleted)."""
+    wanted = dict(branches)
+    gone = [short.split("/", 1)[1] for short, _ in view.refs.tracking(view.txn, remote)]
+    moves = [(name, wanted.get(name)) for name in sorted(set(wanted) | set(gone))]
+    found = [_track_one(view, remote, name, tip, now, author, "fetch") for name, tip in moves]
+    return [update for update in found if update is not None]
+
+
+def _move_branch(
+    view: WriteView, remote: str, branch: str, tip: bytes, force: bool, now: datetime, author: str
+) -> RefUpdate | None:
+    """Move the remote's ``branch`` to ``tip`` by compare-and-swap: forward only, unless forced."""
+    ref = BRANCH_PREFIX + branch
+    old = view.refs.read(view.txn, ref)
+    if old == tip:
+        return None
+    forced = old is not None and not view.graph.is_ancestor(view.txn, old, tip)
+    if forced and not force:
+        raise RefConflict(
+            f"push to {remote} rejected: its branch {branch!r} has commits this one lacks (not a "
+            f"fast-forward); pull, then push again (or push --force to drop them there)"
+        )
+    when = view.refs.next_time(view.txn, ref, now)
+    how = "new branch" if old is None else "forced" if forced else "fast-forward"
+    reason = f"push{' --force' if forced else ''}: {how}"
+    view.refs.update(view.txn, ref, old, tip, when=when, author=author, reason=reason)
+    return RefUpdate(ref=branch, old=_hex(old), new=tip.hex(), forced=forced)
+
+
+def _clone_into(
+    other: Store,
+    location: str | None,
+    target: Path,
+    tenant: str,
+    all_tenants: bool,
+    clock: Clock,
+    author: str,
+) -> Store:
+    tenants = other.tenants() if all_tenants else [tenant]
+    if tenant not in other.tenants():
+        raise NotFound(f"the store cloned has no tenant {tenant!r}")
+    store = Store.init(target)
+    try:
+        if location is not None:
+            store.add_remote(ORIGIN, location)
+        for name in tenants:
+            handle = Handle.open(store.kv, name, create=True, where=store.where, clock=clock)
+            fetch(store, handle, ORIGIN, other=other, all_tenants=False, author=author)
+            _check_out(handle, _source(handle, other, ORIGIN, name), author)
+        return store
+    except BaseException:
+        store.close()
+        raise
+
+
+def _check_out(local: Handle, source: Handle, author: str) -> None:
+    """Make the cloned store's current branch a local branch here, and the current one."""
+    with source.read() as view:
+        head = view.refs.head_branch(view.txn) or DEFAULT_BRANCH
+        tip = view.refs.read(view.txn, BRANCH_PREFIX + head)
+    now = local.now()
+
+    def work(view: WriteView) -> None:
+        ref = BRANCH_PREFIX + head
+        old = view.refs.read(view.txn, ref)
+        if tip is not None and old != tip:
+            when = view.refs.next_time(view.txn, ref, now)
+            view.refs.update(
+                view.txn, ref, old, tip, when=when, author=author, reason=f"clone: from {ORIGIN}/{head}"
+            )
+        view.refs.set_head(view.txn, head)
+
+    local.write(work)
