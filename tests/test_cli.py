@@ -460,29 +460,52 @@ def test_a_group_run_bare_shows_its_help_not_an_error(group: list[str]) -> None:
     assert "error:" not in result.output
 
 
+def _registered(group: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    """Every command and sub-command registered under ``group``, each with its path of names."""
+    found = []
+    for name in group.list_commands(None):
+        command = group.get_command(None, name)
+        found.append(((*path, name), command))
+        if hasattr(command, "commands"):  # a group: walk its own commands
+            found.extend(_registered(command, (*path, name)))
+    return found
+
+
 def test_every_command_has_help() -> None:
-    commands = [
-        "init",
-        "commit",
-        "rm",
-        "verify",
-        "show",
-        "ls",
-        "log",
-        "history",
-        "blame",
-        "diff",
-        "branch",
-        "switch",
-        "reset",
-        "revert",
+    import typer
+    from mnemo_cli.app import COMMANDS
+
+    commands = _registered(typer.main.get_command(app))
+    assert {path[0] for path, _ in commands} == set(COMMANDS)
+    assert any(len(path) > 1 for path, _ in commands), "no sub-commands found"
+    helps: dict[tuple[str, ...], str] = {}  # each group's --help, read once
+    problems = []
+    for path, command in commands:
+        words = " ".join(path)
+        if not (command.help or "").strip():
+            problems.append(f"{words}: no help text")
+        listing = helps.setdefault(path[:-1], invoke(*path[:-1], "--help").stdout)
+        if not re.search(rf"^  {re.escape(path[-1])}\s+\S", listing, re.MULTILINE):
+            problems.append(f"{words}: not listed in its group's --help")
+        result = invoke(*path, "--help")
+        if result.exit_code != 0:
+            problems.append(f"{words} --help: exit {result.exit_code}")
+        if not result.stdout.startswith(f"Usage: mnemo {words} "):
+            problems.append(f"{words} --help: no 'Usage: mnemo {words} ...' line")
+    assert not problems, problems
+
+
+def test_every_command_is_in_the_command_line_page() -> None:
+    from mnemo_cli.app import COMMANDS
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
+    missing = [
+        name
+        for name in COMMANDS
+        if not re.search(rf"\bmnemo {re.escape(name)}\b", page)
+        and not re.search(rf"^\|\s*`(mnemo )?{re.escape(name)}\b", page, re.MULTILINE)
     ]
-    listed = invoke("--help").stdout
-    for command in commands:
-        assert re.search(rf"^  {command}\s+\S", listed, re.MULTILINE), command
-        result = invoke(command, "--help")
-        assert result.exit_code == 0, command
-        assert result.stdout.startswith(f"Usage: mnemo {command} "), command
+    assert not missing, f"not in docs/cli.md: {missing}"
 
 
 def test_version_and_no_command() -> None:
