@@ -1,26 +1,23 @@
 """Human forms of ``mnemo diff``: per-id changes, and a per-namespace summary.
 
-Each id gets a ``+`` (added), ``-`` (removed) or ``~`` (modified) line; below a
-modified id, text content gets a unified diff and JSON objects (including claim
-content, provenance and meta) a per-key diff. A side whose version was erased is
-shown as ``[redacted]`` and its short hash.
+Each id gets a ``+`` (added), ``-`` (removed) or ``~`` (modified) line, and
+below it the library's rows of the change (:mod:`mnemosyne.model.diff_rows`:
+a unified diff for text, a per-key diff for JSON objects, claims, provenance
+and meta) as lines. A side whose version was erased is shown as ``[redacted]``
+and its short hash.
 """
 
-import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
-from mnemosyne import Change, Diff, Node
-from mnemosyne.model.jsonform import node_builtins
+from mnemosyne import Change, Diff
+from mnemosyne.model.diff_rows import DiffRow, diff_rows
 
 from .render import REDACTED, compact, short
 
 INDENT = "    "
 ROOT_NAMESPACE = "."
 """How ``--stat`` names ids with no ``/`` (``.`` can never be an id segment)."""
-
-_ABSENT: Any = object()
 
 
 def namespace(node_id: str) -> str:
@@ -38,58 +35,27 @@ def diff_lines(diff: Diff) -> Iterator[str]:
         yield from (INDENT + line for line in _change_lines(change))
 
 
-def _side(mark: str, node: Node | None, hash_: str | None) -> list[str]:
-    """One side of a change shown whole: its content, or ``[redacted]`` and its hash."""
-    if node is not None:
-        return [f"{mark}{line}" for line in _whole(node_builtins(node)["content"])]
-    if hash_ is not None:  # the version is named but its bytes were erased
-        return [f"{mark}{REDACTED} {short(hash_)}"]
-    return []  # absent on this side
+_SIGNS = {"add": "+", "del": "-", "ctx": " "}
+
+
+def _line(row: DiffRow) -> str:
+    """One row as ``mnemo diff`` prints it: text as it is, values as one-line JSON."""
+    if row.kind == "hunk":
+        return row.text or ""
+    if row.text is not None:
+        return _SIGNS[row.kind] + row.text
+    key = f"{row.key}: " if row.key is not None else ""
+    return f"{_SIGNS[row.kind]}{key}{compact(row.value)}"
 
 
 def _change_lines(change: Change) -> list[str]:
-    if change.old is None or change.new is None:
-        # Added, removed, or a side erased: nothing to compare line by line.
-        return _side("-", change.old, change.old_hash) + _side("+", change.new, change.new_hash)
-    old, new = node_builtins(change.old), node_builtins(change.new)
-    lines = _content_diff(old["content"], new["content"])
-    for field in ("kind", "event_time", "expires_at"):
-        if old[field] != new[field]:
-            lines += [f"-{field}: {compact(old[field])}", f"+{field}: {compact(new[field])}"]
-    for field in ("provenance", "meta"):
-        lines += _key_diff(old[field], new[field], f"{field}.")
-    return lines
-
-
-def _whole(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return content.splitlines() or [""]
-    if isinstance(content, dict):
-        return [f"{key}: {compact(content[key])}" for key in sorted(content)] or ["{}"]
-    return [compact(content)]
-
-
-def _content_diff(old: Any, new: Any) -> list[str]:
-    if old == new:
-        return []
-    if isinstance(old, str) and isinstance(new, str):
-        diffed = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=3)
-        return [line for line in diffed if not line.startswith(("---", "+++"))]
-    if isinstance(old, dict) and isinstance(new, dict):
-        return _key_diff(old, new, "")
-    return [f"-{compact(old)}", f"+{compact(new)}"]
-
-
-def _key_diff(old: dict[str, Any], new: dict[str, Any], prefix: str) -> list[str]:
-    lines: list[str] = []
-    for key in sorted(set(old) | set(new)):
-        before, after = old.get(key, _ABSENT), new.get(key, _ABSENT)
-        if before == after:
-            continue
-        if before is not _ABSENT:
-            lines.append(f"-{prefix}{key}: {compact(before)}")
-        if after is not _ABSENT:
-            lines.append(f"+{prefix}{key}: {compact(after)}")
+    # A side whose version was erased is named by its hash: the library has no bytes of it.
+    erased_old = change.old is None and change.old_hash is not None
+    erased_new = change.new is None and change.new_hash is not None
+    lines = [f"-{REDACTED} {short(change.old_hash)}"] if erased_old and change.old_hash else []
+    lines += [_line(row) for row in diff_rows(change)]
+    if erased_new and change.new_hash:
+        lines.append(f"+{REDACTED} {short(change.new_hash)}")
     return lines
 
 
