@@ -5,8 +5,6 @@ An export is a portable copy of the whole store (format: :mod:`mnemosyne.admin.d
 """
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import IO, Annotated
 
@@ -50,25 +48,7 @@ def export(ctx: typer.Context, file: FileArg) -> None:
         out.flush()
         _export_summary(settings, report, file, to_stderr=True)
         return
-    target = Path(file)
-    if target.is_dir():
-        raise InvalidInput(f"{file} is a directory; give a file name to export to")
-    try:
-        handle = tempfile.NamedTemporaryFile(
-            dir=target.parent, prefix=f".{target.name}.", suffix=".partial", delete=False
-        )
-    except OSError as exc:
-        raise InvalidInput(f"cannot write {file}: {exc.strerror or exc}") from None
-    try:
-        with handle:
-            report = export_store(repo, handle, tenants=only)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(handle.name, target)
-    except BaseException:
-        # A half-written file must never pass for a backup.
-        Path(handle.name).unlink(missing_ok=True)
-        raise
+    report = export_store(repo, Path(file), tenants=only)
     _export_summary(settings, report, file, to_stderr=False)
 
 

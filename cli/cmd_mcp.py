@@ -13,7 +13,7 @@ import typer
 
 from mnemosyne import InvalidInput
 
-from .state import author_or_default, state, writable
+from .state import author_or_default, state
 
 
 def mcp(
@@ -76,7 +76,7 @@ def mcp(
         raise InvalidInput(
             f"mnemo mcp needs the 'mcp' extra ({error.name} is missing): pip install 'mnemosyne[mcp]'"
         ) from None
-    repo = settings.open(ctx, readonly=not writable(settings.store_path()), embeds=True)
+    repo = settings.open(ctx, readonly="auto", embeds=True)
     server = build_server(
         repo,
         branch=branch,

@@ -37,7 +37,6 @@ from .state import (
     state,
     time_or_none,
     window_or_none,
-    writable,
 )
 
 QueryArg = Annotated[str, typer.Argument(metavar="QUERY", help="What to recall, in words.")]
@@ -146,7 +145,7 @@ def search(
     """  # noqa: D301 (\b keeps Click from rewrapping the examples)
     settings = state(ctx)
     wanted = parse_meta(meta or [])
-    repo = settings.open(ctx, readonly=not writable(settings.store_path()), embeds=True)
+    repo = settings.open(ctx, readonly="auto", embeds=True)
     hits = repo.search(
         query,
         k=k,
@@ -238,7 +237,7 @@ def context(
     "items": [{"id", "hash", "text", "tokens", "score", "claim_in_force", "confirmed_at"}]}.
     """
     settings = state(ctx)
-    repo = settings.open(ctx, readonly=not writable(settings.store_path()), embeds=True)
+    repo = settings.open(ctx, readonly="auto", embeds=True)
     built = repo.context(
         query,
         budget_tokens=budget,

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -106,13 +106,19 @@ class State:
         )
 
     def open(
-        self, ctx: typer.Context, *, readonly: bool = False, tenant: str | None = None, embeds: bool = False
+        self,
+        ctx: typer.Context,
+        *,
+        readonly: bool | Literal["auto"] = False,
+        tenant: str | None = None,
+        embeds: bool = False,
     ) -> Repo:
         """Open the store for this command; it is closed when the command ends.
 
         Args:
             ctx: the command's context (the handle is released when it closes).
-            readonly: open for reading only.
+            readonly: open for reading only; ``"auto"``: for writing when this
+                process may write the store, else read-only.
             tenant: the tenant to bind to instead of ``--tenant``.
             embeds: the command searches or embeds, so ``MNEMO_EMBEDDER`` applies
                 (other commands never load an embedder).
@@ -152,17 +158,6 @@ def author_or_default(author: str | None) -> str:
     except (KeyError, OSError):  # no passwd entry and no LOGNAME/USER: containers
         user = ""
     return user or DEFAULT_AUTHOR
-
-
-def writable(path: Path | str) -> bool:
-    """Whether this process may write the store at ``path`` (else it is opened read-only).
-
-    A server decides for itself: a URL is opened for writing, and a role that may
-    not write is told so when it tries.
-    """
-    if isinstance(path, str):
-        return True
-    return os.access(path, os.W_OK) and os.access(path / "data.mdb", os.W_OK)
 
 
 def time_or_none(text: str | None) -> datetime | None:

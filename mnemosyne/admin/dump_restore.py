@@ -51,10 +51,12 @@ import), so a stream that cannot seek is first copied to a temporary file.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import IO
 
 import msgspec
@@ -122,6 +124,38 @@ def dump(kv: KV, out: IO[bytes], *, tenants: Sequence[str] | None = None) -> Exp
         counts = [_export_tenant(txn, writer, name, found) for name, found in chosen]
         digest = writer.end(counts)
     return ExportReport(tenants=counts, size=writer.size, digest=digest.hex())
+
+
+def dump_to_file(kv: KV, path: Path, *, tenants: Sequence[str] | None = None) -> ExportReport:
+    """:func:`dump` into the file ``path``, which appears only once the export is whole.
+
+    The export is written beside ``path`` (owner-only: it holds every memory),
+    flushed to disk, then renamed over it; a failed or interrupted export
+    leaves no file that could pass for a backup.
+
+    Raises:
+        InvalidInput: ``path`` is a directory, or its folder cannot be written.
+        NotFound: a tenant named in ``tenants`` does not exist.
+        CorruptObject: a stored object's bytes do not match its hash.
+    """
+    if path.is_dir():
+        raise InvalidInput(f"{path} is a directory; give a file name to export to")
+    try:
+        partial = tempfile.NamedTemporaryFile(  # mode 0600
+            dir=path.parent, prefix=f".{path.name}.", suffix=".partial", delete=False
+        )
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with partial:
+            report = dump(kv, partial, tenants=tenants)
+            partial.flush()
+            os.fsync(partial.fileno())
+        os.replace(partial.name, path)
+    except BaseException:
+        Path(partial.name).unlink(missing_ok=True)
+        raise
+    return report
 
 
 def _choose_tenants(txn: ReadTxn, wanted: Sequence[str] | None) -> list[tuple[str, bytes]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import IO
 
@@ -15,7 +16,10 @@ from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE
 
 
 def export_store(
-    source: Repo | Store | Location, out: IO[bytes], *, tenants: Sequence[str] | None = None
+    source: Repo | Store | Location,
+    out: IO[bytes] | str | os.PathLike[str],
+    *,
+    tenants: Sequence[str] | None = None,
 ) -> ExportReport:
     """Write a portable copy of a store to ``out`` (see :meth:`Store.export`).
 
@@ -24,10 +28,12 @@ def export_store(
 
     Args:
         source: an open store or handle, or the path of a store (opened read-only).
-        out: a binary stream to write to; it is not closed.
+        out: a binary stream to write to (it is not closed), or the path of a file
+            that appears only once the export is whole.
         tenants: export only these tenants (default: all of them).
 
     Raises:
+        InvalidInput: ``out`` is a directory, or its folder cannot be written.
         NotFound: no store at the path, or a tenant named in ``tenants`` does not exist.
         CorruptObject: a stored object's bytes do not match its hash.
     """

@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from mnemosyne.api import _remotes
 from mnemosyne.api._branch_service import BranchService
@@ -137,7 +137,7 @@ class Repo(Resource):
         *,
         tenant: str = DEFAULT_TENANT,
         create: bool = False,
-        readonly: bool = False,
+        readonly: bool | Literal["auto"] = False,
         clock: Clock = system_clock,
         map_size: int = DEFAULT_MAP_SIZE,
         max_map_size: int = DEFAULT_MAX_MAP_SIZE,
@@ -156,6 +156,8 @@ class Repo(Resource):
             tenant: the tenant whose keyspace this handle is bound to.
             create: create the tenant if it does not exist yet.
             readonly: open for inspection; any write raises ``InvalidInput``.
+                ``"auto"``: for writing when this process may write the store,
+                else read-only (see :meth:`Store.open`).
             clock: where record time comes from.
             map_size: initial LMDB map size in bytes.
             max_map_size: the map grows on demand up to this size.
@@ -176,7 +178,7 @@ class Repo(Resource):
             changed = [
                 name
                 for name, given, default in (
-                    ("readonly", readonly, path.readonly),
+                    ("readonly", readonly is True, path.readonly),
                     ("map_size", map_size, DEFAULT_MAP_SIZE),
                     ("max_map_size", max_map_size, DEFAULT_MAX_MAP_SIZE),
                     ("sync", sync, True),

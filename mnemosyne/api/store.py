@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, NoReturn
+from typing import IO, TYPE_CHECKING, Literal, NoReturn
 
 from mnemosyne.api._handle import Clock, Handle, Resource, read_clock, system_clock
 from mnemosyne.errors import InvalidInput, NotFound
@@ -162,7 +162,7 @@ class Store(Resource):
         cls,
         location: Location,
         *,
-        readonly: bool = False,
+        readonly: bool | Literal["auto"] = False,
         map_size: int = DEFAULT_MAP_SIZE,
         max_map_size: int = DEFAULT_MAX_MAP_SIZE,
         sync: bool = True,
@@ -170,9 +170,12 @@ class Store(Resource):
         """Open an existing store.
 
         Args:
-            location: the store directory.
+            location: the store directory, or a ``postgresql://`` URL.
             readonly: open for inspection; any write raises ``InvalidInput``. Works
-                on a read-only directory or medium too.
+                on a read-only directory or medium too. ``"auto"``: for writing
+                when this process may write the store's files, else read-only
+                (a URL is opened for writing: the server decides, and a role
+                that may not write is told so when it tries).
             map_size: initial LMDB map size in bytes.
             max_map_size: the map grows on demand up to this size.
             sync: flush every commit to disk before returning (off: faster bulk
@@ -183,9 +186,11 @@ class Store(Resource):
             InvalidInput: a store of a newer format.
             CorruptObject: the store file is damaged.
         """
+        if readonly not in (True, False, "auto"):
+            raise InvalidInput(f"readonly must be True, False or 'auto', not {readonly!r}")
         url = postgres_url(location)
         if url is not None:
-            kv, shown = _postgres(url, readonly=readonly, sync=sync)
+            kv, shown = _postgres(url, readonly=readonly is True, sync=sync)
             return cls._checked(kv, None, shown)
         where = store_path(location)
         try:
@@ -194,6 +199,8 @@ class Store(Resource):
             present = False
         if not present:
             raise NotFound(f"no store at {where} (create one with 'mnemo init')")
+        if readonly == "auto":
+            readonly = not (os.access(where, os.W_OK) and os.access(where / DATA_FILE, os.W_OK))
         kv = LmdbKV(where, readonly=readonly, map_size=map_size, max_map_size=max_map_size, sync=sync)
         return cls._checked(kv, where, None)
 
@@ -398,18 +405,27 @@ class Store(Resource):
 
     # -- backup and compaction --------------------------------------------------------
 
-    def export(self, out: IO[bytes], *, tenants: Sequence[str] | None = None) -> ExportReport:
-        """Write a portable copy of the store (every tenant, or ``tenants``) to a binary stream.
+    def export(
+        self, out: IO[bytes] | str | os.PathLike[str], *, tenants: Sequence[str] | None = None
+    ) -> ExportReport:
+        """Write a portable copy of the store (every tenant, or ``tenants``) to a stream or a file.
 
-        See the README's "Backup and restore" and :mod:`mnemosyne.admin.dump_restore`
-        for the format.
+        The copy is one consistent snapshot, every object re-hashed on the way
+        out. Given a path, the file appears only once the export is whole (it is
+        written beside it, flushed and renamed; owner-only, as it holds every
+        memory), so a failed export never leaves a file that could pass for a
+        backup. A stream is written to and not closed. The format is in
+        ``docs/internals.md``.
 
         Raises:
+            InvalidInput: a path that is a directory, or whose folder cannot be written.
             NotFound: a tenant named in ``tenants`` does not exist.
             CorruptObject: a stored object's bytes do not match its hash.
         """
         from mnemosyne.admin import dump_restore
 
+        if isinstance(out, str | os.PathLike):
+            return dump_restore.dump_to_file(self._kv, Path(os.fspath(out)), tenants=tenants)
         return dump_restore.dump(self._kv, out, tenants=tenants)
 
     def import_(self, inp: IO[bytes]) -> ImportReport:
