@@ -66,7 +66,7 @@ def main() -> None:
         bench_postgres(root, [1_000, 5_000] if args.quick else [10_000, 100_000], args.rounds)
         bench_sync(root, 300 if args.quick else 10_000, (300, 1_000) if args.quick else (1_000, 100_000))
         bench_viewer(root, 300 if args.quick else 10_000, 3_000 if args.quick else 100_000, 5 if args.quick else 30)
-        # The staleness table prints itself (README, "Does it return stale facts?").
+        # The staleness table prints itself (docs/recall.md, "Does it return stale facts?").
         bench_staleness(root, 60 if args.quick else 300, minilm_subjects=30 if args.quick else 100)
     finally:
         shutil.rmtree(root, ignore_errors=True)

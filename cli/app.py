@@ -1,7 +1,7 @@
 """The root ``mnemo`` app: global options, command registration, and the error edge.
 
 Every :class:`mnemosyne.MnemoError` becomes one line on stderr (``error: …``)
-and the exit code the README documents (:mod:`.exits`); usage errors exit 2
+and the exit code docs/cli.md documents (:mod:`.exits`); usage errors exit 2
 (Typer's own), an interrupt 130, a closed output pipe ends quietly with 0, and
 anything else one line and exit 1. Never a traceback: memories can hold secrets.
 """

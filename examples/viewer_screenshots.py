@@ -1,11 +1,11 @@
-"""Screenshots of ``mnemo ui`` for the README, taken in Chromium on the demo's store.
+"""Screenshots of ``mnemo ui`` for the README and docs/viewer.md, taken in Chromium on the demo's store.
 
 Run once, by hand, after changing how the viewer looks:
 
     .venv/bin/python examples/viewer_screenshots.py [--out docs/img]
 
 It builds the demo's story (``examples/demo.py``) in a temporary directory, adds
-the README's passport-deadline claims (tenant ``acme``), serves it with ``mnemo
+the passport-deadline claims of docs/time-and-claims.md (tenant ``acme``), serves it with ``mnemo
 ui`` and saves the log, a commit, a memory and the facts chart as PNG files.
 Needs the ``ui`` and ``test`` extras and Debian's Chromium (``/usr/bin/chromium``).
 """
@@ -33,7 +33,7 @@ def _at(text: str) -> datetime:
 
 
 def passport_claims(path: Path) -> None:
-    """The README's valid-time story: e1, then e2 replacing it, then the late letter e0."""
+    """The valid-time story of docs/time-and-claims.md: e1, then e2 replacing it, then the late letter e0."""
     clock = demo.SimulatedClock()
     with Repo.open(path, tenant="acme", create=True, clock=clock) as repo:
         for when, event, value, valid_from, source, message in [

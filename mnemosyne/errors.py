@@ -1,6 +1,6 @@
 """The error tree: every failure the API raises derives from :class:`MnemoError`.
 
-The CLI maps each class to one exit code (the README's "Exit codes"), so a new error
+The CLI maps each class to one exit code (docs/cli.md, "Exit codes"), so a new error
 must subclass the branch whose exit code fits it.
 """
 

@@ -4,7 +4,7 @@ Whatever comes in - JSON of the wrong shape, duplicate keys, NaN, bytes that are
 not UTF-8, nesting without end, oversized nodes, bad ids, bad revisions, paths
 that are no store - the API raises a specific :class:`MnemoError` (never a bare
 ``ValueError``/``TypeError``/``KeyError``/``lmdb.Error``), the CLI prints one
-``error:`` line with the exit code the README documents and no traceback, and the
+``error:`` line with the exit code docs/cli.md documents and no traceback, and the
 store is exactly as it was (fsck ok, same HEAD, same log, no object written).
 """
 

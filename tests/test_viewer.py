@@ -62,7 +62,7 @@ def _demo() -> Any:
 
 
 def _passport_claims(path: Path) -> dict[str, str]:
-    """The README's valid-time story in tenant acme: e1, e2 (replaces e1), then the late letter e0."""
+    """The valid-time story of docs/time-and-claims.md in tenant acme: e1, e2 (replaces e1), then the late letter e0."""
     clock = Clock("2026-06-01T09:30")
 
     def claim(event: str, value: str, valid_from: str, source: str) -> Node:
@@ -143,7 +143,7 @@ def _lab(path: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The demo's store (`make demo`), plus tenants acme (the README's passport claims) and lab."""
+    """The demo's store (`make demo`), plus tenants acme (the passport claims of docs/time-and-claims.md) and lab."""
     path = tmp_path_factory.mktemp("viewer") / "demo.mnemo"
     demo = _demo()
     demo.STORE = path

@@ -388,7 +388,7 @@ class Repo(Resource):
     # -- reading -------------------------------------------------------------
 
     def resolve(self, rev: Rev = "HEAD", *, as_of: TimeLike | None = None) -> Commit:
-        """The commit a revision names (see the README's "Revisions and times").
+        """The commit a revision names (see docs/python-api.md, "Revisions and times").
 
         Raises:
             NotFound: nothing by that name (HEAD on a branch with no commits yet too).
