@@ -4,7 +4,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint types unit bench bench-large clean
+.PHONY: demo test lint types unit unit-fast bench bench-large clean
+
+# pytest keeps the assertion rewriting of the test modules (and of the plugins it loads)
+# as bytecode in __pycache__/ (ignored by git); where PYTHONDONTWRITEBYTECODE is set it
+# would redo it in every worker on every run (~7 s of the ~12 s a worker spends collecting).
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +34,13 @@ types: $(STAMP)
 unit: $(STAMP)
 	dpkg -s postgresql-15 >/dev/null 2>&1 || (apt-get update && apt-get install -y --no-install-recommends postgresql-15)
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y --no-install-recommends chromium)
-	$(BIN)/pytest -n 2 --dist loadfile  # both cores; a file's tests share one worker (and its fixtures)
+	$(PYTEST) -n 2 --dist loadfile  # both cores; a file's tests share one worker (and its fixtures)
+
+# The tier to run between edits (~25 s): every test but those marked slow (crash, processes,
+# browser, PostgreSQL, stateful machines on LMDB, ...), property tests on a fifth of their
+# examples (tests/support/tiers.py). It needs neither PostgreSQL nor Chromium.
+unit-fast: $(STAMP)
+	MNEMO_FAST_TESTS=1 $(PYTEST) -n 2 --dist worksteal -m "not slow"  # short tests: balanced one by one
 
 test: lint types unit
 

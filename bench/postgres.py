@@ -24,7 +24,7 @@ from harness import ByteCounter, make_node, median_us, node_id, row
 from mnemosyne import Repo
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from pg_server import PgServer
+from support.pg_server import PgServer
 
 
 def _raw_table(conn: Any, name: str, rows: int, value_size: int) -> None:

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import hypothesis
 import pytest
-from components import unavailable
-from pg_server import PgServer, ServerUnavailable
+from support import tiers
+from support.components import unavailable
+from support.pg_server import PgServer, ServerUnavailable
 
 from mnemosyne.store import settings
+
+if tiers.FAST:
+    # Property tests without settings of their own run Hypothesis's 100 examples; here a fifth.
+    hypothesis.settings.register_profile("fast-tier", max_examples=tiers.examples(100))
+    hypothesis.settings.load_profile("fast-tier")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -16,6 +23,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "default_embedder: keep the store's out-of-the-box embedder ('auto': MiniLM when installed)",
     )
+
+
+def pytest_report_header() -> list[str]:
+    """Say so when this is the fast tier (fewer examples per property test)."""
+    return ["fast tier (MNEMO_FAST_TESTS): property tests run fewer examples"] if tiers.FAST else []
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.internals import vector_cache
+from support.tiers import examples
 
 from mnemosyne import InvalidInput, Node, Repo
 from mnemosyne.recall.vectors import Matrix
@@ -55,11 +57,11 @@ def filled(count: int, approximate_from: str) -> Repo:
 
 
 def matrix_of(repo: Repo) -> Matrix:
-    cache = repo._recall._vectors()  # the handle's own vectors: what the search ranks
-    (found,) = cache._matrices.values()
+    (found,) = vector_cache(repo).held()  # the handle's own vectors: what the search ranks
     return found
 
 
+@pytest.mark.slow
 def test_the_index_finds_nearly_every_exact_neighbour() -> None:
     repo = filled(6000, "1")
     queries = [f"item {n}" for n in range(100_000, 100_040)]
@@ -137,7 +139,7 @@ def test_a_threshold_that_means_nothing_is_refused(value: str) -> None:
     assert repo.config("recall.approximate_from") == "200000"
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(
     st.lists(
         st.tuples(st.sampled_from(["put", "delete", "forget"]), st.integers(0, 59)), min_size=1, max_size=30

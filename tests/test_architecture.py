@@ -217,3 +217,135 @@ def test_a_module_name_says_its_layer() -> None:
             if path.name != "__init__.py":
                 seen.setdefault(path.stem.lstrip("_"), []).append(str(path.relative_to(LIBRARY)))
     assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
+
+# -- the tests reach the library through its public names --------------------------------
+
+TESTS = Path(__file__).resolve().parent
+LIBRARY_PACKAGES = ("mnemosyne", "mnemo_cli")
+
+PRIVATE_REACHES: set[tuple[str, str]] = {
+    # The handle's object store, whose decode cache test_object_cache bounds: no public path leads there.
+    ("support/internals.py", "repo._handle"),
+    # The handle's vector matrices, whose approximate rows test_approximate and test_recall count.
+    ("support/internals.py", "repo._recall._vectors"),
+    # The best-first walk is checked row by row against a sort, which a search could not show.
+    ("test_recall.py", "semantic._best_first"),
+    # Watches the read-only handle adopt the map another process grew (LMDB's MapResizedError path).
+    ("test_limits.py", "lmdb_kv._Shared"),
+    # Kills a push between two batches, as a killed process would, so a rerun after gc must complete.
+    ("test_remotes.py", "transfer._store"),
+}
+"""``(file under tests/, expression)`` of each reach into a private name of the library, and why.
+
+A test reaches a private name only to check a mechanism no public behaviour shows;
+everything else goes through public names (and the hooks the library keeps for tests,
+such as ``ObjectStore.cache_contents``).
+"""
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _is_library(module: str) -> bool:
+    return module.split(".")[0] in LIBRARY_PACKAGES
+
+
+def _foreign_names(tree: ast.AST) -> set[str]:
+    """Names bound by imports from outside the library (``os`` in ``os._exit`` is not ours)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names if not _is_library(a.name)}
+        elif isinstance(node, ast.ImportFrom) and not _is_library(node.module or ""):
+            names |= {a.asname or a.name for a in node.names}
+    return names
+
+
+def _root(node: ast.expr) -> ast.expr:
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node
+
+
+def _private_reaches(tree: ast.AST) -> set[str]:
+    """Private names of the library the module's code reaches, as ``expression`` text."""
+    foreign = _foreign_names(tree)
+
+    def ours(node: ast.expr) -> bool:
+        root = _root(node)
+        return not (isinstance(root, ast.Name) and (root.id in {"self", "cls"} or root.id in foreign))
+
+    reached: set[str] = set()
+    attributes = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and _is_private(node.attr) and ours(node.value)
+    ]
+    inner = {id(node.value) for node in attributes}
+    # Of a chain (repo._recall._vectors) the whole chain is one reach.
+    reached |= {ast.unparse(node) for node in attributes if id(node) not in inner}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            args = node.args
+            if name in {"setattr", "delattr", "getattr", "hasattr"} and args:
+                if len(args) > 1 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
+                    if _is_private(args[1].value) and ours(args[0]):
+                        reached.add(f"{ast.unparse(args[0])}.{args[1].value}")
+                elif isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+                    # monkeypatch.setattr("package.module.name", value)
+                    target = args[0].value
+                    if _is_library(target) and any(_is_private(part) for part in target.split(".")):
+                        reached.add(target)
+        elif isinstance(node, ast.ImportFrom) and _is_library(node.module or ""):
+            for alias in node.names:
+                if any(_is_private(part) for part in (*(node.module or "").split("."), alias.name)):
+                    reached.add(f"{node.module}.{alias.name}")
+        elif isinstance(node, ast.Import):
+            reached |= {
+                a.name for a in node.names if _is_library(a.name) and any(map(_is_private, a.name.split(".")))
+            }
+    return reached
+
+
+def _test_modules() -> list[Path]:
+    return sorted(TESTS.rglob("*.py"))
+
+
+def test_tests_reach_no_private_name_of_the_library_but_the_listed_ones() -> None:
+    found = {
+        (str(path.relative_to(TESTS)), reach)
+        for path in _test_modules()
+        for reach in _private_reaches(ast.parse(path.read_text()))
+    }
+    assert sorted(found - PRIVATE_REACHES) == []
+    # An entry nothing needs any more goes too: the list stays what the tests do.
+    assert sorted(PRIVATE_REACHES - found) == []
+
+
+def test_the_private_reach_finder_sees_every_form() -> None:
+    source = """
+import os
+from mnemosyne.admin import transfer
+from mnemosyne.api._handle import Handle
+from mnemosyne.recall.semantic import _best_first
+import mnemosyne.api._remotes
+
+def test(repo, monkeypatch):
+    self._mine, cls._theirs, os._exit, repo.__class__, repo.public.name
+    repo._recall._vectors()
+    monkeypatch.setattr(transfer, "_store", None)
+    monkeypatch.setattr("mnemosyne.admin.transfer._plan", None)
+    getattr(repo, "_handle")
+"""
+    assert _private_reaches(ast.parse(source)) == {
+        "mnemosyne.api._handle.Handle",
+        "mnemosyne.recall.semantic._best_first",
+        "mnemosyne.api._remotes",
+        "repo._recall._vectors",
+        "transfer._store",
+        "mnemosyne.admin.transfer._plan",
+        "repo._handle",
+    }

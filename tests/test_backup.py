@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import blake3
-import clocks
 import msgspec
 import pytest
-from cli_harness import assert_error, invoke
-from clocks import T0
+from support import clocks
+from support.cli_harness import assert_error, invoke
+from support.clocks import T0
 
 from mnemosyne import (
     Claim,

@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 from functools import partial
 
-import clocks
 import pytest
-from clocks import T0
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import clocks
+from support.clocks import T0
+from support.tiers import examples
 
 from mnemosyne import Claim, ClaimConflict, InvalidInput, Node, NotFound, Provenance, Repo
 
@@ -424,7 +425,7 @@ def make_claim(predicate, value, start, end):
     return Claim("subj", predicate, value, TIMES[start], valid_to)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(commit_specs, min_size=1, max_size=8))
 def test_facts_and_timeline_against_a_bitemporal_model(script):
     repo = Repo.in_memory(clock=Clock())

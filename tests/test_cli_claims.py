@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_harness import CliStore, assert_error, invoke
+from support.cli_harness import CliStore, assert_error, invoke
 
 pytestmark = pytest.mark.usefixtures("clean_cli_env")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_harness import CliStore, assert_error
+from support.cli_harness import CliStore, assert_error
 
 from mnemosyne import Repo
 from mnemosyne.model.times import parse_duration
@@ -378,6 +378,7 @@ def test_a_corrupt_version_is_exit_5_and_fsck_names_it(store: Store) -> None:
 # -- the real executable -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_forget_gc_compact_in_a_real_process_leaves_no_canary(tmp_path: Path) -> None:
     canary = f"canary-{uuid.uuid4().hex}"
     env = {k: v for k, v in os.environ.items() if k not in ("MNEMO_DIR", "MNEMO_AUTHOR")}

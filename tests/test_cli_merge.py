@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_harness import CliStore, assert_error, invoke
+from support.cli_harness import CliStore, assert_error, invoke
 
 from mnemosyne import Repo
 from mnemosyne.store.kv.base import Space

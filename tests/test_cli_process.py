@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from components import unavailable
+import pytest
+from support.components import unavailable
+
+pytestmark = pytest.mark.slow  # each test starts mnemo as a process of its own
 
 SCRIPT = Path(sys.executable).with_name("mnemo")
 

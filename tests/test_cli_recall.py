@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 
 import pytest
-from cli_harness import CliStore, assert_error, invoke
 from mnemo_cli.cmd_recall import parse_meta
+from support.cli_harness import CliStore, assert_error, invoke
 
 from mnemosyne import InvalidInput
 from mnemosyne.store.settings import KEYS

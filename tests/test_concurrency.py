@@ -7,14 +7,15 @@ import json
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
+from support import script, script_env
 
 from mnemosyne import Node, RefConflict, Repo, with_retry
 from mnemosyne.store import object_store as objectstore
 
-WRITER = Path(__file__).with_name("writer_proc.py")
+pytestmark = pytest.mark.slow  # processes and threads writing at once, on every backend
+
 PROCESSES = 4
 
 
@@ -23,7 +24,8 @@ def run_writers(path, mode, count, tmp_path):
     go = tmp_path / f"go-{mode}"
     procs = [
         subprocess.Popen(
-            [sys.executable, str(WRITER), mode, str(path), str(worker), str(count), str(go)],
+            script("writer_proc", mode, str(path), str(worker), str(count), str(go)),
+            env=script_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

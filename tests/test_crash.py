@@ -1,6 +1,6 @@
 """Crash safety: a writer killed with SIGKILL at a random moment never leaves a broken store.
 
-Each trial starts ``crash_writer.py`` on one shared store (so later trials start
+Each trial starts ``support/crash_writer.py`` on one shared store (so later trials start
 from a store killed before), waits until it has acknowledged a commit, lets it
 run a random few milliseconds more and kills it. Then the store must open, pass
 fsck, hold every acknowledged commit with the nodes it wrote, and have moved at
@@ -11,36 +11,27 @@ never half). ``MNEMO_CRASH_TRIALS`` raises the number of trials;
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
+import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from components import unavailable
+from support import crash_writer, script, script_env
+from support.components import unavailable
 
 from mnemosyne import Claim, Node, Repo
 
-WRITER = Path(__file__).with_name("crash_writer.py")
+pytestmark = pytest.mark.slow  # writers killed with SIGKILL, trial after trial
+
 TRIALS = int(os.environ.get("MNEMO_CRASH_TRIALS", "30"))
 SEED = int(os.environ.get("MNEMO_CRASH_SEED", str(random.SystemRandom().randrange(2**32))))
 MAX_DELAY = 0.08  # seconds the writer runs after its first acknowledgement, at most
-
-
-def _load_writer():
-    spec = importlib.util.spec_from_file_location("crash_writer", WRITER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-crash_writer = _load_writer()
 
 
 @dataclass
@@ -61,7 +52,8 @@ class Writer:
         self.number, self.seed, self.errors = number, seed, errors
         self.err = errors.open("w")
         self.proc = subprocess.Popen(
-            [sys.executable, str(WRITER), str(path), str(number), str(seed)],
+            script("crash_writer", str(path), str(number), str(seed)),
+            env=script_env(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.err,
@@ -198,6 +190,32 @@ def crash_store(request, tmp_path):
     return tmp_path / "crash.mnemo", TRIALS
 
 
+def wait_for_the_servers_work(url: str) -> None:
+    """Wait until the PostgreSQL server has no session of the store's left.
+
+    A client killed after sending ``COMMIT`` leaves the server finishing it: until its
+    session ends, the commit may still land, and a check read before would see the
+    store a moment too early (the writer's sessions, ours included, carry the store's
+    ``application_name``; the next writer connects only when told to go).
+    """
+    import psycopg
+
+    conninfo = re.sub(r"[&?]schema=[^&]*", "", url)
+    schema = re.search(r"[&?]schema=([^&]*)", url)
+    assert schema is not None, url
+    deadline = time.monotonic() + 30
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                [f"mnemosyne:{schema.group(1)}"],
+            ).fetchone()
+            if row is not None and row[0] == 0:
+                return
+            assert time.monotonic() < deadline, "a killed writer's session did not end in 30 s"
+            time.sleep(0.005)
+
+
 def test_sigkill_at_random_moments_never_breaks_the_store(tmp_path, crash_store):
     if not hasattr(signal, "SIGKILL"):
         unavailable("this platform has no SIGKILL")
@@ -218,6 +236,8 @@ def test_sigkill_at_random_moments_never_breaks_the_store(tmp_path, crash_store)
     try:
         for number in range(trials):
             trial = run_trial(writers[number], rng, start_next)
+            if isinstance(path, str):
+                wait_for_the_servers_work(path)
             new_length = check_after_crash(path, trial, history, acked_before)
             assert new_length >= log_length + len(trial.commits)
             log_length = new_length

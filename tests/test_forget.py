@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from support.components import POSTGRES
 
 from mnemosyne import (
     Claim,
@@ -92,7 +93,7 @@ def pending_keys(repo: Repo) -> list[bytes]:
 # -- the canary --------------------------------------------------------------------
 
 
-@pytest.fixture(params=["lmdb", "postgres"])
+@pytest.fixture(params=["lmdb", POSTGRES])
 def canary_store(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> tuple[Path | str, Callable[[bytes], list[str]]]:
@@ -682,6 +683,7 @@ def test_compaction_is_refused_while_this_process_has_two_handles(tmp_path: Path
 # -- compaction leaves no erased byte --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_compaction_leaves_no_erased_canary_in_page_tails_overflow_pages_or_index_keys(
     tmp_path: Path, clock: Clock
 ) -> None:

@@ -24,6 +24,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from mnemo_cli.app import app
+from support.components import POSTGRES
+from support.tiers import examples
 from typer.testing import CliRunner, Result
 
 from mnemosyne import (
@@ -43,7 +45,7 @@ from mnemosyne.model.validation import MAX_DEPTH, MAX_ID_BYTES, MAX_NODE_BYTES
 
 runner = CliRunner()
 FUZZ = settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     # the store fixture is shared on purpose: every example checks that it is unchanged
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
@@ -748,7 +750,7 @@ def test_api_arguments_of_the_wrong_type_raise_only_mnemo_errors(tmp_path):
     assert report.ok, report.problems
 
 
-@pytest.mark.parametrize("backend", ["lmdb", "postgres"])
+@pytest.mark.parametrize("backend", ["lmdb", POSTGRES])
 @pytest.mark.parametrize("author", [None, 5, b"x", ["x"], "bad\ud800"])
 def test_authors_and_messages_that_are_no_text_never_poison_the_store(request, tmp_path, author, backend):
     """A reflog entry or commit with a non-string author would break every later read."""

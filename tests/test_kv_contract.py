@@ -9,13 +9,15 @@ import threading
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.components import POSTGRES
+from support.tiers import examples
 
 from mnemosyne import InvalidInput, MnemoError, StorageFull
 from mnemosyne.store.kv.base import Space, prefix_end
 from mnemosyne.store.kv.lmdb_kv import LmdbKV
 from mnemosyne.store.kv.memory import MemoryKV
 
-SETTINGS = settings(max_examples=40, deadline=None)
+SETTINGS = settings(max_examples=examples(40), deadline=None)
 # the fixture only hands out fresh stores, so sharing it between examples is safe
 FIXTURE_SETTINGS = settings(SETTINGS, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -30,6 +32,7 @@ class Backend:
         self.counter = itertools.count()
         self.opened = []
         self.urls = []
+        self.paths = {}  # id of an LMDB store -> its directory
 
     def new(self):
         if self.kind == "memory":
@@ -41,7 +44,9 @@ class Backend:
             self.urls.append(url)
             kv = PostgresKV(url, create=True, sync=False)
         else:
-            kv = LmdbKV(self.root / f"kv{next(self.counter)}", create=True, map_size=1 << 24)
+            path = self.root / f"kv{next(self.counter)}"
+            kv = LmdbKV(path, create=True, map_size=1 << 24)
+            self.paths[id(kv)] = path
         self.opened.append(kv)
         return kv
 
@@ -55,7 +60,7 @@ class Backend:
             kv.close()
             ro = PostgresKV(self.urls[-1], readonly=True)
         else:
-            path = kv._shared.path
+            path = self.paths[id(kv)]
             kv.close()
             ro = LmdbKV(path, readonly=True)
         self.opened.append(ro)
@@ -68,7 +73,7 @@ class Backend:
             self.pg.drop_schema(url)
 
 
-@pytest.fixture(params=["memory", "lmdb", "postgres"])
+@pytest.fixture(params=["memory", "lmdb", POSTGRES])
 def backend(request, tmp_path_factory):
     pg = request.getfixturevalue("pg_server") if request.param == "postgres" else None
     made = Backend(request.param, tmp_path_factory.mktemp(request.param), pg)

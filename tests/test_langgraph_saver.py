@@ -25,6 +25,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command, interrupt
+from support.tiers import examples
 
 from mnemosyne import InvalidInput, Redacted, Repo
 from mnemosyne.integrations.langgraph import MnemosyneStore
@@ -199,7 +200,10 @@ class AgainstInMemorySaver(RuleBasedStateMachine):
 
 TestAgainstInMemorySaver = AgainstInMemorySaver.TestCase
 TestAgainstInMemorySaver.settings = settings(
-    max_examples=50, stateful_step_count=12, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(50),
+    stateful_step_count=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 
 
@@ -291,7 +295,7 @@ SEEN_SEGMENTS: dict[str, str] = {}
 
 
 @given(st.lists(st.text(), max_size=5))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_segments_are_valid_ids_and_branch_names_and_distinct(names: list[str]) -> None:
     repo = Repo.in_memory()
     for name in set(names):

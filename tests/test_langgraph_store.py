@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
-from clocks import Clock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.config import get_store
@@ -30,6 +29,8 @@ from langgraph.store.base import (
     SearchOp,
 )
 from langgraph.store.memory import InMemoryStore
+from support.clocks import Clock
+from support.tiers import examples
 
 from mnemosyne import InvalidInput, MnemoError, NotFound, Repo
 from mnemosyne.integrations.langgraph import namespaces
@@ -505,7 +506,7 @@ labels = st.text(st.characters(blacklist_characters=".\x00", codec="utf-8"), min
 items = st.tuples(st.lists(labels, min_size=1, max_size=4).map(tuple), st.text(max_size=90))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(items, min_size=2, max_size=6, unique=True))
 def test_ids_are_valid_and_never_collide(pairs: list[tuple[tuple[str, ...], str]]) -> None:
     ids = [namespaces.node_id(ns, key) for ns, key in pairs]
@@ -527,7 +528,9 @@ def test_a_label_with_a_slash_is_not_two_labels() -> None:
     assert namespaces.decode_id(namespaces.node_id(("users", "a/b"), "..")) == (("users", "a/b"), "..")
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(items, min_size=1, max_size=4, unique=True))
 def test_items_round_trip_through_the_store(
     ours: MnemosyneStore, pairs: list[tuple[tuple[str, ...], str]]

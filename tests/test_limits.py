@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,13 +20,13 @@ from typing import Any
 import pytest
 from mnemo_cli import state as cli_state
 from mnemo_cli.app import app
+from support import script, script_env
 from typer.testing import CliRunner
 
 from mnemosyne import Claim, InvalidInput, Node, Repo, StorageFull
 from mnemosyne.store.kv import lmdb_kv
 
 runner = CliRunner()
-WRITER = Path(__file__).with_name("crash_writer.py")
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 KIB = 1024
 MIB = 1024 * KIB
@@ -57,6 +56,7 @@ def fill_until_full(repo: Repo, limit: int = 10_000) -> list[str]:
 # -- a capped map ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_capped_map_fills_up_with_storage_full_and_stays_consistent(tmp_path):
     path = tmp_path / "capped"
     with Repo.init(path, map_size=64 * KIB, max_map_size=1 * MIB) as repo:
@@ -275,6 +275,7 @@ def test_a_read_only_handle_refuses_every_write(tmp_path):
         Repo.open(path, readonly=True, tenant="acme", create=True)
 
 
+@pytest.mark.slow
 def test_a_read_only_handle_follows_a_writer_process_that_grows_the_map(tmp_path, monkeypatch):
     path = tmp_path / "live"
     adopted: list[int] = []
@@ -288,7 +289,8 @@ def test_a_read_only_handle_follows_a_writer_process_that_grows_the_map(tmp_path
     Repo.init(path, map_size=64 * KIB).close()
     errors = (tmp_path / "writer.err").open("w")
     proc = subprocess.Popen(
-        [sys.executable, str(WRITER), str(path), "0", "7", str(64 * KIB)],
+        script("crash_writer", str(path), "0", "7", str(64 * KIB)),
+        env=script_env(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=errors,

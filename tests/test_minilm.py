@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from components import need_module
+from support.components import need_module
 
 from mnemosyne.errors import CorruptObject, NotFound
 from mnemosyne.recall.embedders import Embedder, default_embedder, embedder_named
@@ -52,6 +52,7 @@ def test_vendored_tokenizer_has_its_pinned_hash() -> None:
     assert len(data) == 466_247
 
 
+@pytest.mark.slow
 def test_installed_model_has_its_pinned_hash(embedder: MiniLmEmbedder) -> None:
     assert embedder.model_path.stat().st_size == 22_928_619
     assert hashlib.sha256(embedder.model_path.read_bytes()).hexdigest() == MODEL_SHA256
@@ -70,6 +71,7 @@ def test_a_file_with_the_wrong_hash_is_refused(tmp_path: Path) -> None:
         bad(["hello"])
 
 
+@pytest.mark.slow
 def test_the_real_model_is_refused_under_another_pin(embedder: MiniLmEmbedder) -> None:
     wrong = MiniLmEmbedder(model_path=embedder.model_path, model_sha256="0" * 64)
     with pytest.raises(ModelChecksumMismatch):
@@ -97,6 +99,7 @@ def test_it_is_the_default_embedder() -> None:
     assert isinstance(embedder_named("minilm"), MiniLmEmbedder)
 
 
+@pytest.mark.slow
 def test_vectors_are_unit_length_float32(embedder: MiniLmEmbedder) -> None:
     vectors = embedder([PASSPORT, QUESTION, CAT, ""])
     assert vectors.shape == (4, 384)
@@ -104,11 +107,13 @@ def test_vectors_are_unit_length_float32(embedder: MiniLmEmbedder) -> None:
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_meaning_not_words(embedder: MiniLmEmbedder) -> None:
     passport, question, cat = embedder([PASSPORT, QUESTION, CAT])
     assert cosine(passport, question) > cosine(passport, cat) + 0.3
 
 
+@pytest.mark.slow
 def test_deterministic_across_calls_and_batches(embedder: MiniLmEmbedder) -> None:
     texts = [PASSPORT, QUESTION, CAT, "short", "a much longer sentence " * 20]
     first = embedder(texts)
@@ -122,6 +127,7 @@ def test_deterministic_across_calls_and_batches(embedder: MiniLmEmbedder) -> Non
     np.testing.assert_allclose(one_by_one, first, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_long_texts_are_truncated_not_refused(embedder: MiniLmEmbedder) -> None:
     long = " ".join(["passport"] * 1000)
     longer = long + " and the cat sat on the mat"
@@ -130,6 +136,7 @@ def test_long_texts_are_truncated_not_refused(embedder: MiniLmEmbedder) -> None:
     np.testing.assert_allclose(a, b, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_concurrent_first_calls_load_once_and_agree(embedder: MiniLmEmbedder) -> None:
     fresh = MiniLmEmbedder()
     results: list[np.ndarray] = []

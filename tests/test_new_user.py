@@ -19,8 +19,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from cli_harness import CliStore, assert_error, invoke
-from clocks import T0, Clock
+from support.cli_harness import CliStore, assert_error, invoke
+from support.clocks import T0, Clock
 
 from mnemosyne import Commit, CorruptObject, InvalidInput, Node, NotFound, Repo, Store, to_json
 from mnemosyne.recall.postings import Postings, rows_of
@@ -182,6 +182,7 @@ _DAMAGE_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_damage_below_the_objects_is_corrupt_object_or_a_problem_never_an_unexpected_error(
     tmp_path: Path,
 ) -> None:
@@ -343,6 +344,7 @@ def test_log_takes_limit_beside_max_count(tmp_path: Path) -> None:
     assert len(store.lines("log", "-n", "1")) == 1
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_mnemo_quietly(tmp_path: Path) -> None:
     store = CliStore(tmp_path / "s")
     for k in range(300):
@@ -471,6 +473,7 @@ _READ_ONLY_CHECKS = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_store_on_a_read_only_medium_or_directory_can_be_inspected(tmp_path: Path) -> None:
     """Every reading command works; a write is InvalidInput (exit 2), one line, nothing written.
 

@@ -9,13 +9,14 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.tiers import examples
 
 from mnemosyne import Claim, CorruptObject, InvalidInput, Node, Provenance
 from mnemosyne.model import codec
 from mnemosyne.model.objects import CommitObject, TreeChunk, decode_object
 from mnemosyne.model.validation import MAX_DEPTH, MAX_ID_BYTES
 
-SETTINGS = settings(max_examples=60, deadline=None)
+SETTINGS = settings(max_examples=examples(60), deadline=None)
 
 # -- golden vectors ------------------------------------------------------------
 #

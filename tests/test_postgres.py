@@ -14,9 +14,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from cli_harness import assert_error, invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.cli_harness import assert_error, invoke
 
 from mnemosyne import InvalidInput, Node, NotFound, Redacted, Repo, Store
 from mnemosyne.store.kv.base import Space
@@ -60,6 +60,7 @@ def test_bad_schema_names_are_refused():
         PgLocation.parse('postgresql:///db?schema=a"b')
 
 
+@pytest.mark.slow
 def test_url_options_with_spaces_reach_the_server_as_written(pg_url):
     # libpq reads %20 as a space and + as a plus: the URL must keep %20.
     url = pg_url + "&options=-c%20statement_timeout%3D4321&application_name=my%20agent"
@@ -68,6 +69,7 @@ def test_url_options_with_spaces_reach_the_server_as_written(pg_url):
         assert repo.get("a").content == 1
 
 
+@pytest.mark.slow
 def test_init_open_and_refusals(pg_url):
     with pytest.raises(NotFound, match="no store at"):
         Repo.open(pg_url)
@@ -82,6 +84,7 @@ def test_init_open_and_refusals(pg_url):
             reader.commit([Node(id="a", content=2)])
 
 
+@pytest.mark.slow
 def test_a_missing_database_is_not_found_in_one_line(pg_server):
     url = pg_server.base_url.replace("///postgres", "///no_such_db")
     with pytest.raises(NotFound, match="no_such_db") as raised:
@@ -89,6 +92,7 @@ def test_a_missing_database_is_not_found_in_one_line(pg_server):
     assert "\n" not in str(raised.value)
 
 
+@pytest.mark.slow
 def test_several_stores_share_a_database_by_schema(pg_server):
     a, b = pg_server.url(), pg_server.url()
     try:
@@ -111,6 +115,7 @@ with Repo.open(sys.argv[1]) as repo:
 """
 
 
+@pytest.mark.slow
 def test_an_object_erased_by_another_process_is_never_served_from_the_cache(pg_url):
     with Repo.init(pg_url) as repo:
         made = repo.commit([Node(id="secret", content="C01X00T47"), Node(id="other", content=1)])
@@ -129,6 +134,7 @@ def test_an_object_erased_by_another_process_is_never_served_from_the_cache(pg_u
         assert repo.get("other").content == 1
 
 
+@pytest.mark.slow
 def test_a_snapshot_never_sees_an_object_stored_after_it_began(pg_url):
     with Repo.init(pg_url) as repo:
         kv = repo.kv
@@ -139,6 +145,7 @@ def test_a_snapshot_never_sees_an_object_stored_after_it_began(pg_url):
             assert old.get(Space.OBJECTS, b"k") is None
 
 
+@pytest.mark.slow
 def test_an_object_guessed_new_that_was_there_runs_the_transaction_again_asking(pg_url):
     with Repo.init(pg_url) as repo:
         kv = repo.kv
@@ -157,6 +164,7 @@ def test_an_object_guessed_new_that_was_there_runs_the_transaction_again_asking(
             assert txn.get(Space.OBJECTS, b"new") == b"w"
 
 
+@pytest.mark.slow
 def test_rows_read_ahead_are_of_the_new_snapshot(pg_url):
     with Repo.init(pg_url) as repo:
         kv = repo.kv
@@ -169,6 +177,7 @@ def test_rows_read_ahead_are_of_the_new_snapshot(pg_url):
 # -- compaction -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_compaction_refuses_tables_of_another_role(pg_server, pg_url):
     with Repo.init(pg_url) as repo:
         repo.commit([Node(id="a", content="x" * 3000)])
@@ -191,6 +200,7 @@ def test_compaction_refuses_tables_of_another_role(pg_server, pg_url):
         pg_server.sql(f"DROP ROLE {role}")
 
 
+@pytest.mark.slow
 def test_a_role_that_may_not_write_is_told_so(pg_server, pg_url):
     Repo.init(pg_url).close()
     role = "mnemo_reader"
@@ -212,6 +222,7 @@ def test_a_role_that_may_not_write_is_told_so(pg_server, pg_url):
 # -- the command line ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mnemo_works_on_a_url_from_repo_and_from_mnemo_dir(pg_url, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MNEMO_DIR", raising=False)

@@ -6,13 +6,14 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.tiers import examples
 
 from mnemosyne.model import codec
 from mnemosyne.model.objects import TreeChunk, decode_object
 from mnemosyne.store.prolly import AVERAGE_CHUNK, EMPTY, Tree, is_boundary
 
-SMALL = settings(max_examples=60, deadline=None)
-LARGE = settings(max_examples=8, deadline=None)
+SMALL = settings(max_examples=examples(60), deadline=None)
+LARGE = settings(max_examples=examples(8), deadline=None)
 
 
 class ChunkStore:

@@ -28,9 +28,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from support.internals import vector_cache
+from support.tiers import examples
 
 from mnemosyne import Claim, InvalidInput, Node, NotFound, Repo
 from mnemosyne.index.recall_queue import RecallQueue
+from mnemosyne.index.view import Stores, View
 from mnemosyne.recall import names, postings, semantic
 from mnemosyne.recall import text as text_module
 from mnemosyne.recall.embedders import HashEmbedder
@@ -463,7 +466,7 @@ class RecallMachine(RuleBasedStateMachine):
 
 
 RecallMachine.TestCase.settings = settings(
-    max_examples=60,
+    max_examples=examples(60),
     stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
@@ -481,12 +484,12 @@ class ApproximateRecallMachine(RecallMachine):
 
 
 ApproximateRecallMachine.TestCase.settings = settings(
-    max_examples=20,
+    max_examples=examples(20),
     stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-TestRecallApproximate = ApproximateRecallMachine.TestCase
+TestRecallApproximate = pytest.mark.slow(ApproximateRecallMachine.TestCase)
 
 
 class LmdbRecallMachine(RecallMachine):
@@ -502,12 +505,12 @@ class LmdbRecallMachine(RecallMachine):
 
 
 LmdbRecallMachine.TestCase.settings = settings(
-    max_examples=8,
+    max_examples=examples(8),
     stateful_step_count=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-TestRecallOnLmdb = LmdbRecallMachine.TestCase
+TestRecallOnLmdb = pytest.mark.slow(LmdbRecallMachine.TestCase)
 
 
 # -- helpers for the fixed scenarios ----------------------------------------------------
@@ -1001,7 +1004,7 @@ def test_commits_only_queue_until_a_search_catches_up(clock: Clock) -> None:
 ID_POOL = [f"{['p/', 'q/', 'p/r/'][i % 3]}{i:02d}" for i in range(12)]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     batches=st.lists(
         st.lists(
@@ -1049,7 +1052,7 @@ def test_incremental_catch_ups_rank_as_a_full_rebuild(
         assert ranked() == before
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     scores=st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]) | st.floats(-1, 1, width=32), max_size=400),
     data=st.data(),
@@ -1085,7 +1088,7 @@ def test_the_walk_guesses_a_window_from_a_sample_and_stays_exact() -> None:
             assert list(semantic._best_first(values, keys, alive, window)) == expected
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     ids=st.sets(st.text(alphabet="ab/", min_size=1, max_size=6), max_size=300),
     prefix=st.text(alphabet="ab/", min_size=1, max_size=3),
@@ -1097,7 +1100,8 @@ def test_a_namespace_is_counted_exactly_up_to_the_cap(ids: set[str], prefix: str
     if not valid:
         return
     repo.commit([Node(id=i, content="x") for i in valid])
-    with repo._handle.read() as view:  # type: ignore[attr-defined]
+    with repo.kv.read() as txn:
+        view = View(Stores(SCOPE), txn)
         root = view.commit(bytes.fromhex(repo.resolve("HEAD").id)).tree
         counted = count_under(view, root, prefix, cap)
     true = sum(1 for i in valid if i.startswith(prefix))
@@ -1272,7 +1276,7 @@ def test_a_transaction_behind_the_handles_memory_reads_its_own_numbers(tmp_path:
         for i, noun in enumerate(nouns):
             repo.commit([Node(id=f"n{i}", content=f"{noun} filler{i}")])
             repo.search("x", mode="lexical")  # one version indexed per catch-up: numbers in commit order
-        cache = repo._recall._vectors()  # type: ignore[attr-defined]
+        cache = vector_cache(repo)
         index = Postings(SCOPE)
         with repo.kv.read() as old:
             before = cache.names(old, index)

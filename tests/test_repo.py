@@ -6,9 +6,11 @@ import itertools
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from clocks import T0, Clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.clocks import T0, Clock
+from support.components import POSTGRES
+from support.tiers import examples
 
 import mnemosyne
 from mnemosyne import (
@@ -37,7 +39,7 @@ def clock():
     return Clock()
 
 
-@pytest.fixture(params=["memory", "lmdb", "postgres"])
+@pytest.fixture(params=["memory", "lmdb", POSTGRES])
 def repo(request, tmp_path, clock):
     if request.param == "memory":
         made = Repo.in_memory(clock=clock)
@@ -1011,7 +1013,7 @@ def test_text_that_is_not_utf8_is_refused_everywhere(repo):
     assert repo.branches() == ["keep", "main"]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     st.lists(
         st.lists(st.tuples(st.integers(0, 150).map(lambda n: f"k/{n:03d}"), st.none() | st.integers(0, 2))),

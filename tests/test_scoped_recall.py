@@ -13,9 +13,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from clocks import Clock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.clocks import Clock
+from support.tiers import examples
 
 from mnemosyne import InvalidInput, Node, Repo
 
@@ -62,7 +63,7 @@ def passes(
     return within is None or confirmed_days_ago <= within
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     memories=st.lists(memory, min_size=1, max_size=14),
     use=st.sampled_from([None, "support", "billing"]),

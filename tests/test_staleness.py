@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the staleness bench writes and queries a whole trace
+
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "staleness.py"
 
 

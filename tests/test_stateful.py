@@ -19,6 +19,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+from support.tiers import examples
 
 from mnemosyne import InvalidInput, Node, NotFound, Repo
 
@@ -350,9 +351,9 @@ class LmdbRepoMachine(RepoMachine):
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-SETTINGS = settings(max_examples=30, stateful_step_count=30, deadline=None)
+SETTINGS = settings(max_examples=examples(30), stateful_step_count=30, deadline=None)
 
 TestRepoInMemory = RepoMachine.TestCase
 TestRepoInMemory.settings = SETTINGS
-TestRepoOnLmdb = LmdbRepoMachine.TestCase
-TestRepoOnLmdb.settings = settings(max_examples=15, stateful_step_count=30, deadline=None)
+TestRepoOnLmdb = pytest.mark.slow(LmdbRepoMachine.TestCase)
+TestRepoOnLmdb.settings = settings(max_examples=examples(15), stateful_step_count=30, deadline=None)

@@ -1,6 +1,6 @@
 """A team sharing memory as it would: one PostgreSQL hub, three agents each with a local clone.
 
-Each member (tests/team_member.py, a process of its own) commits 50 times to its
+Each member (tests/support/team_member.py, a process of its own) commits 50 times to its
 clone while the others do, writing ids of its own, ids every member writes and
 a claim no other member agrees with, and syncs now and then: pull, settle
 conflicts by the team's rule (the higher Lamport stamp wins), push, and start
@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from team_member import SHARED, SYNC_EVERY, settle
+import pytest
+from support import script, script_env
+from support.team_member import SHARED, SYNC_EVERY, settle
 
 from mnemosyne import Conflict, Node, Repo
 
-MEMBER = Path(__file__).with_name("team_member.py")
 MEMBERS = 3
 COMMITS = 50
 
@@ -29,7 +29,8 @@ def run_team(hub: str, tmp_path: Path) -> list[dict]:
     go = tmp_path / "go"
     procs = [
         subprocess.Popen(
-            [sys.executable, str(MEMBER), hub, str(tmp_path / f"w{w}.mnemo"), str(w), str(COMMITS), str(go)],
+            script("team_member", hub, str(tmp_path / f"w{w}.mnemo"), str(w), str(COMMITS), str(go)),
+            env=script_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -55,6 +56,7 @@ def run_team(hub: str, tmp_path: Path) -> list[dict]:
                 proc.wait()
 
 
+@pytest.mark.slow
 def test_three_agents_share_one_hub_and_end_with_one_history(pg_url, tmp_path):
     started = time.monotonic()
     with Repo.init(pg_url) as hub:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from clocks import T0, Clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.clocks import T0, Clock
+from support.tiers import examples
 
 from mnemosyne import Claim, InvalidInput, Node, NotFound, Repo
 
@@ -216,7 +217,7 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(operations)
 def test_as_of_reads_match_a_reflog_model(ops):
     """Commits and resets, with a clock that stands still or goes back: as-of reads follow the moves."""

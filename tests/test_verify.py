@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from clocks import Clock
+from support.clocks import Clock
 
 from mnemosyne import Claim, InvalidInput, Node, NotFound, Repo
 from mnemosyne.model import codec
@@ -197,6 +197,7 @@ def test_verification_survives_reindex_and_travels_with_push(tmp_path: Path) -> 
 # -- the command line, as a real process ---------------------------------------------
 
 
+@pytest.mark.slow
 def test_mnemo_verify_and_verified_within_in_a_real_process(tmp_path: Path) -> None:
     import json
     import os

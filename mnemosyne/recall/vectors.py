@@ -405,6 +405,18 @@ class VectorCache:
         """Name lookups for ``txn``, served from this handle's memory where it is in step."""
         return self._names.names(txn, postings)
 
+    def held(self) -> list[Matrix]:
+        """The matrices this handle holds now, one per tenant and model, as last refreshed.
+
+        For tests and diagnostics (whether a ranking went through the approximate
+        index, how many rows it holds); searches use :meth:`matrix`.
+
+        Returns:
+            The matrices, in the order they were first built.
+        """
+        with self._lock:
+            return list(self._matrices.values())
+
     def matrix(
         self, txn: ReadTxn, store: VectorStore, model: str, dim: int, approximate_from: int | None = None
     ) -> Matrix:

@@ -14,6 +14,7 @@ erased version). Nothing else reads or writes them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import msgspec
 
@@ -58,6 +59,20 @@ def redacted_error(redaction: Redaction) -> Redacted:
         f"version {redaction.hash[:12]} of {redaction.id} was erased at {rfc3339(redaction.time)} "
         f"by {redaction.author}: {redaction.reason}"
     )
+
+
+class CacheContents(NamedTuple):
+    """A copy of an object store's decode cache (see :meth:`ObjectStore.cache_contents`).
+
+    Attributes:
+        objects: the cached chunks and commits by id, oldest first.
+        sizes: the stored size of each, as recorded when it was cached.
+        total: the running total of those sizes, which the byte bound is checked against.
+    """
+
+    objects: dict[bytes, StoredObject]
+    sizes: dict[bytes, int]
+    total: int
 
 
 class ObjectStore:
@@ -143,6 +158,13 @@ class ObjectStore:
         if not isinstance(obj, Node):
             raise CorruptObject(f"object {oid.hex()} should be a node")
         return obj
+
+    def cache_contents(self) -> CacheContents:
+        """A copy of the decode cache, for tests and diagnostics (its bounds, what eviction kept).
+
+        Reads never need it: :meth:`load` serves from the cache itself.
+        """
+        return CacheContents(dict(self._cache), dict(self._sizes), self._cached_bytes)
 
     # -- writing --------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
-"""A writer for test_crash.py and test_limits.py: ``python crash_writer.py STORE TRIAL SEED [MAP_SIZE]``.
+"""A writer for test_crash.py and test_limits.py, run as a process of its own.
 
-Prints ``ready`` once imported and waits for a line on stdin (so a harness can
-start the next writer while it checks the last one), then opens the store
-(durable: the default ``sync``) and commits until it is killed:
+``python -m support.crash_writer STORE TRIAL SEED [MAP_SIZE]`` prints ``ready``
+once imported and waits for a line on stdin (so a harness can start the next
+writer while it checks the last one), then opens the store (durable: the
+default ``sync``) and commits until it is killed:
 a few notes per commit, now and then a claim, an update of an earlier note or a
 removal, and every few commits a new branch. After each write returns it prints
 one line and flushes, so every line the harness reads is an acknowledged write:

@@ -1,4 +1,4 @@
-"""A writer process for test_concurrency.py: ``python writer_proc.py MODE PATH WORKER COUNT GO_FILE``.
+"""A writer process for test_concurrency.py: ``python -m support.writer_proc MODE PATH WORKER COUNT GO_FILE``.
 
 Opens the store, prints ``ready``, waits for ``GO_FILE`` to exist (so every process
 starts writing at once), then writes and prints one JSON line of statistics.

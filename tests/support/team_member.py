@@ -1,4 +1,4 @@
-"""One agent of a team for test_team.py: ``python team_member.py HUB CLONE WORKER COUNT GO_FILE``.
+"""One agent of a team for test_team.py: ``python -m support.team_member HUB CLONE WORKER COUNT GO_FILE``.
 
 Clones the hub into a store of its own at CLONE, prints ``ready``, waits for
 ``GO_FILE`` (so every member starts at once), then commits COUNT times and syncs
@@ -25,10 +25,9 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from writer_proc import wait_for  # the go signal, as the concurrency test's writers wait for it
-
 from mnemosyne import Claim, Conflict, Node, RefConflict, Repo
 from mnemosyne.history.branches import Resolution
+from support.writer_proc import wait_for  # the go signal, as the concurrency test's writers wait for it
 
 SHARED = 4
 """How many ids every member writes."""

@@ -27,3 +27,7 @@ def need_module(name: str) -> ModuleType:
         return importlib.import_module(name)
     except ImportError as error:
         unavailable(f"{name} is not installed ({error})", module_level=True)
+
+
+POSTGRES = pytest.param("postgres", marks=pytest.mark.slow)
+"""The PostgreSQL backend as a test parameter: its tests need the session's server, so they are slow."""
