@@ -40,7 +40,7 @@ _SIGNS = {"add": "+", "del": "-", "ctx": " "}
 
 def _line(row: DiffRow) -> str:
     """One row as ``mnemo diff`` prints it: text as it is, values as one-line JSON."""
-    if row.kind == "hunk":
+    if row.kind in ("hunk", "note"):
         return row.text or ""
     if row.text is not None:
         return _SIGNS[row.kind] + row.text

@@ -6,9 +6,10 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.tiers import examples
 
 from mnemosyne import Change, Node, Provenance
-from mnemosyne.model.diff_rows import DiffRow, diff_rows
+from mnemosyne.model.diff_rows import NO_NEWLINE, DiffRow, diff_rows
 from mnemosyne.model.jsonform import node_builtins
 
 _values = st.one_of(st.integers(-1000, 1000), st.text(max_size=5), st.none(), st.booleans())
@@ -40,14 +41,14 @@ def _is_subsequence(part: list[str], whole: list[str]) -> bool:
     return all(any(line == other for other in remaining) for line in part)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(_nodes(), _nodes())
 def test_rows_are_empty_exactly_when_nothing_shown_changed(old: Node, new: Node) -> None:
     rows = diff_rows(Change(id=old.id, old=old, new=new, old_hash=old.hash, new_hash=new.hash))
     assert (rows == []) == (_shown(old) == _shown(new))
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(_nodes(_texts), _nodes(_texts))
 def test_text_rows_are_a_unified_diff_of_the_two_texts(old: Node, new: Node) -> None:
     rows = diff_rows(Change(id=old.id, old=old, new=new, old_hash=old.hash, new_hash=new.hash))
@@ -61,7 +62,7 @@ def test_text_rows_are_a_unified_diff_of_the_two_texts(old: Node, new: Node) -> 
         assert any(row.kind in ("add", "del") for row in text_rows)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(_nodes(_objects), _nodes(_objects))
 def test_object_rows_name_each_changed_key_with_its_values(old: Node, new: Node) -> None:
     rows = diff_rows(Change(id=old.id, old=old, new=new, old_hash=old.hash, new_hash=new.hash))
@@ -83,7 +84,7 @@ def test_object_rows_name_each_changed_key_with_its_values(old: Node, new: Node)
             assert meta_rows[("add", f"meta.{key}")] == after
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(_nodes())
 def test_an_added_version_is_shown_whole_and_an_erased_side_has_no_rows(node: Node) -> None:
     added = diff_rows(Change(id=node.id, old=None, new=node, old_hash=None, new_hash=node.hash))
@@ -99,3 +100,33 @@ def test_an_added_version_is_shown_whole_and_an_erased_side_has_no_rows(node: No
     assert erased == added  # the erased old side adds nothing: a face says it was erased
     removed = diff_rows(Change(id=node.id, old=node, new=None, old_hash=node.hash, new_hash="cd" * 32))
     assert [row.kind for row in removed] == ["del"] * len(added)
+
+
+def _text_rows(old: str, new: str) -> list[tuple[str, str | None]]:
+    before, after = Node(id="k", content=old), Node(id="k", content=new)
+    change = Change(id="k", old=before, new=after, old_hash=before.hash, new_hash=after.hash)
+    return [(row.kind, row.text) for row in diff_rows(change)]
+
+
+def test_a_change_in_line_breaks_alone_is_shown_as_git_shows_it() -> None:
+    # Texts equal line by line but for a final newline: the change is there, and said.
+    assert _text_rows("a", "a\n") == [
+        ("hunk", "@@ -1 +1 @@"),
+        ("del", "a"),
+        ("note", NO_NEWLINE),
+        ("add", "a"),
+    ]
+    assert _text_rows("a\n", "a") == [
+        ("hunk", "@@ -1 +1 @@"),
+        ("del", "a"),
+        ("add", "a"),
+        ("note", NO_NEWLINE),
+    ]
+    assert _text_rows("a\r\nb", "a\nb") == [
+        ("hunk", "@@ -1,2 +1,2 @@"),
+        ("del", "a"),
+        ("add", "a"),
+        ("ctx", "b"),
+    ]
+    # Neither side ends with a newline (most memories): no note, as before.
+    assert _text_rows("x", "y") == [("hunk", "@@ -1 +1 @@"), ("del", "x"), ("add", "y")]

@@ -21,8 +21,12 @@ from mnemosyne.model.jsonform import node_builtins
 from mnemosyne.model.objects import Node
 from mnemosyne.model.results import Change
 
-RowKind = Literal["add", "del", "ctx", "hunk"]
-"""An added or removed row, a line of context, or a unified diff's ``@@`` header."""
+RowKind = Literal["add", "del", "ctx", "hunk", "note"]
+"""An added or removed row, a line of context, a unified diff's ``@@`` header, or a note on
+the line above (``\\ No newline at end of file``, as git writes it)."""
+
+NO_NEWLINE = "\\ No newline at end of file"
+"""The note below a last line that has no line break when the other side's has one."""
 
 _ABSENT: Any = object()
 _NODE_FIELDS = ("kind", "event_time", "expires_at")
@@ -85,19 +89,39 @@ def _content(old: Any, new: Any) -> list[DiffRow]:
     if old == new:
         return []
     if isinstance(old, str) and isinstance(new, str):
-        rows = []
-        for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=3):
-            if line.startswith(("---", "+++")):
-                continue
-            if line.startswith("@@"):
-                rows.append(DiffRow(kind="hunk", text=line))
-            else:
-                kind: RowKind = "add" if line[:1] == "+" else "del" if line[:1] == "-" else "ctx"
-                rows.append(DiffRow(kind=kind, text=line[1:]))
-        return rows
+        return _text(old, new)
     if isinstance(old, dict) and isinstance(new, dict):
         return _keys(old, new, "")
     return [DiffRow(kind="del", value=old), DiffRow(kind="add", value=new)]
+
+
+def _text(old: str, new: str) -> list[DiffRow]:
+    # Lines keep their breaks, so texts that differ only in a break (a final newline, \r\n)
+    # still show a change; the break itself is shown as git shows it, only where it differs.
+    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    open_end = {"del": _open_end(old_lines), "add": _open_end(new_lines)}
+    noted = (open_end["del"] is None) != (open_end["add"] is None)
+    rows: list[DiffRow] = []
+    for line in difflib.unified_diff(old_lines, new_lines, n=3):
+        if line.startswith(("---", "+++")):
+            continue
+        if line.startswith("@@"):
+            rows.append(DiffRow(kind="hunk", text=line.rstrip("\n")))
+            continue
+        kind: RowKind = "add" if line[:1] == "+" else "del" if line[:1] == "-" else "ctx"
+        body = line[1:]
+        shown = body.splitlines()
+        rows.append(DiffRow(kind=kind, text=shown[0] if shown else ""))
+        if noted and kind != "ctx" and body == open_end[kind]:
+            rows.append(DiffRow(kind="note", text=NO_NEWLINE))
+    return rows
+
+
+def _open_end(lines: list[str]) -> str | None:
+    """The last line when it has no line break (None: the text ends with one, or is empty)."""
+    if lines and lines[-1].splitlines()[0] == lines[-1]:
+        return lines[-1]
+    return None
 
 
 def _keys(old: dict[str, Any], new: dict[str, Any], prefix: str) -> list[DiffRow]:
