@@ -59,9 +59,12 @@ from mnemosyne.model.results import (
     Fact,
     Hit,
     MergeResult,
+    PendingRecall,
     ReadRecord,
+    TimelineChange,
     Version,
 )
+from mnemosyne.model.thread_names import Thread
 from mnemosyne.model.times import parse_time
 from mnemosyne.model.version import VERSION as __version__
 
@@ -125,6 +128,7 @@ __all__ = [
     "MnemoError",
     "Node",
     "NotFound",
+    "PendingRecall",
     "Problem",
     "Provenance",
     "PullReport",
@@ -141,6 +145,8 @@ __all__ = [
     "SyncReport",
     "TenantCounts",
     "TenantSync",
+    "Thread",
+    "TimelineChange",
     "Version",
     "__version__",
     "default_embedder",

@@ -77,6 +77,7 @@ from mnemosyne.admin.export_file import (
     decode_record,
     describe,
     read_header,
+    shown,
     verify,
 )
 from mnemosyne.admin.fsck import fsck
@@ -406,7 +407,7 @@ class _Restore:
         if name == HEAD:
             target = value.removeprefix(b"ref:" + BRANCH_PREFIX.encode())
             if target == value or not _is_branch(target):
-                raise InvalidInput(f"{self.where()}: HEAD holds {value!r}, not a branch")
+                raise InvalidInput(f"{self.where()}: HEAD holds {shown(value)}, not a branch")
         elif len(value) not in (0, 32):  # empty: a branch created before its first commit
             raise InvalidInput(f"{self.where()}: {name} holds {len(value)} bytes, not a commit id")
         if (record.tenant, record.key) in self.refs:
@@ -418,7 +419,7 @@ class _Restore:
     def reflog(self, stores: Stores, record: ReflogRecord) -> None:
         key = record.key
         if len(key) < 10 or key[-9] != 0:
-            raise InvalidInput(f"{self.where()}: {key!r} is not a reflog key")
+            raise InvalidInput(f"{self.where()}: {shown(key)} is not a reflog key")
         _ref_name(key[:-9], self.where())
         try:
             entry = RefStore.decode_entry(record.value)
@@ -427,7 +428,7 @@ class _Restore:
         if time_key(entry.time) != key[-8:]:
             raise InvalidInput(f"{self.where()}: the reflog entry's time does not match its key")
         if not stores.refs.put_raw_log(self.txn, key, record.value):
-            raise InvalidInput(f"{self.where()}: reflog entry {key!r} appears twice")
+            raise InvalidInput(f"{self.where()}: reflog entry {shown(key)} appears twice")
 
     def redaction(self, stores: Stores, record: RedactionRecord) -> None:
         try:
@@ -456,7 +457,7 @@ def _ref_name(key: bytes, where: str) -> str:
         # A remote-tracking ref: refs/remotes/<remote>/<branch>.
         remote, _, branch = name.removeprefix(REMOTE_PREFIX).partition("/")
         if not name.startswith(REMOTE_PREFIX) or not _is_remote(remote) or not _is_branch(branch.encode()):
-            raise InvalidInput(f"{where}: {key!r} is not a ref name")
+            raise InvalidInput(f"{where}: {shown(key)} is not a ref name")
     return name
 
 

@@ -17,6 +17,7 @@ import msgspec
 
 from mnemosyne.errors import CorruptObject, InvalidInput
 from mnemosyne.model.reports import TenantCounts
+from mnemosyne.model.validation import has_control
 from mnemosyne.store.tenancy import FORMAT
 
 FORMAT_NAME = "mnemosyne-export"
@@ -206,7 +207,7 @@ def read_header(reader: Reader) -> Header:
         raise InvalidInput(f"{reader.source} is not a Mnemosyne export")
     version = raw.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise InvalidInput(f"{reader.source}: {version!r} is not an export format version")
+        raise InvalidInput(f"{reader.source}: {shown(version)} is not an export format version")
     if version > EXPORT_VERSION:
         raise InvalidInput(
             f"{reader.source} is a version {version} export; this Mnemosyne reads export versions up to "
@@ -265,6 +266,33 @@ def decode_record(body: bytes, reader: Reader) -> Record:
                 f"does not know (export version {EXPORT_VERSION})"
             ) from None
         raise InvalidInput(f"{reader.source}: record {reader.count} is malformed: {exc}") from None
+
+
+SHOWN_BYTES = 64
+"""Bytes (or characters) of a value from a file that an error message shows at most."""
+
+
+def shown(raw: object) -> str:
+    """A value read from an export as an error message shows it.
+
+    Bytes that spell text without control characters are quoted as text (a ref
+    name); any other bytes are given in hex (Python's own form, a ``b'...'`` of escapes,
+    names no byte plainly); anything else as Python writes it. Cut after
+    :data:`SHOWN_BYTES`.
+    """
+    if not isinstance(raw, bytes):
+        text = repr(raw)
+        return text if len(text) <= SHOWN_BYTES else f"{text[:SHOWN_BYTES]}…"
+    if not raw:
+        return "nothing (0 bytes)"
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        text = ""
+    if text and not has_control(text):
+        return f"{text[:SHOWN_BYTES]!r}{'…' if len(text) > SHOWN_BYTES else ''}"
+    cut = "…" if len(raw) > SHOWN_BYTES else ""
+    return f"{raw[:SHOWN_BYTES].hex()}{cut} (hex, {len(raw)} bytes)"
 
 
 def describe(inp: IO[bytes]) -> str:

@@ -4,7 +4,8 @@
 reflogs, commits and trees point at objects that exist (an erased version, which
 has a redaction record, is not missing), compares the derived indexes with a
 fresh rebuild, and checks the recall indexes. Damage below the objects (the
-store file itself) is reported as a problem too, rather than ending the check.
+store file itself) is reported as a problem too, rather than ending the check,
+and so is a clone killed part-way that no rerun has finished yet.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from mnemosyne.index.view import View
 from mnemosyne.model import codec
 from mnemosyne.model.objects import CommitObject, TreeChunk, decode_object
 from mnemosyne.model.reports import FsckReport, Problem
+from mnemosyne.store import remote_config
 
 _REINDEX = "run 'mnemo reindex'"
 
@@ -35,7 +37,20 @@ def fsck(view: View) -> FsckReport:
     except CorruptObject as exc:
         # Damage below the objects (the store file): what was checked so far stands.
         problems.append(Problem(kind="corrupt", object=None, message=str(exc)))
+    problems.extend(_unfinished_clone(view))
     return FsckReport(ok=not problems, problems=problems, objects=count, commits=len(commits))
+
+
+def _unfinished_clone(view: View) -> list[Problem]:
+    """The store is a clone killed part-way: sound so far, but not all of its source's history."""
+    try:
+        clone = remote_config.unfinished_clone(view.txn)
+    except CorruptObject as exc:
+        return [Problem(kind="corrupt", object=None, message=str(exc))]
+    if clone is None:
+        return []
+    message = f"an unfinished clone of {clone.described()}: run the same clone again to finish it"
+    return [Problem(kind="missing", object=None, message=message)]
 
 
 def _check_objects(view: View, problems: list[Problem]) -> tuple[int, bool]:

@@ -1,17 +1,26 @@
-"""Branches: create, delete, switch, reset, merge, ancestry and bisect (see :class:`Repo`)."""
+"""Branches: create, delete, switch, reset, merge, ancestry, bisect, threads (see :class:`Repo`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
 from mnemosyne.api._handle import Handle
+from mnemosyne.errors import InvalidInput, NotFound, Redacted
 from mnemosyne.history import branches, walk
 from mnemosyne.history.branches import Resolution
 from mnemosyne.history.revisions import Rev, resolve
-from mnemosyne.index.view import WriteView
+from mnemosyne.index.view import View, WriteView
 from mnemosyne.model.choices import MergeStrategy
 from mnemosyne.model.objects import Commit
 from mnemosyne.model.results import MergeResult
+from mnemosyne.model.thread_names import (
+    Thread,
+    checkpoint_thread_id,
+    is_thread_branch,
+    legacy_thread_branch,
+    thread_branch_name,
+    thread_id_of,
+)
 from mnemosyne.store.refs import BRANCH_PREFIX, check_branch_name
 
 
@@ -77,10 +86,13 @@ class BranchService:
         strategy: MergeStrategy | None,
         message: str | None,
         author: str,
+        allow_unrelated: bool = False,
     ) -> MergeResult:
         """The work of :meth:`Repo.merge`."""
         if into is not None:
             check_branch_name(into)
+        if not isinstance(allow_unrelated, bool):
+            raise InvalidInput("allow_unrelated_histories must be True or False")
         handle = self._handle
 
         def work(view: WriteView) -> MergeResult:
@@ -93,6 +105,7 @@ class BranchService:
                 message=message,
                 author=author,
                 now=handle.now(),
+                allow_unrelated=allow_unrelated,
             )
 
         return handle.write(work)
@@ -105,3 +118,53 @@ class BranchService:
     def bisect(self, predicate: Callable[[Commit], bool], good: Rev, bad: Rev) -> Commit:
         """The work of :meth:`Repo.bisect`."""
         return walk.bisect(self._handle.read, predicate, good, bad)
+
+    # -- LangGraph threads (ADR 28) ---------------------------------------------------
+
+    def thread_branch(self, thread_id: str) -> str:
+        """The work of :meth:`Repo.thread_branch`."""
+        name = thread_branch_name(thread_id)
+        legacy = legacy_thread_branch(thread_id)
+        if legacy is None:
+            return name  # a plain id: one name, nothing to read
+        with self._handle.read() as view:
+            for candidate in (name, legacy):
+                if view.refs.read(view.txn, BRANCH_PREFIX + candidate) is not None:
+                    return candidate
+        return name
+
+    def thread(self, thread_id: str) -> Thread:
+        """The work of :meth:`Repo.thread`."""
+        branch = self.thread_branch(thread_id)
+        with self._handle.read() as view:
+            oid = view.refs.read(view.txn, BRANCH_PREFIX + branch)
+            if oid is None:
+                raise NotFound(f"no thread {thread_id!r} in this tenant (its branch would be {branch})")
+            commit = Commit.from_object(oid, view.commit(oid))
+        return Thread(thread_id=thread_id, branch=branch, commit=commit)
+
+    def threads(self) -> list[Thread]:
+        """The work of :meth:`Repo.threads`."""
+        found: list[Thread] = []
+        with self._handle.read() as view:
+            for name, oid in view.refs.branches(view.txn):
+                if not is_thread_branch(name):
+                    continue
+                commit = Commit.from_object(oid, view.commit(oid))
+                thread_id = thread_id_of(name)
+                if thread_id is None:  # a digest: the first checkpoint on the branch names the thread
+                    thread_id = _named_by_a_checkpoint(view, commit.tree, name)
+                found.append(Thread(thread_id=thread_id, branch=name, commit=commit))
+        return found
+
+
+def _named_by_a_checkpoint(view: View, tree: str, branch: str) -> str | None:
+    """The thread id the first readable checkpoint on a thread's branch keeps, if any."""
+    for _, value in view.tree.items(bytes.fromhex(tree), prefix=branch + "/"):
+        try:
+            thread_id = checkpoint_thread_id(view.node(value).content)
+        except Redacted:
+            continue  # erased: its id is gone with it
+        if thread_id is not None:
+            return thread_id
+    return None

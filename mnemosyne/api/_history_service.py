@@ -16,7 +16,16 @@ from mnemosyne.index.view import WriteView
 from mnemosyne.model.choices import CLAIM_POLICIES, ClaimPolicy
 from mnemosyne.model.defaults import DEFAULT_AUTHOR
 from mnemosyne.model.objects import Commit, Node
-from mnemosyne.model.results import Blame, Change, CommitResult, Contradiction, Diff, Fact, Version
+from mnemosyne.model.results import (
+    Blame,
+    Change,
+    CommitResult,
+    Contradiction,
+    Diff,
+    Fact,
+    TimelineChange,
+    Version,
+)
 from mnemosyne.model.times import TimeLike, as_time
 from mnemosyne.model.validation import check_id, check_json, check_policy_meta, check_scope, check_window
 from mnemosyne.store.refs import check_branch_name
@@ -163,12 +172,14 @@ class HistoryService:
         allowed_for: str | None = None,
         max_sensitivity: str | None = None,
         verified_within: timedelta | None = None,
+        after: str | None = None,
     ) -> Iterator[Node]:
         """The work of :meth:`Repo.nodes`."""
         from mnemosyne.recall.scope import permitted, scoping  # no index of its own: meta alone
 
-        if prefix is not None and not isinstance(prefix, str):
-            raise InvalidInput(f"prefix must be a string, not {type(prefix).__name__}")
+        for name, value in (("prefix", prefix), ("after", after)):
+            if value is not None and not isinstance(value, str):
+                raise InvalidInput(f"{name} must be a string, not {type(value).__name__}")
         check_scope(allowed_for, max_sensitivity, verified_within)
         when = as_time(as_of, "as_of")
         handle = self._handle
@@ -176,7 +187,7 @@ class HistoryService:
             tip = handle.tip(view, at, when)
             root = view.commit(tip).tree if tip is not None else None
             scope = scoping(view.txn, allowed_for, max_sensitivity)
-        nodes = walk.nodes(handle.read, root, prefix or "")
+        nodes = walk.nodes(handle.read, root, prefix or "", after)
         now = handle.judged_at(when)
         if not include_expired:
             nodes = (node for node in nodes if not queries.expired(node, now))
@@ -278,6 +289,9 @@ class HistoryService:
         verified_within: timedelta | None = None,
     ) -> list[Fact]:
         """The work of :meth:`Repo.facts`."""
+        _check_claim_key(subject, "subject")
+        if predicate is not None:
+            _check_claim_key(predicate, "predicate")
         when = as_time(as_of, "as_of")
         world = as_time(valid_at, "valid_at")
         check_window(verified_within)
@@ -292,6 +306,8 @@ class HistoryService:
 
     def timeline(self, subject: str, predicate: str, as_of: TimeLike | None, at: Rev | None) -> list[Fact]:
         """The work of :meth:`Repo.timeline`."""
+        _check_claim_key(subject, "subject")
+        _check_claim_key(predicate, "predicate")
         when = as_time(as_of, "as_of")
         handle = self._handle
         with handle.read() as view:
@@ -299,6 +315,19 @@ class HistoryService:
             if tip is None:
                 return []
             return queries.timeline(view, tip, subject, predicate, handle.judged_at(when))
+
+    def timeline_history(
+        self, subject: str, predicate: str, as_of: TimeLike | None, at: Rev | None, limit: int | None
+    ) -> list[TimelineChange]:
+        """The work of :meth:`Repo.timeline_history`."""
+        _check_limit(limit)
+        when = as_time(as_of, "as_of")
+        handle = self._handle
+        with handle.read() as view:
+            tip = handle.tip(view, at, when)
+        if tip is None or limit == 0:
+            return []
+        return queries.timeline_history(handle.read, tip, subject, predicate, handle.judged_at(when), limit)
 
     def contradictions(self, at: Rev | None, recorded: bool) -> list[Contradiction]:
         """The work of :meth:`Repo.contradictions`."""
@@ -318,3 +347,9 @@ def _iterable(*values: object) -> bool:
 def _check_limit(limit: object) -> None:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise InvalidInput("limit must be a non-negative integer")
+
+
+def _check_claim_key(value: object, name: str) -> None:
+    """Refuse a subject or predicate no claim can have: asking for it is a mistake, not "no facts"."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{name} must be a non-empty string (as every claim's {name} is)")

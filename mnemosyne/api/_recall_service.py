@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from mnemosyne.api._handle import Handle
-from mnemosyne.errors import InvalidInput
+from mnemosyne.errors import InvalidInput, StorageFull
 from mnemosyne.history.revisions import Rev
 from mnemosyne.index.view import View
 from mnemosyne.model.choices import KINDS, SEARCH_MODES, SearchMode
-from mnemosyne.model.results import Context, Hit, ReadRecord
+from mnemosyne.model.results import Context, Hit, PendingRecall, ReadRecord
 from mnemosyne.model.times import TimeLike, as_time
 from mnemosyne.model.validation import check_scope
 from mnemosyne.recall.setting_values import approximate_from, embedder_named
@@ -74,7 +74,7 @@ class RecallService:
             self._cache = VectorCache()
         return self._cache
 
-    def _catch_up(self) -> None:
+    def _catch_up(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Index queued versions and embed new contents before a search (writable handles)."""
         from mnemosyne.recall.recall_index import RecallIndex, catch_up
 
@@ -85,7 +85,10 @@ class RecallService:
         with handle.read() as view:
             if not RecallIndex(handle.scope).needs_catch_up(view.txn, embedder):
                 return
-        handle.write(lambda view: catch_up(view, embedder))
+        try:
+            handle.write(lambda view: catch_up(view, embedder, progress))
+        except StorageFull:
+            pass  # a full disk: search what is indexed and queued, as a read-only handle does
 
     def search(
         self,
@@ -101,6 +104,7 @@ class RecallService:
         mode: SearchMode,
         run_id: str | None,
         scope: Scope,
+        progress: Callable[[int, int], None] | None = None,
     ) -> list[Hit]:
         """The work of :meth:`Repo.search`."""
         from mnemosyne.recall import search as recall_search
@@ -116,7 +120,7 @@ class RecallService:
                 "or call use_embedder"
             )
         self._check_run_id(run_id)
-        self._catch_up()
+        self._catch_up(progress)
         embedder = self.embedder() if mode != "lexical" else None
         with self._handle.read() as view:
             filters = self._filters(view, at, as_of, prefix, valid_at, kind, meta, scope)
@@ -141,6 +145,7 @@ class RecallService:
         valid_at: TimeLike | None,
         run_id: str | None,
         scope: Scope,
+        progress: Callable[[int, int], None] | None = None,
     ) -> Context:
         """The work of :meth:`Repo.context`."""
         from mnemosyne.recall import search as recall_search
@@ -149,7 +154,7 @@ class RecallService:
             raise InvalidInput("budget_tokens must be a positive integer")
         _check_query(query, k)
         self._check_run_id(run_id)
-        self._catch_up()
+        self._catch_up(progress)
         embedder = self.embedder()
         with self._handle.read() as view:
             filters = self._filters(view, at, as_of, prefix, valid_at, None, None, scope)
@@ -163,6 +168,14 @@ class RecallService:
             chosen = {item.hash for item in built.items}
             self._record_read(run_id, "context", query, [h for h in hits if h.hash in chosen])
         return built
+
+    def pending(self) -> PendingRecall:
+        """The work of :meth:`Repo.pending_recall`."""
+        from mnemosyne.recall.recall_index import RecallIndex
+
+        embedder = self.embedder()
+        with self._handle.read() as view:
+            return RecallIndex(self._handle.scope).pending(view, embedder)
 
     def reads(self, run_id: str) -> list[ReadRecord]:
         """The work of :meth:`Repo.reads`."""

@@ -34,6 +34,8 @@ from mnemosyne.model.defaults import DEFAULT_BRANCH
 from mnemosyne.model.objects import Commit
 from mnemosyne.model.reports import PullReport, RefUpdate, SyncReport, TenantSync
 from mnemosyne.store import remote_config, tenancy
+from mnemosyne.store.kv.base import WriteTxn
+from mnemosyne.store.kv.datafile import DATA_FILE, is_lmdb_file
 from mnemosyne.store.refs import BRANCH_PREFIX, REMOTE_PREFIX, check_branch_name
 
 if TYPE_CHECKING:
@@ -102,10 +104,17 @@ def pull(
     message: str | None,
     strategy: MergeStrategy | None,
     resolutions: Mapping[str, Resolution] | None,
+    allow_unrelated: bool = False,
 ) -> PullReport:
-    """:func:`fetch`, then merge ``REMOTE/BRANCH`` into the current branch (the work of :meth:`Repo.pull`)."""
+    """:func:`fetch`, then merge ``REMOTE/BRANCH`` into the current branch (the work of :meth:`Repo.pull`).
+
+    Unrelated histories are refused by the merge, after the fetch: what was
+    fetched stays (as git keeps it), the current branch does not move.
+    """
     if branch is not None:
         check_branch_name(branch)
+    if not isinstance(allow_unrelated, bool):  # told before anything is fetched
+        raise InvalidInput("allow_unrelated_histories must be True or False")
     fetched = fetch(here, handle, remote, other=other, all_tenants=False, author=author)
     with handle.read() as view:
         name = branch or view.refs.head_branch(view.txn)
@@ -115,7 +124,9 @@ def pull(
         # NAME/BRANCH names the tracking ref unless a local branch has that name.
         shadowed = view.refs.exists(view.txn, BRANCH_PREFIX + tracking)
     source = REMOTE_PREFIX + tracking if shadowed else tracking
-    merged = BranchService(handle).merge(source, None, resolutions, strategy, message, author)
+    merged = BranchService(handle).merge(
+        source, None, resolutions, strategy, message, author, allow_unrelated
+    )
     return PullReport(fetch=fetched, merge=merged)
 
 
@@ -141,7 +152,10 @@ def clone(
 ) -> Store:
     """A new store at ``path`` holding the history of ``source`` (the work of :meth:`Repo.clone`).
 
-    A clone that fails leaves nothing at ``path``.
+    A clone that fails leaves nothing at ``path``. One killed part-way leaves a
+    store marked as an unfinished clone (:class:`remote_config.UnfinishedClone`,
+    written with the store's first records): the same clone run again resumes
+    it, fetching only what is still missing, and clears the mark last.
     """
     tenancy.check_tenant_name(tenant)
     target = store_path(path)
@@ -317,18 +331,71 @@ def _clone_into(
     tenants = other.tenants() if all_tenants else [tenant]
     if tenant not in other.tenants():
         raise NotFound(f"the store cloned has no tenant {tenant!r}")
-    store = Store.init(target)
+    wanted = remote_config.UnfinishedClone(
+        source=location if location is not None else other.where, tenant=tenant, all_tenants=all_tenants
+    )
+    store = _destination(target, wanted)
     try:
-        if location is not None:
-            store.add_remote(ORIGIN, location)
+
+        def begin(txn: WriteTxn) -> None:
+            if remote_config.unfinished_clone(txn) is None:  # a rerun finds both already there
+                remote_config.begin_clone(txn, wanted)
+                if location is not None:
+                    remote_config.put(txn, ORIGIN, location)
+
+        store.kv.transact(begin)
         for name in tenants:
             handle = Handle.open(store.kv, name, create=True, where=store.where, clock=clock)
             fetch(store, handle, ORIGIN, other=other, all_tenants=False, author=author)
             _check_out(handle, _source(handle, other, ORIGIN, name), author)
+        store.kv.transact(remote_config.finish_clone)
         return store
     except BaseException:
         store.close()
         raise
+
+
+def _destination(target: Path, wanted: remote_config.UnfinishedClone) -> Store:
+    """The store a clone fills: a new one, or the unfinished clone of the same source it resumes.
+
+    A store holding nothing yet (no history, no remote) may be filled too: that
+    is also what a clone killed before its first record leaves.
+
+    Raises:
+        InvalidInput: a store holding anything else, or an unfinished clone asked for otherwise.
+    """
+    data = target / DATA_FILE
+    if not (data.is_file() and is_lmdb_file(data)):
+        return Store.init(target)  # which refuses anything that is not an empty directory
+    store = Store.open(target)
+    try:
+        with store.kv.read() as txn:
+            found = remote_config.unfinished_clone(txn)
+            empty = found is None and tenancy.is_empty(txn) and not any(remote_config.every(txn))
+        if found is None and not empty:
+            raise InvalidInput(f"a store already exists at {target}")
+        if found is not None and not _same_clone(found, wanted):
+            raise InvalidInput(
+                f"{target} is an unfinished clone of {found.described()}: run that clone again to "
+                "finish it, or remove it"
+            )
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def _same_clone(found: remote_config.UnfinishedClone, wanted: remote_config.UnfinishedClone) -> bool:
+    """Whether a clone asked for ``wanted`` resumes the one ``found`` unfinished.
+
+    The tenant matters only when one tenant is cloned: with every tenant, it
+    only names the one the returned handle is bound to.
+    """
+    return (
+        found.source == wanted.source
+        and found.all_tenants == wanted.all_tenants
+        and (found.all_tenants or found.tenant == wanted.tenant)
+    )
 
 
 def _check_out(local: Handle, source: Handle, author: str) -> None:
@@ -341,7 +408,9 @@ def _check_out(local: Handle, source: Handle, author: str) -> None:
     def work(view: WriteView) -> None:
         ref = BRANCH_PREFIX + head
         old = view.refs.read(view.txn, ref)
-        if tip is not None and old != tip:
+        # A resumed clone moves a branch an earlier run checked out only forward: a
+        # commit made meanwhile in the unfinished store is never dropped.
+        if tip is not None and old != tip and (old is None or view.graph.is_ancestor(view.txn, old, tip)):
             when = view.refs.next_time(view.txn, ref, now)
             view.refs.update(
                 view.txn, ref, old, tip, when=when, author=author, reason=f"clone: from {ORIGIN}/{head}"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import IO
 
 from mnemosyne.admin import dump_restore
@@ -49,7 +52,9 @@ def import_store(target: Repo | Store | Location, inp: IO[bytes]) -> ImportRepor
 
     Args:
         target: an open store or handle, or a path: a store there is opened, and one
-            is created when there is none (sized for the export).
+            is created when there is none (sized for the export). If the import then
+            fails, the store it created goes again, with any directory made for it
+            (a directory that was there stays).
         inp: a binary stream positioned at the start of the export; it is not closed.
 
     Raises:
@@ -82,5 +87,55 @@ def import_store(target: Repo | Store | Location, inp: IO[bytes]) -> ImportRepor
     with dump_restore.checked(inp) as export:
         # Room for the whole import from the start: a full map re-runs the transaction.
         size = max(DEFAULT_MAP_SIZE, -(-4 * export.size // (1 << 20)) << 20)
-        with Store.init(where, map_size=size) as created:
+        with _created_store(where, size) as created:
             return dump_restore.restore(created.kv, export, created.where)
+
+
+@contextmanager
+def _created_store(where: Path, map_size: int) -> Iterator[Store]:
+    """A new store at ``where``, removed again if the body fails, so a failed import leaves no trace.
+
+    Only what this call made goes: the directories it created for the store,
+    or, in a directory that was there (empty), the files it put there; and only
+    while the store is still empty. A store someone else made or wrote to
+    meanwhile is theirs, and stays.
+    """
+    made, before = _what_is_there(where)
+    store = Store.init(where, map_size=map_size)  # a failure here made no store
+    try:
+        yield store
+    except BaseException:
+        try:
+            dump_restore.check_empty(store.kv, store.where)
+            untouched = True
+        except Exception:  # written to meanwhile, or unreadable: not ours to remove
+            untouched = False
+        store.close()
+        if untouched:
+            _remove_made(where, made, before)
+        raise
+    store.close()
+
+
+def _what_is_there(where: Path) -> tuple[Path | None, set[Path]]:
+    """Before a store is created at ``where``: the outermost directory it will make, else what is there."""
+    made: Path | None = None
+    try:
+        current = where.absolute()
+        while not current.exists() and current != current.parent:
+            made, current = current, current.parent
+        return made, set(where.iterdir()) if made is None and where.is_dir() else set()
+    except OSError:  # a path the store cannot be created at either
+        return None, set()
+
+
+def _remove_made(where: Path, made: Path | None, before: set[Path]) -> None:
+    """Remove what creating a store at ``where`` made (errors ignored: the caller's failure is the news)."""
+    if made is not None:
+        shutil.rmtree(made, ignore_errors=True)
+        return
+    for entry in set(where.iterdir()) - before:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)

@@ -64,9 +64,12 @@ if TYPE_CHECKING:
         Fact,
         Hit,
         MergeResult,
+        PendingRecall,
         ReadRecord,
+        TimelineChange,
         Version,
     )
+    from mnemosyne.model.thread_names import Thread
     from mnemosyne.model.times import TimeLike
     from mnemosyne.recall.embedders import Embedder
     from mnemosyne.store.kv.base import KV
@@ -217,10 +220,18 @@ class Repo(Resource):
         Every branch arrives as a remote-tracking ref ``origin/BRANCH``, and the
         source's current branch as a local branch, checked out. One tenant is
         cloned (``tenant``), or every one with ``all_tenants``; the handle returned
-        is bound to ``tenant``. A clone that fails leaves nothing at ``path``.
+        is bound to ``tenant``. ``path`` must not exist, or be an empty directory,
+        or hold a store with nothing in it yet.
+
+        A clone that fails leaves nothing at ``path``. One killed part-way leaves
+        a store marked unfinished (:attr:`Store.unfinished_clone`; ``fsck``
+        reports it): the same clone, called again, resumes it, fetching only
+        what is still missing (a branch it already checked out only moves forward).
 
         Raises:
-            InvalidInput: something is already at ``path``.
+            InvalidInput: a store holding anything is already at ``path`` (other
+                than an unfinished clone of the same source, tenant and
+                ``all_tenants``), or anything else is.
             NotFound: no store at ``source``, or it has no such tenant.
         """
         store = _remotes.clone(
@@ -427,15 +438,17 @@ class Repo(Resource):
         allowed_for: str | None = None,
         max_sensitivity: str | None = None,
         verified_within: timedelta | None = None,
+        after: str | None = None,
     ) -> Iterator[Node]:
         """The nodes of a snapshot (default: HEAD), ordered by id, optionally under ``prefix``.
 
         Expired nodes are left out unless ``include_expired``; erased ones always.
         ``allowed_for``, ``max_sensitivity`` and ``verified_within`` leave out what
-        they leave out of :meth:`search`.
+        they leave out of :meth:`search`. ``after`` starts past an id (the last one
+        of the previous page), reading from there rather than from the start.
         """
         return self._history.nodes(
-            at, as_of, prefix, include_expired, allowed_for, max_sensitivity, verified_within
+            at, as_of, prefix, include_expired, allowed_for, max_sensitivity, verified_within, after
         )
 
     def log(
@@ -514,6 +527,9 @@ class Repo(Resource):
             verified_within: leave out facts last confirmed (written, or verified
                 with :meth:`verify`) longer ago than this before ``as_of`` (else now).
                 Each fact's ``confirmed_at`` says when, with or without it.
+
+        Raises:
+            InvalidInput: an empty ``subject`` or ``predicate`` (no claim has one), a bad time.
         """
         return self._history.facts(subject, predicate, valid_at, as_of, at, verified_within)
 
@@ -526,6 +542,40 @@ class Repo(Resource):
         claim it superseded in valid time.
         """
         return self._history.timeline(subject, predicate, as_of, at)
+
+    def timeline_history(
+        self,
+        subject: str,
+        predicate: str,
+        *,
+        as_of: TimeLike | None = None,
+        at: Rev | None = None,
+        limit: int | None = None,
+    ) -> list[TimelineChange]:
+        """How one (subject, predicate) timeline changed along a branch's history, oldest first.
+
+        One entry per commit on the first-parent line of ``at`` (default: HEAD)
+        where the claims on the attribute differ from that commit's first parent:
+        a commit that wrote, corrected or removed one, or a merge that brought
+        claims in. Commits that reached the branch by a fast-forward, a pull or a
+        clone are part of its history and count where they were made. Each entry
+        holds the commit, the timeline there (what :meth:`timeline` with
+        ``at=`` that commit returns; expiry is judged at ``as_of`` when given)
+        and the contradictions on the attribute still open there, whose claims
+        both stand in that timeline.
+
+        Args:
+            subject: whose claims.
+            predicate: which attribute.
+            as_of: read the branch as it was at this record time.
+            at: a revision to read instead of HEAD.
+            limit: only the newest ``limit`` entries; the walk stops there.
+
+        Raises:
+            InvalidInput: ``limit`` is not a non-negative integer.
+            NotFound: ``at`` names nothing, or did not exist yet at ``as_of``.
+        """
+        return self._history.timeline_history(subject, predicate, as_of, at, limit)
 
     def contradictions(
         self, *, at: Rev | None = None, ref: Rev | None = _UNSET, recorded: bool = False
@@ -567,6 +617,38 @@ class Repo(Resource):
     def branch_tips(self) -> list[tuple[str, Commit]]:
         """Each branch with the commit at its tip, sorted by name."""
         return self._branches.tips()
+
+    def thread_branch(self, thread_id: str) -> str:
+        """The branch that holds the LangGraph thread ``thread_id``, or that would.
+
+        ``threads/`` and the id when it is plain (``chat-7``), else the id escaped,
+        readable and reversible (``user@example.com`` → ``threads/_user_40example.com``;
+        see docs/langgraph.md, "Finding a thread"). A thread written before that
+        naming (``threads/_`` and a digest of the id) is found under its old name,
+        and stays there. A plain id is answered without reading the store.
+
+        Raises:
+            InvalidInput: ``thread_id`` is not text.
+        """
+        return self._branches.thread_branch(thread_id)
+
+    def thread(self, thread_id: str) -> Thread:
+        """The LangGraph thread ``thread_id``: its branch and the commit at its tip.
+
+        Raises:
+            NotFound: the tenant has no such thread (the message names the branch it would have).
+            InvalidInput: ``thread_id`` is not text.
+        """
+        return self._branches.thread(thread_id)
+
+    def threads(self) -> list[Thread]:
+        """Every LangGraph thread of the tenant (a branch ``threads/<segment>``), by branch name.
+
+        Each with its id: read back from the branch name, or, when the name holds a
+        digest (an id escaped past 80 characters, or a name from before the
+        readable naming), from a checkpoint on the branch.
+        """
+        return self._branches.threads()
 
     def branch(
         self,
@@ -621,6 +703,7 @@ class Repo(Resource):
         strategy: MergeStrategy | None = None,
         message: str | None = None,
         author: str = DEFAULT_AUTHOR,
+        allow_unrelated_histories: bool = False,
     ) -> MergeResult:
         """Merge revision ``source`` into branch ``into`` (default: the current branch).
 
@@ -630,11 +713,19 @@ class Repo(Resource):
         ``resolutions`` ({id: "ours" | "theirs" | "base" | "delete" | Node}) or a
         ``strategy`` ("ours" | "theirs") for every conflict.
 
+        Histories with no commit in common (another store's, an orphan branch's)
+        are refused, as git refuses them, unless ``allow_unrelated_histories``:
+        then each id is merged against an empty base. A branch with no commits
+        yet is not unrelated to anything: it fast-forwards.
+
         Raises:
             MergeConflict: resolutions name ids not in conflict, or leave some unresolved.
             NotFound: ``source`` or ``into`` does not exist.
+            InvalidInput: the histories are unrelated and ``allow_unrelated_histories`` is off.
         """
-        return self._branches.merge(source, into, resolutions, strategy, message, author)
+        return self._branches.merge(
+            source, into, resolutions, strategy, message, author, allow_unrelated_histories
+        )
 
     def is_ancestor(self, ancestor: Rev, descendant: Rev) -> bool:
         """Whether revision ``ancestor`` is reachable from ``descendant`` (or is it)."""
@@ -691,6 +782,7 @@ class Repo(Resource):
         allowed_for: str | None = None,
         max_sensitivity: str | None = None,
         verified_within: timedelta | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> list[Hit]:
         """Recall memories by words and meaning, from one snapshot only.
 
@@ -726,6 +818,9 @@ class Repo(Resource):
             verified_within: leave out memories last confirmed (written, or
                 verified with :meth:`verify`) longer ago than this before ``as_of``
                 (else now).
+            progress: called with (done, total) after each batch while the search
+                first indexes what was written since the last one (a writable
+                handle does; :meth:`pending_recall` says how much that is).
 
         Raises:
             InvalidInput: a bad argument; ``max_sensitivity`` not on the scale.
@@ -744,6 +839,7 @@ class Repo(Resource):
             scope=Scope(
                 allowed_for=allowed_for, max_sensitivity=max_sensitivity, verified_within=verified_within
             ),
+            progress=progress,
         )
 
     def context(
@@ -760,6 +856,7 @@ class Repo(Resource):
         allowed_for: str | None = None,
         max_sensitivity: str | None = None,
         verified_within: timedelta | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> Context:
         """The smallest cited context for ``query`` that fits ``budget_tokens``.
 
@@ -767,7 +864,8 @@ class Repo(Resource):
         no longer in force last, each with its id and hash; tokens are estimated as
         one per four characters. Hits and claim checks come from one snapshot.
         ``Context.render()`` gives the text to put in a prompt. ``allowed_for``,
-        ``max_sensitivity`` and ``verified_within`` filter as for :meth:`search`.
+        ``max_sensitivity``, ``verified_within`` and ``progress`` are as for
+        :meth:`search`.
         """
         return self._recall.context(
             query,
@@ -781,7 +879,19 @@ class Repo(Resource):
             scope=Scope(
                 allowed_for=allowed_for, max_sensitivity=max_sensitivity, verified_within=verified_within
             ),
+            progress=progress,
         )
+
+    def pending_recall(self) -> PendingRecall:
+        """What the next search or context does before it answers, and how much of it.
+
+        Commits only queue what they write; the first search after (on a writable
+        handle) indexes it and embeds new contents with this handle's embedder. After
+        a bulk load that can take minutes with a real model: a face can say so first,
+        and show progress with the search's ``progress=``. A read-only handle's
+        searches do none of it (the counts say what a writable one would do).
+        """
+        return self._recall.pending()
 
     def reads(self, run_id: str) -> list[ReadRecord]:
         """What searches and contexts recorded under ``run_id`` returned, oldest first."""
@@ -1000,6 +1110,7 @@ class Repo(Resource):
         strategy: MergeStrategy | None = None,
         message: str | None = None,
         author: str = DEFAULT_AUTHOR,
+        allow_unrelated_histories: bool = False,
     ) -> PullReport:
         """:meth:`fetch`, then :meth:`merge` ``REMOTE/BRANCH`` into the current branch.
 
@@ -1007,10 +1118,15 @@ class Repo(Resource):
         when it can; otherwise it is three-way, reports contradictions, and with
         conflicts writes nothing (``report.merge.conflicts``; the fetch stands):
         call again with ``resolutions`` or a ``strategy``, as for :meth:`merge`.
+        A remote branch with no commit in common with the current one (a
+        mistyped remote: another agent's whole memory) is refused unless
+        ``allow_unrelated_histories``; the current branch does not move, and
+        the fetch stands (its objects and ``REMOTE/BRANCH``), as git keeps it.
 
         Raises:
             NotFound: no such remote, or it has no such branch.
             MergeConflict: resolutions name ids not in conflict, or leave some unresolved.
+            InvalidInput: the histories are unrelated and ``allow_unrelated_histories`` is off.
         """
         return _remotes.pull(
             self.store,
@@ -1022,6 +1138,7 @@ class Repo(Resource):
             message=message,
             strategy=strategy,
             resolutions=resolutions,
+            allow_unrelated=allow_unrelated_histories,
         )
 
     def remote_branches(self, remote: str | None = None) -> list[tuple[str, Commit]]:

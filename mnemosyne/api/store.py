@@ -13,18 +13,19 @@ object store).
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal, NoReturn
 
 from mnemosyne.api._handle import Clock, Handle, Resource, read_clock, system_clock
-from mnemosyne.errors import InvalidInput, NotFound
+from mnemosyne.errors import InvalidInput, NotFound, StorageFull
 from mnemosyne.model.defaults import DEFAULT_AUTHOR
 from mnemosyne.model.reports import CompactReport, ExportReport, ImportReport, Remote
 from mnemosyne.store import remote_config, settings, tenancy
 from mnemosyne.store.kv.base import KV, WriteTxn
 from mnemosyne.store.kv.datafile import DATA_FILE, is_lmdb_file
-from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV
+from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV, discard_new_store
 from mnemosyne.store.kv.location import is_postgres_url, shown_url
 from mnemosyne.store.refs import REMOTE_PREFIX
 
@@ -115,6 +116,7 @@ class Store(Resource):
         Raises:
             InvalidInput: a store, or anything else, is already there.
             NotFound: a PostgreSQL server that cannot be reached, or has no such database.
+            StorageFull: the disk is full (nothing of the store is left behind).
         """
         url = postgres_url(location)
         if url is not None:
@@ -133,12 +135,19 @@ class Store(Resource):
                 )
             if any(where.iterdir()):
                 raise InvalidInput(f"{where} exists and is not empty")
+        made = not where.exists()
         try:
             where.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise StorageFull(f"cannot create {where}: the disk is full ({exc.strerror})") from None
             raise InvalidInput(f"cannot create {where}: {exc.strerror or exc}") from None
-        kv = LmdbKV(where, create=True, map_size=map_size, max_map_size=max_map_size, sync=sync)
-        return cls._initialised(kv, where, None)
+        try:
+            kv = LmdbKV(where, create=True, map_size=map_size, max_map_size=max_map_size, sync=sync)
+            return cls._initialised(kv, where, None)
+        except StorageFull:
+            discard_new_store(where, directory=made)  # a full disk leaves nothing half-made
+            raise
 
     @classmethod
     def _initialised(cls, kv: KV, where: Path | None, url: str | None) -> Store:
@@ -391,6 +400,18 @@ class Store(Resource):
                 for name, where in remote_config.every(txn)
             ]
 
+    @property
+    def unfinished_clone(self) -> str | None:
+        """What the clone making this store was asked for, while it is unfinished; else None.
+
+        A clone killed part-way leaves its store marked until the same clone,
+        run again, finishes it (``fsck`` reports the mark as a problem). The text
+        names the source (a URL without its password) and the tenants asked for.
+        """
+        with self._kv.read() as txn:
+            found = remote_config.unfinished_clone(txn)
+        return found.described() if found is not None else None
+
     def remote_location(self, name: str) -> str:
         """Where remote ``name`` is, as kept (a URL with any password: for opening it, not showing).
 
@@ -449,10 +470,13 @@ class Store(Resource):
         """Rewrite the store file from its live records only, so erased bytes leave the disk.
 
         Needs the store to itself: no other handle on it in this process, no
-        other process.
+        other process; and room on its disk for the new copy, which is built
+        beside the old one before it replaces it.
 
         Raises:
             InvalidInput: another handle or process has the store open, or it is read-only.
+            StorageFull: the disk has no room for the new copy (the store is unchanged,
+                and no part of the copy is left).
         """
         before, after = self._kv.compact()
         return CompactReport(file_bytes_before=before, file_bytes_after=after)

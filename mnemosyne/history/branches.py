@@ -155,8 +155,14 @@ def merge(
     message: str | None,
     author: str,
     now: datetime,
+    allow_unrelated: bool = False,
 ) -> MergeResult:
-    """Merge revision ``source`` into branch ``into`` (three-way, per id)."""
+    """Merge revision ``source`` into branch ``into`` (three-way, per id).
+
+    Histories with no commit in common are refused unless ``allow_unrelated``
+    (as git refuses them): merging a whole other memory is rarely what was meant.
+    A branch with no commits yet is not unrelated: it fast-forwards.
+    """
     txn = view.txn
     ref = BRANCH_PREFIX + into
     ours = view.refs.read(txn, ref)
@@ -205,6 +211,11 @@ def merge(
     ours_obj = view.commit(ours)
     theirs_obj = view.commit(theirs)
     bases = merge_bases(view, ours, theirs)
+    if not bases and not allow_unrelated:
+        raise InvalidInput(
+            f"refusing to merge unrelated histories: {name} and {into} have no commit in common; "
+            "merge them anyway with --allow-unrelated-histories (allow_unrelated_histories=True)"
+        )
     base_tree = _virtual_base(view, bases) if bases else view.empty_tree()
     plan = three_way(
         view, base_tree, ours_obj.tree, theirs_obj.tree, theirs_obj.record_time > ours_obj.record_time

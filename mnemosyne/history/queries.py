@@ -16,7 +16,7 @@ from mnemosyne.history import walk
 from mnemosyne.index.confirmed import confirmed_at, verifications
 from mnemosyne.index.view import View
 from mnemosyne.model.objects import Claim, Commit, ContradictionObject, Node
-from mnemosyne.model.results import Contradiction, Fact, Status, Version
+from mnemosyne.model.results import Contradiction, Fact, Status, TimelineChange, Version
 
 
 def expired(node: Node, now: datetime) -> bool:
@@ -252,4 +252,61 @@ def timeline(view: View, tip: bytes, subject: str, predicate: str, now: datetime
         )
         out.append(fact)
         previous = fact
+    return out
+
+
+def timeline_history(
+    open_view: walk.OpenView, tip: bytes, subject: str, predicate: str, now: datetime, limit: int | None
+) -> list[TimelineChange]:
+    """The commits of ``tip``'s first-parent line where one attribute's claims changed, oldest first.
+
+    A commit counts when the claims on the attribute (ids and versions, as its
+    claim tree holds them) differ from its first parent's, so a merge counts for
+    the claims it brought in, and commits that reached the branch by a
+    fast-forward or a clone count where they were made. Each comes with its
+    timeline (expiry judged at ``now``) and the open contradictions on the
+    attribute. With ``limit``, the newest ``limit`` only: the walk stops there.
+    The walk reads a batch of commits per short read transaction.
+    """
+    from mnemosyne.index import claims
+
+    prefix = claims.attribute_prefix(subject, predicate)
+
+    def on_attribute(view: View, root: bytes) -> list[tuple[str, bytes]]:
+        return list(view.tree.items(root, prefix=prefix)) if root else []
+
+    changed: list[bytes] = []  # newest first
+    oid: bytes | None = tip
+    with open_view() as view:
+        entry = view.graph.entry(view.txn, tip)
+        mine = on_attribute(view, entry.claims)
+    while oid is not None and (limit is None or len(changed) < limit):
+        with open_view() as view:
+            for _ in range(walk.BATCH):
+                parent = entry.parents[0] if entry.parents else None
+                before = view.graph.entry(view.txn, parent) if parent is not None else None
+                root = before.claims if before is not None else b""
+                # Most commits leave every claim alone: the same root, nothing to read.
+                theirs = mine if root == entry.claims else on_attribute(view, root)
+                if theirs != mine:
+                    changed.append(oid)
+                if parent is None or before is None or (limit is not None and len(changed) >= limit):
+                    oid = None
+                    break
+                oid, entry, mine = parent, before, theirs
+    out: list[TimelineChange] = []
+    with open_view() as view:
+        for commit in reversed(changed):
+            found = [
+                c
+                for c in open_contradictions(view, commit)
+                if (c.subject, c.predicate) == (subject, predicate)
+            ]
+            out.append(
+                TimelineChange(
+                    commit=Commit.from_object(commit, view.commit(commit)),
+                    timeline=timeline(view, commit, subject, predicate, now),
+                    contradictions=found,
+                )
+            )
     return out

@@ -94,11 +94,13 @@ def origin(view: View, node_id: str, commit: bytes, value: bytes | None) -> byte
     return commit
 
 
-def nodes(open_view: OpenView, root: bytes | None, prefix: str) -> Iterator[Node]:
-    """Yield the nodes of tree ``root`` under ``prefix`` in id order, a batch per read."""
+def nodes(open_view: OpenView, root: bytes | None, prefix: str, after: str | None = None) -> Iterator[Node]:
+    """Yield the nodes of tree ``root`` under ``prefix`` in id order, a batch per read.
+
+    With ``after``, only the ids that sort after it (the next page of a listing).
+    """
     if root is None:
         return
-    after: str | None = None
     while True:
         batch: list[Node] = []
         with open_view() as view:

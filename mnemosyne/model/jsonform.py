@@ -8,9 +8,11 @@ its fields. Every face (the command line's ``--json``, MCP, LangGraph, the
 viewer) prints these forms, so a program learns one shape per result.
 
 Input: node JSON is read strictly. A key given twice in one object, ``NaN`` and
-``Infinity`` are refused rather than guessed at; unknown fields are refused; an
-omitted or null ``id`` is generated at commit, an empty one refused; a ``hash``,
-when given, must be the hash of the node described (with its id).
+``Infinity`` are refused rather than guessed at, and so is an integer of more
+than 20 digits (no 64-bit integer has more), unconverted, naming where it sits;
+unknown fields are refused; an omitted or null ``id`` is generated at commit, an
+empty one refused; a ``hash``, when given, must be the hash of the node described
+(with its id).
 """
 
 from __future__ import annotations
@@ -126,6 +128,14 @@ class _Refused(Exception):
     """Raised inside the decoder's hooks; reported with the line of the value."""
 
 
+class _NotJson(_Refused):
+    """``NaN`` or ``Infinity``: Python's reader takes them, JSON has no such values."""
+
+
+class _Malformed(InvalidInput):
+    """Text that is not JSON at all (as opposed to JSON that is refused): see :func:`json_or_text`."""
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """Build an object, refusing a key given twice (Python's json would keep the last)."""
     built: dict[str, Any] = {}
@@ -137,7 +147,40 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _no_constant(name: str) -> Any:
-    raise _Refused(f"{name} is not JSON (NaN and Infinity are refused)")
+    raise _NotJson(f"{name} is not JSON (NaN and Infinity are refused)")
+
+
+_LONGEST_INT = 20
+"""Digits of the longest 64-bit integer (2**64 - 1): no number stored can have more."""
+
+
+class _TooLong:
+    """Stands in for an integer literal of more than :data:`_LONGEST_INT` digits.
+
+    Converting it could only fail (Python refuses more than 4,300 digits, and no
+    object holds more than 64 bits), so it is not converted: the reader finds
+    where it sits and refuses the value, naming that place.
+    """
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+
+def _too_long(value: Any) -> tuple[str, int] | None:
+    """Where the first too-long integer sits in ``value`` (``content.readings[2]``), and its digits."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:  # depth-first, in document order; a loop, as the value may be deeply nested
+        path, item = stack.pop()
+        if isinstance(item, _TooLong):
+            return path, item.digits
+        if isinstance(item, dict):
+            children = [(f"{path}.{key}" if path else key, child) for key, child in item.items()]
+        elif isinstance(item, list):
+            children = [(f"{path}[{index}]", child) for index, child in enumerate(item)]
+        else:
+            continue
+        stack.extend(reversed(children))
+    return None
 
 
 def json_values(text: str, source: str) -> list[tuple[int, Any]]:
@@ -147,9 +190,31 @@ def json_values(text: str, source: str) -> list[tuple[int, Any]]:
 
     Raises:
         InvalidInput: malformed JSON (naming the line and column), a key given
-            twice, ``NaN`` or ``Infinity``.
+            twice, ``NaN`` or ``Infinity``, an integer of more digits than any
+            64-bit integer has (naming its line and its place in the value).
     """
-    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    return _read_values(text, source, lines=True)
+
+
+def _read_values(text: str, source: str, *, lines: bool) -> list[tuple[int, Any]]:
+    """:func:`json_values`; without ``lines``, messages name no line (the text is one option)."""
+
+    def at(line: int) -> str:
+        return f" at line {line}" if lines else ""
+
+    too_long = 0
+
+    def parse_int(literal: str) -> int | _TooLong:
+        nonlocal too_long
+        digits = len(literal) - literal.startswith("-")
+        if digits <= _LONGEST_INT:
+            return int(literal)
+        too_long += 1
+        return _TooLong(digits)
+
+    decoder = json.JSONDecoder(
+        object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_int=parse_int
+    )
     values: list[tuple[int, Any]] = []
     position, line, counted = 0, 1, 0
     while True:
@@ -163,14 +228,47 @@ def json_values(text: str, source: str) -> list[tuple[int, Any]]:
             value, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError as exc:
             reason = exc.msg.removesuffix(" at")  # "Invalid control character at"
-            raise InvalidInput(
+            raise _Malformed(
                 f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {reason}"
             ) from None
         except _Refused as exc:
-            raise InvalidInput(f"{source}: invalid JSON in the value at line {line}: {exc}") from None
+            refused = _Malformed if isinstance(exc, _NotJson) else InvalidInput
+            raise refused(f"{source}: invalid JSON in the value{at(line)}: {exc}") from None
         except RecursionError:
-            raise InvalidInput(f"{source}: the value at line {line} is nested too deeply") from None
+            raise InvalidInput(f"{source}: the value{at(line)} is nested too deeply") from None
+        found = _too_long(value) if too_long else None  # looked for only when one was read
+        if found is not None:
+            path, digits = found
+            where = f"{source} line {line}" if lines else source
+            raise InvalidInput(
+                f"{where}: {path + ': ' if path else ''}an integer of {digits:,} digits "
+                "is outside the 64-bit range"
+            )
         values.append((line, value))
+
+
+def json_or_text(text: str, what: str) -> Any:
+    """The JSON value ``text`` spells, else ``text`` itself: how a ``KEY=VALUE`` option reads VALUE.
+
+    ``de`` is the text ``"de"``, ``3`` the number, ``"3"`` the text ``"3"``,
+    ``NaN`` the text (it is not JSON). JSON that no memory could hold is refused
+    rather than taken for text.
+
+    Args:
+        text: the value as given.
+        what: how errors name it (``--meta lang``).
+
+    Raises:
+        InvalidInput: naming ``what``: an integer of more digits than any 64-bit
+            integer has, a key given twice, a value nested too deeply.
+    """
+    try:
+        values = _read_values(text, what, lines=False)
+    except _Malformed:
+        return text
+    if len(values) != 1:
+        return text
+    return values[0][1]
 
 
 def read_nodes(text: str, source: str) -> list[Node]:

@@ -137,7 +137,8 @@ class Claim(
         if self.confidence is not None:
             if isinstance(self.confidence, bool) or not isinstance(self.confidence, int | float):
                 raise InvalidInput("claim confidence must be a number")
-            if not 0.0 <= float(self.confidence) <= 1.0:
+            # Compared as given: float() of an integer too large for a float raises OverflowError.
+            if not 0.0 <= self.confidence <= 1.0:
                 raise InvalidInput("claim confidence must be between 0 and 1")
             # One spelling per value: an int would encode differently from the float it decodes to.
             _set(self, "confidence", float(self.confidence))
@@ -210,7 +211,8 @@ class Node(msgspec.Struct, frozen=True, array_like=True, tag="node@1", kw_only=T
                 raise InvalidInput("content is a Claim: give the node kind='claim'")
             check_json(self.content, "content")
         else:
-            raise InvalidInput(f"kind must be 'note' or 'claim', not {self.kind!r}")
+            shown = repr(self.kind) if isinstance(self.kind, str) else type(self.kind).__name__
+            raise InvalidInput(f"kind must be 'note' or 'claim', not {shown}")
         if not isinstance(self.provenance, Provenance):
             raise InvalidInput("provenance must be a Provenance")
         _set(self, "event_time", utc(self.event_time, "event_time"))

@@ -235,6 +235,23 @@ class Contradiction(msgspec.Struct, frozen=True):
     record: str | None = None
 
 
+class TimelineChange(msgspec.Struct, frozen=True, kw_only=True):
+    """One commit of a branch's history where a (subject, predicate) timeline changed.
+
+    Attributes:
+        commit: the commit on the branch's first-parent line whose claims on the
+            attribute differ from its first parent's: one that wrote, corrected
+            or removed a claim, or a merge that brought claims in.
+        timeline: the timeline there, as ``Repo.timeline(..., at=commit)`` gives it.
+        contradictions: the contradictions on the attribute still open there
+            (both claims stand, so both are in ``timeline``).
+    """
+
+    commit: Commit
+    timeline: list[Fact]
+    contradictions: list[Contradiction]
+
+
 class MergeResult(msgspec.Struct, frozen=True, kw_only=True):
     """The outcome of :meth:`Repo.merge`.
 
@@ -346,3 +363,32 @@ class ReadRecord(msgspec.Struct, frozen=True, kw_only=True):
     query: str
     ids: list[str]
     hashes: list[str]
+
+
+class PendingRecall(msgspec.Struct, frozen=True, kw_only=True):
+    """What the next search or context on a writable handle does before it answers.
+
+    A commit only queues the versions it writes; the first search after catches
+    the recall indexes up (see :meth:`Repo.pending_recall`, :meth:`Repo.catch_up_recall`).
+
+    Attributes:
+        versions: node versions to index: those written since the indexes last
+            caught up, or every stored one when ``rebuild``.
+        embeddings: versions whose contents are to be embedded, at most (a content
+            embedded already is skipped): those of ``versions``, and every version
+            indexed before when the embedder's model is new to the tenant. 0
+            without an embedder.
+        model: the id of the model that embeds them, or None (no embedder).
+        rebuild: the recall index was written by an older version: it is built
+            again from every stored version.
+    """
+
+    versions: int = 0
+    embeddings: int = 0
+    model: str | None = None
+    rebuild: bool = False
+
+    @property
+    def total(self) -> int:
+        """How many versions the catch-up goes through: what its progress counts up to."""
+        return max(self.versions, self.embeddings)

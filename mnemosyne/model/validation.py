@@ -107,7 +107,7 @@ def check_json(value: Any, what: str, depth: int = 0) -> None:
         return
     if isinstance(value, int):
         if not _INT_MIN <= value <= _INT_MAX:
-            raise InvalidInput(f"{what}: integer {value} is outside the 64-bit range")
+            raise InvalidInput(f"{what}: {shown_int(value)} is outside the 64-bit range")
         return
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -127,6 +127,31 @@ def check_json(value: Any, what: str, depth: int = 0) -> None:
             check_json(item, what, depth + 1)
         return
     raise InvalidInput(f"{what}: {type(value).__name__} is not a JSON value")
+
+
+SHOWN_DIGITS = 30
+"""Longest integer an error message spells out; a longer one is given by its number of digits."""
+
+
+def shown_int(value: int) -> str:
+    """An integer as an error message names it: ``integer 123``, or ``an integer of 100,000 digits``.
+
+    Python refuses to spell out an integer of more than 4,300 digits (a
+    ``ValueError``), and a message that quotes thousands of digits says less than
+    their count.
+    """
+    digits = int_digits(value)
+    return f"integer {value}" if digits <= SHOWN_DIGITS else f"an integer of {digits:,} digits"
+
+
+def int_digits(value: int) -> int:
+    """How many decimal digits ``value`` has (without its sign), counted without spelling it out."""
+    size = abs(value)
+    # A lower bound from the bit length (one less for float rounding), then counted up exactly.
+    digits = max(1, int((size.bit_length() - 1) * math.log10(2)) - 1)
+    while 10**digits <= size:
+        digits += 1
+    return digits
 
 
 def check_policy_meta(meta: dict[str, Any] | None, node_id: str) -> None:

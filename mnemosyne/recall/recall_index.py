@@ -15,7 +15,7 @@ or erasure; until then read-only handles refuse to search it rather than misread
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from mnemosyne.index.recall_queue import RecallQueue
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model import codec
 from mnemosyne.model.objects import Node, decode_object
+from mnemosyne.model.results import PendingRecall
 from mnemosyne.recall.embedders import Embedder
 from mnemosyne.recall.postings import Postings, Writer, bulk
 from mnemosyne.recall.text import content_hash, text_of
@@ -107,6 +108,22 @@ class RecallIndex:
         if embedder is None or self.vectors.has_model(txn, embedder.model_id):
             return False
         return self.postings.any_document(txn)
+
+    def pending(self, view: View, embedder: Embedder | None) -> PendingRecall:
+        """What :func:`catch_up` would do now: how many versions it indexes and embeds, at most."""
+        txn = view.txn
+        model = embedder.model_id if embedder is not None else None
+        if not self.format_current(txn):
+            # Counted by kind tag alone, as a rebuild counts them: decoding every node is the work itself.
+            stored = sum(data[1:8] == codec.NODE_TAG for _, data in view.objects.scan(txn))
+            return PendingRecall(
+                versions=stored, embeddings=stored if model else 0, model=model, rebuild=True
+            )
+        queued = len(self.queue.queued(txn))
+        if model is None:
+            return PendingRecall(versions=queued)
+        earlier = 0 if self.vectors.has_model(txn, model) else sum(1 for _ in self.postings.documents(txn))
+        return PendingRecall(versions=queued, embeddings=queued + earlier, model=model)
 
     def clear(self, txn: WriteTxn, vectors: bool, rebuilding: bool = False) -> int:
         """Drop the derived recall entries of the tenant (and its vectors, when asked).
@@ -225,22 +242,36 @@ class FreshVectors:
 
 
 @bulk()
-def catch_up(view: WriteView, embedder: Embedder | None) -> int:
+def catch_up(
+    view: WriteView, embedder: Embedder | None, progress: Callable[[int, int], None] | None = None
+) -> int:
     """Index every queued node version and embed contents that lack a vector.
 
-    ``embedder`` embeds new contents (None: postings only). Returns how many node
-    versions were indexed.
+    ``embedder`` embeds new contents (None: postings only). ``progress`` is called
+    with (done, total) after each batch: versions gone through, of how many
+    (:attr:`PendingRecall.total`). Returns how many node versions were indexed.
     """
     txn, batch = view.txn, BATCH
     index = RecallIndex(view.stores.scope)
     if not index.format_current(txn):
         index.requeue(view)
     index.layout.stamp(txn)
+    earlier: list[bytes] = []
     if embedder is not None and not index.vectors.has_model(txn, embedder.model_id):
         # A model new to this tenant: embed what was indexed before it came.
-        embed(txn, index, embedder, [node for _, node in _indexed(view, index.postings)], batch)
+        index.vectors.set_model(txn, embedder.model_id, embedder.dim)
+        earlier = list(index.postings.documents(txn))
     pending = index.queue.queued(txn)
     index.queue.clear(txn)  # all taken: the transaction writes every one of them or nothing
+    total, done = len(earlier) + len(pending), 0
+    for start in range(0, len(earlier), batch):
+        assert embedder is not None  # earlier is empty without one
+        embed(
+            txn, index, embedder, [node for _, node in _readable(view, earlier[start : start + batch])], batch
+        )
+        done += len(earlier[start : start + batch])
+        if progress is not None:
+            progress(done, total)
     writer = index.postings.writer(txn)
     count = 0
     for start in range(0, len(pending), batch):
@@ -254,13 +285,16 @@ def catch_up(view: WriteView, embedder: Embedder | None) -> int:
                 continue  # erased or collected since it was queued
         index_nodes(txn, index, writer, embedder, fresh, batch)
         count += len(fresh)
+        done += len(pending[start : start + batch])
+        if progress is not None:
+            progress(done, total)
     writer.close()
     return count
 
 
-def _indexed(view: View, postings: Postings) -> Iterator[tuple[bytes, Node]]:
-    """Every indexed node version that can still be read."""
-    for oid in postings.documents(view.txn):
+def _readable(view: View, oids: list[bytes]) -> Iterator[tuple[bytes, Node]]:
+    """Those of the node versions ``oids`` that can still be read."""
+    for oid in oids:
         try:
             yield oid, view.node(oid)
         except NotFound:

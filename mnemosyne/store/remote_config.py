@@ -6,6 +6,11 @@ location as :meth:`mnemosyne.Store.open` takes it: an absolute directory path,
 or a URL (``postgresql://…``). What was fetched lands per tenant in
 remote-tracking refs (``refs/remotes/<name>/<branch>``), owned by
 :class:`~mnemosyne.store.refs.RefStore`.
+
+A store that a clone is still making carries a record of that clone
+(``meta`` · ``clone-unfinished``: :class:`UnfinishedClone`) from its first
+write until its last, so a clone killed part-way is known as unfinished:
+``fsck`` reports it, and the same clone run again finishes it.
 """
 
 from __future__ import annotations
@@ -15,12 +20,39 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
+
 from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, NotFound
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
 from mnemosyne.store.kv.location import is_postgres_url, shown_url
 
 _PREFIX = b"remote/"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
+_CLONE_KEY = b"clone-unfinished"  # outside the remote/ prefix: never listed as a remote
+
+
+class UnfinishedClone(msgspec.Struct, frozen=True, kw_only=True):
+    """The clone making this store, until it finishes: what it was asked for.
+
+    Attributes:
+        source: the store cloned, as its location was given (a URL as given,
+            a path made absolute), or ``Store.where`` of a store passed open.
+        tenant: the tenant asked for.
+        all_tenants: whether every tenant was asked for.
+    """
+
+    source: str
+    tenant: str
+    all_tenants: bool
+
+    def described(self) -> str:
+        """How messages name what the clone was asked for (a URL without its password)."""
+        which = "every tenant" if self.all_tenants else f"tenant {self.tenant!r}"
+        return f"{shown(self.source)} ({which})"
+
+
+_clone_encoder = msgspec.msgpack.Encoder()
+_clone_decoder = msgspec.msgpack.Decoder(UnfinishedClone)
 
 
 def check_remote_name(name: str) -> str:
@@ -149,3 +181,28 @@ def _text(raw: bytes) -> str:
         return raw.decode()
     except UnicodeDecodeError:
         raise CorruptObject(f"a remote record is damaged ({raw!r}); the store file is damaged") from None
+
+
+def begin_clone(txn: WriteTxn, clone: UnfinishedClone) -> None:
+    """Record that ``clone`` is making this store (until :func:`finish_clone`)."""
+    txn.put(Space.META, _CLONE_KEY, _clone_encoder.encode(clone))
+
+
+def unfinished_clone(txn: ReadTxn) -> UnfinishedClone | None:
+    """The clone still making this store, or None (no clone made it, or it finished).
+
+    Raises:
+        CorruptObject: the record cannot be read.
+    """
+    raw = txn.get(Space.META, _CLONE_KEY)
+    if raw is None:
+        return None
+    try:
+        return _clone_decoder.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        raise CorruptObject("the record of an unfinished clone is damaged (the store file is)") from None
+
+
+def finish_clone(txn: WriteTxn) -> None:
+    """Forget the record of the clone making this store: it is finished."""
+    txn.delete(Space.META, _CLONE_KEY)

@@ -19,11 +19,11 @@ from typing import Any, ClassVar, TypeVar, cast
 import lmdb
 
 from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, StorageFull
-from mnemosyne.store.kv import lmdb_rewrite
+from mnemosyne.store.kv import lmdb_rewrite, lmdb_space
 from mnemosyne.store.kv.base import Space, WriteTxn, prefix_end
-from mnemosyne.store.kv.datafile import check_data_file
+from mnemosyne.store.kv.datafile import DATA_FILE, check_data_file
 from mnemosyne.store.kv.lmdb_gate import Gate
-from mnemosyne.store.kv.store_lock import StoreLock
+from mnemosyne.store.kv.store_lock import LOCK_NAME, StoreLock
 
 T = TypeVar("T")
 
@@ -41,12 +41,6 @@ def _is_unwritable(exc: BaseException) -> bool:
         "Permission denied" in text
         or "Read-only file system" in text
         or (isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM))
-    )
-
-
-def _is_disk_full(exc: BaseException) -> bool:
-    return (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)) or (
-        "No space left" in str(exc)
     )
 
 
@@ -69,6 +63,21 @@ def damaged(path: str, exc: BaseException) -> CorruptObject:
         f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}); export what still reads "
         "('mnemo export'), or restore from a backup"
     )
+
+
+def discard_new_store(path: str | os.PathLike[str], *, directory: bool) -> None:
+    """Remove what a store creation that failed (a full disk) made at ``path``.
+
+    Its files go (the data file, LMDB's lock file, the store lock), and the
+    directory too when ``directory`` (the creation made it) and nothing else is
+    in it; so a new ``init`` there finds nothing half-made.
+    """
+    for name in (DATA_FILE, lmdb_space.LOCK_FILE, LOCK_NAME):
+        with suppress(FileNotFoundError):
+            os.remove(os.path.join(path, name))
+    if directory:
+        with suppress(OSError):  # not empty: something else is there, kept
+            os.rmdir(path)
 
 
 class _Reading:
@@ -210,15 +219,23 @@ class _Shared:
             if self.lock is not None:
                 self.lock.close()
             raise
-        if self.locked:
-            # Free reader slots left by processes that died mid-read: stale ones would
-            # pin old pages (the file grows) and count against max_readers.
-            self.env.reader_check()
-        self.map_size: int = self.env.info()["map_size"]
         self.dbs: dict[Space, Any] = {}
-        self._open_dbs()
+        try:
+            if self.locked:
+                # Free reader slots left by processes that died mid-read: stale ones would
+                # pin old pages (the file grows) and count against max_readers.
+                self.env.reader_check()
+            self.map_size: int = self.env.info()["map_size"]
+            self._open_dbs()  # writes on a new store: a full disk fails here
+        except BaseException:
+            self.env.close()
+            if self.lock is not None:
+                self.lock.close()
+            raise
 
     def _open_env(self, map_size: int) -> lmdb.Environment:
+        # Before LMDB maps its lock file: on a full disk, a hole in it is SIGBUS.
+        lmdb_space.make_lock_file(self.path, _MAX_READERS)
         try:
             return self._lmdb_open(map_size, self.locked)
         except lmdb.Error as exc:
@@ -241,7 +258,7 @@ class _Shared:
             readonly=self.readonly,
             map_size=map_size,
             max_dbs=_MAX_DBS,
-            max_readers=512,
+            max_readers=_MAX_READERS,
             readahead=False,
             sync=self.sync,
             metasync=self.sync,
@@ -283,26 +300,23 @@ class _Shared:
 
     def _compact_alone(self, data: str) -> tuple[int, int]:
         """Rewrite and swap the data file; the store is this handle's alone."""
+        known = {space.value.encode(): db for space, db in self.dbs.items()}
         try:
             lmdb_rewrite.remove_stale_scratch(self.path)  # left by a compaction that was killed
             before = os.stat(data)
+            needed = lmdb_rewrite.least_bytes(self.env, known)
+            lmdb_space.check_room(self.path, needed, "compaction (a new copy of the live records)")
             scratch = lmdb_rewrite.scratch_directory(self.path)
-        except OSError as exc:
-            raise MnemoError(f"compaction failed, the store is unchanged: {exc}") from None
+        except (lmdb.Error, OSError) as exc:
+            raise self._compaction_failed(exc) from None
         closed = False
         try:
             try:
-                known = {space.value.encode(): db for space, db in self.dbs.items()}
                 lmdb_rewrite.rewrite_into(self.env, known, scratch, self.map_size, _MAX_DBS)
                 fresh = os.path.join(scratch, "data.mdb")
                 lmdb_rewrite.copy_owner_and_mode(before, fresh)
             except (lmdb.Error, OSError) as exc:
-                if _is_disk_full(exc):
-                    raise StorageFull(
-                        f"the disk is full: compaction needs room for a second copy ({exc}); "
-                        "the store is unchanged"
-                    ) from None
-                raise MnemoError(f"compaction failed, the store is unchanged: {exc}") from None
+                raise self._compaction_failed(exc) from None
             self.env.close()
             closed = True
             try:
@@ -322,11 +336,20 @@ class _Shared:
             if closed:  # LMDB forbids a second environment on a path in one process
                 self._reopen()
 
+    def _compaction_failed(self, exc: lmdb.Error | OSError) -> MnemoError:
+        """The error for a compaction that failed before the swap (its scratch copy is removed)."""
+        if lmdb_space.is_disk_full(exc, self.path):
+            return StorageFull(
+                f"{lmdb_space.full_message(self.path, exc)}: compaction needs room for a second copy "
+                "of the live records; the store is unchanged"
+            )
+        return MnemoError(f"compaction failed, the store is unchanged: {exc}")
+
     def _reopen(self) -> None:
         try:
             self.env = self._open_env(self.map_size)
             self._open_dbs()
-        except (lmdb.Error, OSError) as exc:
+        except (lmdb.Error, OSError, MnemoError) as exc:
             self.broken = f"the store could not be reopened after compaction ({exc}); open it again"
             raise MnemoError(self.broken) from None
 
@@ -393,6 +416,9 @@ os.register_at_fork(after_in_child=_forget_parent_stores)
 _MAX_DBS = 64
 """Named databases an environment may open: the keyspaces, and room for more."""
 
+_MAX_READERS = 512
+"""Read transactions open at once across every process of a store (slots of LMDB's lock file)."""
+
 
 class LmdbKV:
     """Keyspaces in one LMDB environment: the store directory's ``data.mdb``.
@@ -429,6 +455,10 @@ class LmdbKV:
                 except (*_DAMAGE, lmdb.VersionMismatchError) as exc:
                     raise damaged(real, exc) from None
                 except lmdb.Error as exc:
+                    if not readonly and lmdb_space.is_disk_full(exc, real):
+                        raise StorageFull(
+                            f"{lmdb_space.full_message(real, exc)}; cannot open the store for writing"
+                        ) from None
                     if not readonly and _is_unwritable(exc):
                         raise InvalidInput(
                             f"cannot open the store at {real} for writing ({str(exc).splitlines()[0]}); "
@@ -483,14 +513,13 @@ class LmdbKV:
                 shared.grow(size)
             except _DAMAGE as exc:
                 raise damaged(shared.path, exc) from None
-            except lmdb.Error as exc:
-                if _is_disk_full(exc):
-                    raise StorageFull(f"the disk is full; nothing was written ({exc})") from None
+            except (lmdb.Error, OSError) as exc:
+                if lmdb_space.is_disk_full(exc, shared.path):
+                    message = lmdb_space.full_message(shared.path, exc)
+                    raise StorageFull(f"{message}; nothing was written") from None
+                if isinstance(exc, OSError):
+                    raise
                 raise MnemoError(f"storage error: {exc}") from None
-            except OSError as exc:
-                if _is_disk_full(exc):
-                    raise StorageFull(f"the disk is full; nothing was written ({exc})") from None
-                raise
 
     def begin_read(self, shared: _Shared) -> lmdb.Transaction:
         """A read transaction on ``shared`` (the caller holds a slot of its gate)."""

@@ -59,10 +59,13 @@ def rewrite_into(
         sync=True,
         metasync=True,
         meminit=True,
+        # The new file is this process's alone until it is swapped in: no readers to
+        # track, and no lock file, whose unallocated pages are SIGBUS on a full disk.
+        lock=False,
     )
     try:
-        names = _database_names(env)
-        handles = {name: known.get(name) or _open_unknown(env, name) for name in names}
+        handles = _handles(env, known)
+        names = list(handles)
         with env.begin() as source:
             for name in names:
                 db = target.open_db(name, create=True)
@@ -80,6 +83,19 @@ def rewrite_into(
         target.close()
 
 
+def least_bytes(env: lmdb.Environment, known: dict[bytes, Any]) -> int:
+    """Bytes the new file needs at the least: what a rewrite cannot pack tighter.
+
+    Large values keep their overflow pages; a leaf page is never less than a
+    quarter full in LMDB (emptier ones are merged), so its records need at least
+    a quarter page; branch pages and the free-page list come on top.
+    """
+    with env.begin() as txn:
+        pages = [txn.stat(db) for db in _handles(env, known).values()]
+    size = int(env.stat()["psize"])
+    return sum(page["overflow_pages"] * size + page["leaf_pages"] * size // 4 for page in pages)
+
+
 def copy_owner_and_mode(before: os.stat_result, path: str) -> None:
     """Give the new file the old one's permissions (and owner, where allowed)."""
     os.chmod(path, before.st_mode & 0o7777)
@@ -94,6 +110,11 @@ def sync_directory(path: str) -> None:
         os.fsync(handle)
     finally:
         os.close(handle)
+
+
+def _handles(env: lmdb.Environment, known: dict[bytes, Any]) -> dict[bytes, Any]:
+    """Every named database of the file (name → handle), in name order."""
+    return {name: known.get(name) or _open_unknown(env, name) for name in _database_names(env)}
 
 
 def _database_names(env: lmdb.Environment) -> list[bytes]:
