@@ -9,12 +9,9 @@ what a person sees. Without a browser they skip, or fail when env CI is set.
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 import shutil
 import signal
-import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -22,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from components import need_module, unavailable
+from support.components import need_module, unavailable
+from support.viewer_server import serve as _serve
 
 from mnemosyne import Claim, Node, Provenance, Repo, Store
 
@@ -62,7 +60,7 @@ def _demo() -> Any:
 
 
 def _passport_claims(path: Path) -> dict[str, str]:
-    """The valid-time story of docs/time-and-claims.md in tenant acme: e1, e2 (replaces e1), then the late letter e0."""
+    """The valid-time story of docs/time-and-claims.md, tenant acme: e1, e2 replacing it, late letter e0."""
     clock = Clock("2026-06-01T09:30")
 
     def claim(event: str, value: str, valid_from: str, source: str) -> Node:
@@ -143,7 +141,7 @@ def _lab(path: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The demo's store (`make demo`), plus tenants acme (the passport claims of docs/time-and-claims.md) and lab."""
+    """The demo's store (`make demo`), plus tenants acme (docs/time-and-claims.md's claims) and lab."""
     path = tmp_path_factory.mktemp("viewer") / "demo.mnemo"
     demo = _demo()
     demo.STORE = path
@@ -434,20 +432,7 @@ def test_localhost_with_the_port_is_served(client):
 # -- the command --------------------------------------------------------------------------
 
 
-def _serve(path: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "MNEMO_EMBEDDER": "none"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mnemo_cli", "--repo", str(path), "ui", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert process.stdout is not None
-    url = process.stdout.readline().strip()
-    return process, url
-
-
+@pytest.mark.slow
 def test_mnemo_ui_serves_on_loopback_and_ctrl_c_ends_it_quietly(store):
     process, url = _serve(store["path"])
     try:
@@ -512,6 +497,7 @@ def page(browser: Any, served: str) -> Iterator[Any]:
     assert requests and all(url.startswith(served + "/") for url in requests), requests
 
 
+@pytest.mark.slow
 def test_browser_log_to_commit_to_memory_blame_and_history(page, served):
     page.goto(served + "/")
     assert page.locator("h1").inner_text() == "Log of main"
@@ -534,6 +520,7 @@ def test_browser_log_to_commit_to_memory_blame_and_history(page, served):
     assert statuses == ["current", "superseded"]
 
 
+@pytest.mark.slow
 def test_browser_erased_memory_shows_who_when_why_never_its_bytes(page, served):
     page.goto(served + "/node/users/mira/passport_number")
     body = page.locator("body").inner_text()
@@ -542,6 +529,7 @@ def test_browser_erased_memory_shows_who_when_why_never_its_bytes(page, served):
     assert PASSPORT_NUMBER not in page.content()
 
 
+@pytest.mark.slow
 def test_browser_passport_deadline_chart(page, served):
     page.goto(served + "/")
     page.get_by_role("link", name="acme", exact=True).click()
@@ -567,6 +555,7 @@ def test_browser_passport_deadline_chart(page, served):
     assert chart.locator("rect.as-of-row").count() == 1
 
 
+@pytest.mark.slow
 def test_browser_memory_holding_html_shows_it_as_text(page, served):
     page.goto(served + "/node/x/html?tenant=lab")
     assert page.locator("pre.content").inner_text() == HOSTILE

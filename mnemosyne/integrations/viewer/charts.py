@@ -7,11 +7,12 @@ reads the store: the pages hand over commits and timelines they already have.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
-from mnemosyne import Commit, Fact
+from mnemosyne import Commit, Fact, TimelineChange
 
 LANE_WIDTH = 14
 """Pixels between two lanes of the commit graph."""
@@ -105,23 +106,88 @@ def graph(commits: Sequence[Commit]) -> list[GraphRow]:
 
 # -- the bitemporal chart ---------------------------------------------------------------
 
-CHART_WIDTH = 760
-CHART_LEFT = 150
-"""Room on the left for the record-time labels."""
+CHART_WIDTH = 900
+CHART_LEFT = 200
+"""Room on the left for the row labels: a record time to the second and a short commit id."""
+CHART_RIGHT = 24
+"""Room on the right for the arrow heads of open-ended bands."""
 CHART_TOP = 28
 """Room above for the valid-time labels."""
+ROW_PAD = 3
+"""Pixels above and below the lanes of a row."""
+LANE_HEIGHT = 28
+"""Pixels per lane: a row has one lane per claim it must draw side by side (overlapping ones)."""
 BAND_COLOURS = 8
+LABEL_SIZE = 11
+"""The band labels' font size in pixels (``viewer.css``)."""
+
+# Advance widths in em of a bold sans-serif, rounded up from DejaVu Sans Bold (the
+# widest usual fallback): a label is measured before it is drawn, never after.
+_NARROW = frozenset("'ijl|I.,:;!` ")
+_SLIM = frozenset('/fJ-()[]tr_"*')
+_WIDE = frozenset("ABCDGHKNOQRUVXY#+=~$")
+_WIDEST = frozenset("mwMW@%\u2026")
+
+
+def _em(char: str) -> float:
+    if char in _NARROW:
+        return 0.38
+    if char in _SLIM:
+        return 0.55
+    if char in _WIDEST:
+        return 1.12
+    if char in _WIDE:
+        return 0.88
+    return 0.74 if char.isascii() else 1.2
+
+
+def text_width(text: str, size: float = LABEL_SIZE) -> float:
+    """A generous estimate of the pixels ``text`` takes as a band label."""
+    return size * sum(_em(char) for char in text)
+
+
+def fit(text: str, room: float) -> str:
+    """``text`` if it fits ``room`` pixels, else its longest prefix that fits with "…", else ""."""
+    ellipsis = "\u2026"
+    budget = room - text_width(ellipsis)
+    used = 0.0
+    cut = None  # where the prefix that fits with an ellipsis ends
+    for n, char in enumerate(text):
+        used += LABEL_SIZE * _em(char)
+        if cut is None and used > budget:
+            cut = n
+        if used > room:  # past the room: measure no further, however long the text
+            return text[:cut].rstrip() + ellipsis if cut is not None and cut >= 2 else ""
+    return text
 
 
 @dataclass(frozen=True)
 class Band:
-    """One rectangle of a claim's band: its effective valid interval, believed over a record interval."""
+    """One rectangle of a claim's band: its effective valid interval, believed from one commit on."""
 
     x: float
     y: float
     width: float
     height: float
     open_ended: bool
+    """Holds until further notice: drawn to the axis's end, with an arrow head (``arrow``)."""
+    contradicted: bool
+    """In a contradiction still open at that commit."""
+    title: str
+    """What a tooltip says: the claim, its value, its interval, who recorded it."""
+    row: int
+    """The row (0: the oldest commit drawn) it belongs to."""
+    arrow: str = ""
+    """The arrow head's polygon points, for an open-ended band."""
+
+
+@dataclass(frozen=True)
+class Label:
+    """The text drawn inside a band, fitted to it (the band's title has it whole)."""
+
+    x: float
+    y: float
+    text: str
 
 
 @dataclass
@@ -132,6 +198,7 @@ class ClaimBand:
     value: str
     css: str
     rects: list[Band] = field(default_factory=list)
+    label: Label | None = None
 
 
 @dataclass(frozen=True)
@@ -140,98 +207,209 @@ class Tick:
 
     at: float
     label: str
+    anchor: str = "middle"
+    """Where the label stands against its tick (SVG ``text-anchor``)."""
+
+
+@dataclass(frozen=True)
+class RowTick:
+    """The label of one row: the commit it shows, when it was made, linked to it."""
+
+    at: float
+    label: str
+    commit: str
+    title: str
 
 
 @dataclass
 class Chart:
-    """Valid time across (x), record time down (y): one band per claim."""
+    """Valid time across (x), the branch's commits down (y): one band per claim."""
 
     width: int
     height: int
     left: int
     top: int
+    right: float
     bands: list[ClaimBand]
     valid_ticks: list[Tick]
-    record_ticks: list[Tick]
-    as_of_y: float | None
-    """The top of the epoch row in force at the ``as_of`` asked about, if any."""
-    row_height: int
+    record_ticks: list[RowTick]
+    as_of: tuple[float, float] | None
+    """The top and height of the row in force at the ``as_of`` asked about, if any."""
+    contradicted: bool
+    """Whether any band is drawn as in a contradiction (the caption explains the mark)."""
 
 
-Epoch = tuple[datetime, list[Fact]]
-"""A record time, and the timeline as the branch stood from then on."""
+def _lanes(facts: Sequence[Fact]) -> tuple[list[int], int]:
+    """A lane for each fact so that facts overlapping in valid time sit side by side."""
+    ends: list[datetime | None] = []  # per lane, where its last fact ends (None: never)
+    lanes: list[int] = []
+    for fact in facts:
+        free = [i for i, end in enumerate(ends) if end is not None and end <= fact.effective_from]
+        lane = free[0] if free else len(ends)
+        if not free:
+            ends.append(None)
+        ends[lane] = fact.effective_to
+        lanes.append(lane)
+    return lanes, max(len(ends), 1)
 
 
-def _span(lo: datetime, hi: datetime) -> tuple[datetime, datetime]:
+def _axis(changes: Sequence[TimelineChange]) -> tuple[datetime, datetime]:
+    """The valid-time axis: the data's range, a margin, and room for open ends after it."""
+    facts = [fact for change in changes for fact in change.timeline]
+    starts = [fact.effective_from for fact in facts]
+    ends = [fact.effective_to for fact in facts if fact.effective_to is not None]
+    if not starts:
+        when = changes[-1].commit.record_time
+        return when - timedelta(hours=2), when + timedelta(days=1, hours=2)
+    lo, hi = min(starts), max(starts + ends)
     if hi <= lo:
         hi = lo + timedelta(days=1)
-    pad = (hi - lo) / 12
-    return lo - pad, hi + pad
+    span = hi - lo
+    # An open-ended claim runs past the data's last time by a quarter of its
+    # span, and an arrow says it goes on. "Now" stays off the axis: claims a week
+    # long fill the width however long ago that week was.
+    tail = span / 4 if any(fact.effective_to is None for fact in facts) else span / 12
+    return lo - span / 12, hi + tail
+
+
+_STEPS = [
+    *(timedelta(milliseconds=n) for n in (1, 2, 5, 10, 20, 50, 100, 200, 500)),
+    *(timedelta(seconds=n) for n in (1, 2, 5, 10, 15, 30)),
+    *(timedelta(minutes=n) for n in (1, 2, 5, 10, 15, 30)),
+    *(timedelta(hours=n) for n in (1, 2, 3, 6, 12)),
+    *(timedelta(days=n) for n in (1, 2, 7, 14, 30, 91, 182, 365)),
+]
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _valid_ticks(first: datetime, last: datetime) -> tuple[list[datetime], Callable[[datetime], str]]:
+    """Round times across the axis, at most five steps apart, and how to label them.
+
+    Whole days fall on midnight UTC, so a tick labelled with a date stands where
+    that date begins; the label's precision is the step's, so no two read alike.
+    """
+    span = last - first
+    step = next((s for s in _STEPS if span / s <= 5), None)
+    if step is None:
+        step = timedelta(days=365 * math.ceil(span / timedelta(days=365 * 5)))
+    tick = _EPOCH + step * math.ceil((first - _EPOCH) / step)
+    ticks = []
+    while tick <= last:
+        ticks.append(tick)
+        tick += step
+    if step >= timedelta(days=1):
+        return ticks, lambda when: when.strftime("%Y-%m-%d")
+    if step >= timedelta(minutes=1):
+        return ticks, lambda when: when.strftime("%Y-%m-%d %H:%M")
+    if step >= timedelta(seconds=1):
+        return ticks, lambda when: when.strftime("%m-%d %H:%M:%S")
+    return ticks, lambda when: when.strftime("%H:%M:%S.%f")[:-3]
+
+
+def _row_label(commit: Commit) -> str:
+    return f"{commit.record_time.strftime('%Y-%m-%d %H:%M:%S')}  {commit.id[:7]}"
 
 
 def bitemporal(
-    epochs: Sequence[Epoch], values: dict[str, str], as_of: datetime | None, row_height: int = 34
+    changes: Sequence[TimelineChange],
+    describe: Callable[[Fact], str],
+    as_of_row: int | None = None,
 ) -> Chart:
-    """The chart of a timeline's history: each epoch a row band, each claim its effective intervals.
+    """The chart of a timeline's history: a row per commit that changed it, a band per claim.
 
     Args:
-        epochs: record times at which the timeline changed, oldest first, each with
-            the timeline as believed from then until the next.
-        values: how to label each claim id (its value, as compact text).
-        as_of: a record time to mark with a line, if any.
-        row_height: pixels per epoch.
+        changes: the commits of the branch where the timeline changed, oldest
+            first, each with the timeline from then on (``Repo.timeline_history``).
+        describe: a claim's value as short text.
+        as_of_row: the index of a row to shade (the one in force at an ``as_of``).
     """
-    starts = [f.effective_from for _, facts in epochs for f in facts]
-    ends = [f.effective_to for _, facts in epochs for f in facts if f.effective_to is not None]
-    # An open-ended claim holds until further notice: the axis runs at least to the
-    # last record time, so such a band reaches "now" as the store last knew it.
-    times = [*starts, *ends, epochs[-1][0]] if starts else [epoch for epoch, _ in epochs]
-    lo, hi = _span(min(times), max(times))
-    plot = CHART_WIDTH - CHART_LEFT - 10
+    first, last = _axis(changes)
+    right = CHART_WIDTH - CHART_RIGHT
+    plot = right - CHART_LEFT
 
     def x(when: datetime) -> float:
-        return CHART_LEFT + plot * ((when - lo) / (hi - lo))
+        return round(CHART_LEFT + plot * ((when - first) / (last - first)), 2)
 
     order: dict[str, ClaimBand] = {}
-    for row, (_, facts) in enumerate(epochs):
-        top = CHART_TOP + row * row_height
-        for fact in facts:
+    record_ticks: list[RowTick] = []
+    contradicted_any = False
+    marker = None
+    top = CHART_TOP
+    for row, change in enumerate(changes):
+        lanes, count = _lanes(change.timeline)
+        height = 2 * ROW_PAD + count * LANE_HEIGHT
+        disputed = {node.id for record in change.contradictions for node in record.claims}
+        for fact, lane in zip(change.timeline, lanes, strict=True):
             band = order.get(fact.id)
             if band is None:
-                band = ClaimBand(fact.id, values.get(fact.id, ""), f"band{len(order) % BAND_COLOURS}")
+                band = ClaimBand(fact.id, "", f"band{len(order) % BAND_COLOURS}")
                 order[fact.id] = band
+            band.value = describe(fact)
             start = x(fact.effective_from)
-            end = x(fact.effective_to) if fact.effective_to is not None else CHART_LEFT + plot
-            width = max(end - start, 2.0)
-            band.rects.append(Band(start, top + 3, width, row_height - 6, fact.effective_to is None))
-    label = _day if hi - lo > timedelta(days=4) else _moment
-    valid_ticks = [Tick(x(lo + (hi - lo) * (i / 4)), label(lo + (hi - lo) * (i / 4))) for i in range(1, 4)]
-    record_ticks = [
-        Tick(CHART_TOP + row * row_height + row_height / 2, _moment(when))
-        for row, (when, _) in enumerate(epochs)
-    ]
-    marker = None
-    if as_of is not None:
-        passed = [row for row, (when, _) in enumerate(epochs) if when <= as_of]
-        if passed:
-            marker = float(CHART_TOP + passed[-1] * row_height)
-    height = CHART_TOP + len(epochs) * row_height + 8
+            end = x(fact.effective_to) if fact.effective_to is not None else right
+            y = top + ROW_PAD + lane * LANE_HEIGHT + 1
+            h = LANE_HEIGHT - 2
+            contradicted = fact.id in disputed
+            contradicted_any = contradicted_any or contradicted
+            until = _when(fact.effective_to) if fact.effective_to is not None else "open"
+            others = sorted(disputed - {fact.id}) if contradicted else []
+            title = (
+                f"{fact.id} = {band.value}\n{_when(fact.effective_from)} to {until}\n"
+                f"recorded by {fact.commit.id[:7]} at {_when(fact.commit.record_time)}"
+                + (f"\ncontradicts {', '.join(others)}" if others else "")
+            )
+            arrow = ""
+            if fact.effective_to is None:
+                arrow = f"{right},{y} {right + 10},{y + h / 2} {right},{y + h}"
+            band.rects.append(
+                Band(
+                    start,
+                    y,
+                    max(end - start, 2.0),
+                    h,
+                    fact.effective_to is None,
+                    contradicted,
+                    title,
+                    row,
+                    arrow,
+                )
+            )
+        record_ticks.append(
+            RowTick(
+                top + height / 2,
+                _row_label(change.commit),
+                change.commit.id,
+                f"{change.commit.id}\n{change.commit.author}: {change.commit.message}",
+            )
+        )
+        if row == as_of_row:
+            marker = (float(top), float(height))
+        top += height
+    for band in order.values():
+        last_rect = band.rects[-1]
+        text = fit(band.value, last_rect.width - 10)
+        if text:
+            band.label = Label(last_rect.x + 5, last_rect.y + last_rect.height / 2 + 4, text)
+    ticks, label = _valid_ticks(first, last)
+    valid_ticks = []
+    for when in ticks:
+        text = label(when)
+        # A label that would pass the picture's right edge ends at its tick instead.
+        anchor = "end" if x(when) + text_width(text) / 2 > CHART_WIDTH - 2 else "middle"
+        valid_ticks.append(Tick(x(when), text, anchor))
     return Chart(
         CHART_WIDTH,
-        height,
+        top + 8,
         CHART_LEFT,
         CHART_TOP,
+        right,
         list(order.values()),
         valid_ticks,
         record_ticks,
         marker,
-        row_height,
+        contradicted_any,
     )
 
 
-def _day(when: datetime) -> str:
-    return when.strftime("%Y-%m-%d")
-
-
-def _moment(when: datetime) -> str:
-    return when.strftime("%Y-%m-%d %H:%M")
+def _when(when: datetime) -> str:
+    return when.strftime("%Y-%m-%d %H:%M:%S")

@@ -11,7 +11,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from mnemosyne import Blame, Claim, Commit, Contradiction, Fact, NotFound, Repo, Version, parse_time
+from mnemosyne import (
+    Blame,
+    Claim,
+    Commit,
+    Contradiction,
+    Fact,
+    NotFound,
+    Repo,
+    TimelineChange,
+    Version,
+    parse_time,
+)
 
 from . import charts, diffs
 
@@ -20,7 +31,7 @@ MAX_CHANGES = 400
 MAX_VERSIONS = 200
 """Versions a memory page lists (the newest); the rest are counted."""
 MAX_EPOCHS = 200
-"""Record times a bitemporal chart draws (the latest ones)."""
+"""Rows a bitemporal chart draws: the latest commits that changed the timeline."""
 
 
 @dataclass(frozen=True)
@@ -198,45 +209,51 @@ class FactsPage:
     as_of_text: str
     chart: charts.Chart
     timeline: list[Fact]
-    values: dict[str, str]
+    contradicted: set[str]
+    """Ids of the claims in ``timeline`` that are in an open contradiction there."""
+    hidden: bool = False
+    """Whether older changes than those drawn exist."""
 
 
-def _timeline(repo: Repo, where: Where, subject: str, predicate: str, as_of: datetime | None) -> list[Fact]:
-    try:
-        return repo.timeline(subject, predicate, at=where.branch, as_of=as_of)
-    except NotFound:  # the branch did not exist yet at as_of: nothing was believed
-        return []
+MAX_VALUE = 200
+"""Characters of a claim's value the chart's labels and tooltips show (the table shows it all)."""
+
+
+def _value(fact: Fact) -> str:
+    claim = fact.node.content
+    text = diffs.compact(claim.value) if isinstance(claim, Claim) else ""
+    return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "\u2026"
 
 
 def facts_page(where: Where, subject: str, predicate: str, as_of_text: str | None) -> FactsPage:
-    """The timeline of (subject, predicate) on the branch, at every record time it changed.
+    """The timeline of (subject, predicate) on the branch, at every commit that changed it.
 
-    Each claim's band is its effective interval as the branch believed it from
-    each record time to the next: the timeline read ``as_of`` each commit that
-    wrote or removed one of its claims.
+    The rows are the library's answer (``Repo.timeline_history``): the commits
+    of the branch's first-parent history where the claims on the attribute
+    changed, a merge or a clone included, each with the timeline from then on.
+    As of a time, the table is the newest of those rows on the branch as it
+    stood then, and the chart shades that row.
     """
     repo = where.repo
     as_of = parse_time(as_of_text) if as_of_text else None
-    now = _timeline(repo, where, subject, predicate, None)
-    known = {fact.id for fact in now}
-    times: set[datetime] = set()
-    asked: set[str] = set()
-    epochs: dict[datetime, list[Fact]] = {}
-    while known - asked:  # claims removed since are found in the timelines of their day
-        for claim_id in sorted(known - asked):
-            asked.add(claim_id)
-            times.update(c.record_time for c in repo.log(at=where.branch, node=claim_id))
-        for when in sorted(times - set(epochs))[-MAX_EPOCHS:]:
-            epochs[when] = _timeline(repo, where, subject, predicate, when)
-            known.update(fact.id for fact in epochs[when])
-    if not epochs:
+    changes = repo.timeline_history(subject, predicate, at=where.branch, limit=MAX_EPOCHS + 1)
+    if not changes:
         raise NotFound(f"no claims on {subject} {predicate} in {where.branch}")
-    ordered = sorted(epochs.items())[-MAX_EPOCHS:]
-    values: dict[str, str] = {}
-    for _, facts in ordered:
-        for fact in facts:
-            claim = fact.node.content
-            values[fact.id] = diffs.compact(claim.value) if isinstance(claim, Claim) else ""
-    shown = now if as_of is None else _timeline(repo, where, subject, predicate, as_of)
-    chart = charts.bitemporal(ordered, values, as_of)
-    return FactsPage(subject, predicate, as_of, as_of_text or "", chart, shown, values)
+    hidden = len(changes) > MAX_EPOCHS
+    changes = changes[-MAX_EPOCHS:]
+    believed: TimelineChange | None = changes[-1]
+    row = None
+    if as_of is not None:
+        try:
+            then = repo.timeline_history(subject, predicate, at=where.branch, as_of=as_of, limit=1)
+        except NotFound:  # the branch did not exist yet at as_of: nothing was believed
+            then = []
+        believed = then[0] if then else None
+        rows = [change.commit.id for change in changes]
+        if believed is not None and believed.commit.id in rows:
+            row = rows.index(believed.commit.id)
+    chart = charts.bitemporal(changes, _value, row)
+    if believed is None:
+        return FactsPage(subject, predicate, as_of, as_of_text or "", chart, [], set(), hidden)
+    disputed = {node.id for record in believed.contradictions for node in record.claims}
+    return FactsPage(subject, predicate, as_of, as_of_text or "", chart, believed.timeline, disputed, hidden)
