@@ -13,6 +13,7 @@ import typer
 
 from mnemosyne import InvalidInput
 
+from .render import note
 from .state import author_or_default, state
 
 
@@ -44,17 +45,20 @@ def mcp(
 ) -> None:
     """Serve the store to an MCP host over stdio (the Model Context Protocol).
 
-    Tools: remember (commit nodes given in their JSON form), recall (search),
-    context, get, history, blame, diff, log, facts, and forget with
-    --allow-erase. Results are the library's JSON form (as 'mnemo --json'
-    prints them); errors come back as tool errors of one line, and the server
-    keeps serving. Each call reads the store afresh, so several servers and
-    commands can share one store.
+    Tools: recall (search), context, get, list (ids under a prefix, a page at
+    a time), history, blame, diff, log, facts; remember (commit nodes given in
+    their JSON form), delete (remove ids in a commit; history keeps them) and
+    verify, unless the store is read-only here; and forget (erasure) with
+    --allow-erase. Each memory is also a resource: mnemo://memory/ID and
+    mnemo://history/ID. Results are the library's JSON form (as 'mnemo --json'
+    prints them); errors, an argument a tool does not take included, come
+    back as tool errors of one line, and the server keeps serving. Each call
+    reads the store afresh, so several servers and commands can share one store.
 
     A memory written here records where it came from: provenance fields the
     node leaves empty get source "mcp" and tool_call "remember#<request id>";
     fields given are kept, and a node given with its "hash" is written exactly
-    as described. The commit's author is --author, else the client's name.
+    as described. The author of every write is --author, else the client's name.
 
     Name the store with --repo (before the command, as every global option):
     a host starts its servers in a directory of its own, where no .mnemo is
@@ -77,6 +81,9 @@ def mcp(
             f"mnemo mcp needs the 'mcp' extra ({error.name} is missing): pip install 'mnemosyne[mcp]'"
         ) from None
     repo = settings.open(ctx, readonly="auto", embeds=True)
+    if repo.readonly:
+        # stderr is the host's log: the one place a user looks for why remember is missing.
+        note(f"warning: {repo.store.where} is read-only here: serving the reading tools only")
     server = build_server(
         repo,
         branch=branch,

@@ -88,7 +88,7 @@ def forms() -> dict[str, list[Any]]:
         second = repo.commit(
             [claim, Node(id="users/mira/lang", content="German, then English")], message="e2"
         )
-        repo.verify("users/mira/lang", by="reviewer")
+        verified = repo.verify("users/mira/lang", by="reviewer")
         secret = repo.commit([Node(id="users/mira/secret", content="s")], message="s")
         forgot = repo.forget("users/mira/secret", "asked to", author="mira")
         again = repo.forget("users/mira/secret", "asked again", author="mira")
@@ -114,7 +114,20 @@ def forms() -> dict[str, list[Any]]:
             "LogJSON": [{"commits": to_builtins(list(repo.log()))}],
             "FactsJSON": [{"facts": to_builtins(repo.facts("users/mira"))}],
             "ForgetJSON": [to_builtins(forgot), to_builtins(again)],
+            "ListJSON": [
+                {
+                    "nodes": to_builtins(list(repo.nodes(prefix="users/", after="users/mira/city"))),
+                    "next_after": None,
+                },
+                {"nodes": to_builtins(list(repo.nodes()))[:1], "next_after": "users/mira/city"},
+            ],
+            "CommitJSON": [to_builtins(verified)],  # verify's result
         }
+        removed = repo.commit(delete=["users/mira/city"], message="not erased", author="agent-7")
+        forms["CommitResultJSON"].append(to_builtins(removed))  # delete's result
+        assert list(removed.deleted_ids) == ["users/mira/city"] and list(verified.verified) == [
+            "users/mira/lang"
+        ]
         assert hits and context.items and forgot.commit is not None and again.already_erased
         assert to_json(hits[0])  # the same values the library's JSON encoder writes
         return forms
@@ -131,6 +144,8 @@ TOOL_SCHEMAS = [
     "LogJSON",
     "FactsJSON",
     "ForgetJSON",
+    "ListJSON",
+    "CommitJSON",
 ]
 """The schemas a tool returns (the others are parts of these)."""
 

@@ -78,6 +78,14 @@ class RedactionJSON(TypedDict):
 
 
 @with_config(_FORM)
+class ListJSON(TypedDict):
+    """One page of memories in id order, and ``next_after``: where the next page starts (null: none)."""
+
+    nodes: list[NodeJSON]
+    next_after: str | None
+
+
+@with_config(_FORM)
 class HitJSON(TypedDict):
     """One search hit: the version current in the snapshot searched, and its ranks."""
 

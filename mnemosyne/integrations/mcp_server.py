@@ -5,17 +5,25 @@ API of :class:`mnemosyne.Repo` and returns the result in the library's one JSON
 form (:func:`mnemosyne.to_json`), described by a typed output schema. Nothing
 here decides anything about memory.
 
-- **Tools.** ``remember`` (commit nodes given in their JSON form), ``recall``
-  (search), ``context``, ``get``, ``history``, ``blame``, ``diff``, ``log``,
-  ``facts``, and ``forget`` (erasure) only when the server is built with
-  ``allow_erase``.
+- **Tools.** Reads: ``recall`` (search), ``context``, ``get``, ``list`` (ids under
+  a prefix, a page at a time), ``history``, ``blame``, ``diff``, ``log``, ``facts``.
+  Writes, offered only when the store is open for writing: ``remember`` (commit
+  nodes given in their JSON form), ``delete`` (remove ids in a commit; history
+  keeps them), ``verify`` (record that memories were re-confirmed), and
+  ``forget`` (erasure) only when the server is built with ``allow_erase``.
+- **Arguments.** A tool refuses an argument it does not take, naming it and the
+  ones it takes: a misnamed argument is never silently ignored.
+- **Resources.** Each memory is also a resource, ``mnemo://memory/{id}``, and so
+  is its history, ``mnemo://history/{id}``. The server offers no prompts and does
+  not advertise any (the SDK would).
 - **Provenance.** ``remember`` fills the provenance fields a node leaves absent
   or null: ``source`` becomes ``"mcp"`` and ``tool_call`` names the tool and the
   request (``remember#7``). Fields the caller gave are kept as given, and a node
   given with its ``hash`` is written exactly as described (the hash pins every
   field, provenance included).
-- **Author.** The server's configured author, else the name the MCP client gave
-  in its ``clientInfo``, else the configured fallback.
+- **Author.** Of every write (``remember``, ``delete``, ``verify``, ``forget``): the
+  server's configured author, else the name the MCP client gave in its
+  ``clientInfo``, else the configured fallback.
 - **Errors.** A :class:`mnemosyne.MnemoError` (and anything else a tool raises)
   becomes a tool error carrying its message on one line; the server keeps
   serving. Arguments of the wrong type are refused by the SDK, also as a tool error.
@@ -25,26 +33,32 @@ here decides anything about memory.
 Needs the ``mcp`` extra (``pip install 'mnemosyne[mcp]'``, the official SDK's 2.x line).
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
+from itertools import islice
 from typing import Annotated, Any
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.shared.exceptions import MCPError
+from mcp_types import METHOD_NOT_FOUND, ToolAnnotations
 from pydantic import Field, ValidationError, WithJsonSchema
 
-from mnemosyne import InvalidInput, MnemoError, NotFound, Repo, __version__
+from mnemosyne import InvalidInput, MnemoError, NotFound, Repo, __version__, to_json
 from mnemosyne.errors import one_line
 from mnemosyne.integrations.mcp_results import (
     BlameJSON,
+    CommitJSON,
     CommitResultJSON,
     ContextJSON,
     DiffJSON,
     FactsJSON,
     ForgetJSON,
     HistoryJSON,
+    ListJSON,
     LogJSON,
     NodeJSON,
     RecallJSON,
@@ -59,6 +73,18 @@ SOURCE = "mcp"
 
 LOG_LIMIT = 20
 """Commits ``log`` returns by default: an agent's context is small."""
+
+LIST_LIMIT = 20
+"""Memories ``list`` returns by default, a page; ``next_after`` says where the next one starts."""
+
+LIST_MAX = 1000
+"""The most memories one ``list`` page holds: a larger page would swamp the host, not help it."""
+
+MEMORY_URI = "mnemo://memory/{+id}"
+"""The resource of a memory (its current version on the server's branch); ``+``: ids hold ``/``."""
+
+HISTORY_URI = "mnemo://history/{+id}"
+"""The resource of a memory's history: every version, newest first."""
 
 # -- arguments ----------------------------------------------------------------------
 
@@ -106,6 +132,7 @@ NODE_SCHEMA: dict[str, Any] = {
 # rest (unknown fields, a key twice, bad times, a hash that does not match) in its own words.
 NodeArg = Annotated[dict[str, Any], WithJsonSchema(NODE_SCHEMA)]
 Id = Annotated[str, Field(description="A node id, e.g. users/mira/prefs/language.")]
+Prefix = Annotated[str | None, Field(description="Only ids under this namespace, e.g. users/mira/.")]
 Rev = Annotated[
     str,
     Field(description="A revision: a branch, HEAD, a commit id or a prefix of 4+ hex, REV~N, BRANCH@{TIME}."),
@@ -210,9 +237,7 @@ class MemoryTools:
         self,
         query: Annotated[str, Field(description="What to recall, in words.")],
         k: Annotated[int, Field(description="At most this many hits.")] = SEARCH_K,
-        prefix: Annotated[
-            str | None, Field(description="Only ids under this namespace, e.g. users/mira/.")
-        ] = None,
+        prefix: Prefix = None,
         kind: Annotated[Kind | None, Field(description="Only notes or only claims.")] = None,
         valid_at: ValidAt = None,
         allowed_for: AllowedFor = None,
@@ -272,6 +297,42 @@ class MemoryTools:
             result: NodeJSON = to_builtins(node)
             return result
 
+    def list_memories(
+        self,
+        prefix: Prefix = None,
+        limit: Annotated[
+            int, Field(description=f"At most this many memories (1 to {LIST_MAX}) in this page.")
+        ] = LIST_LIMIT,
+        after: Annotated[
+            str | None,
+            Field(description="Start after this id: the previous page's next_after (default: the start)."),
+        ] = None,
+        at: OptionalRev = None,
+        as_of: AsOf = None,
+        allowed_for: AllowedFor = None,
+        max_sensitivity: MaxSensitivity = None,
+    ) -> ListJSON:
+        """Browse memories by id, in id order, a page at a time; each in full, with its hash.
+
+        next_after is null on the last page; otherwise pass it as after to read the
+        next page. Expired and erased memories are left out, as recall leaves them out.
+        """
+        with reported():
+            if isinstance(limit, bool) or not 1 <= limit <= LIST_MAX:
+                raise InvalidInput(f"limit must be from 1 to {LIST_MAX}, not {limit}")
+            found = self.repo.nodes(
+                at=at or self.branch,
+                as_of=as_of,
+                prefix=prefix,
+                after=after,
+                allowed_for=allowed_for,
+                max_sensitivity=max_sensitivity,
+            )
+            page = list(islice(found, limit + 1))  # one more than shown: is there a next page?
+            shown = page[:limit]
+            more = len(page) > limit
+            return {"nodes": to_builtins(shown), "next_after": shown[-1].id if more else None}
+
     def history(self, id: Id) -> HistoryJSON:
         """Every version of an id, newest first, each current, superseded, deleted, expired or redacted."""
         with reported():
@@ -315,6 +376,47 @@ class MemoryTools:
             found = self.repo.facts(subject, predicate, valid_at=valid_at, as_of=as_of, at=self.branch)
             return {"facts": to_builtins(found)}
 
+    def delete(
+        self,
+        ids: Annotated[list[str], Field(description="The ids to remove from the branch.")],
+        message: Annotated[str, Field(description="Why: the commit message.")],
+        ctx: Context,
+    ) -> CommitResultJSON:
+        """Remove memories from the branch in one commit, without erasing them.
+
+        The ids leave the current snapshot (recall, get and list no longer find them);
+        history keeps every version, so get with at (an earlier commit) still reads
+        them and remember can write them again. An id not in the branch is an error
+        and nothing is removed. To erase a memory for real, forget does that.
+        """
+        with reported():
+            if not ids:
+                raise InvalidInput("ids: give at least one id to delete")
+            made = self.repo.commit(
+                delete=ids, message=message, author=self.author_for(ctx), branch=self.branch
+            )
+            result: CommitResultJSON = to_builtins(made)
+            return result
+
+    def verify(
+        self,
+        ids: Annotated[list[str], Field(description="The ids whose current versions were re-confirmed.")],
+        ctx: Context,
+        note: Annotated[
+            str | None, Field(description="How or why they were confirmed: the commit message.")
+        ] = None,
+    ) -> CommitJSON:
+        """Record that memories were re-confirmed as they stand, without writing new versions.
+
+        One commit that changes no memory; its record time is when they were last
+        confirmed, which recall's verified_within and each hit's confirmed_at read.
+        Returns the commit; its verified lists the ids.
+        """
+        with reported():
+            made = self.repo.verify(*ids, by=self.author_for(ctx), note=note, branch=self.branch)
+            result: CommitJSON = to_builtins(made)
+            return result
+
     def forget(
         self,
         id: Id,
@@ -330,6 +432,22 @@ class MemoryTools:
         with reported():
             result: ForgetJSON = to_builtins(self.repo.forget(id, reason, author=self.author_for(ctx)))
             return result
+
+    def memory(self, id: str) -> str:
+        """The current version of a memory on the server's branch, in its JSON form."""
+        with resource_reported():
+            node = self.repo.get(id, at=self.branch)
+            if node is None:
+                raise NotFound(f"{id} is not in {self.branch or 'HEAD'}")
+            return to_json(node)
+
+    def versions(self, id: str) -> str:
+        """Every version of a memory, newest first: what the history tool returns."""
+        with resource_reported():
+            found = self.repo.history(id, at=self.branch)
+            if not found:
+                raise NotFound(f"{id} has no history in {self.branch or 'HEAD'}")
+            return to_json({"versions": to_builtins(found)})
 
     def author_for(self, ctx: Context) -> str:
         """Who writes in this call: the configured author, else the client's name, else the fallback."""
@@ -362,6 +480,23 @@ def reported() -> Iterator[None]:
         raise ToolError(f"{type(error).__name__}: {one_line(error)}") from None
 
 
+@contextmanager
+def resource_reported() -> Iterator[None]:
+    """As :func:`reported`, for a resource read: a protocol error of one line, not a crash.
+
+    ``NotFound`` is the SDK's "resource not found" (invalid params); anything else
+    a resource error. Either way the SDK neither logs a traceback nor hides the message.
+    """
+    try:
+        yield
+    except NotFound as error:
+        raise ResourceNotFoundError(one_line(error)) from None
+    except MnemoError as error:
+        raise ResourceError(one_line(error)) from None
+    except Exception as error:
+        raise ResourceError(f"{type(error).__name__}: {one_line(error)}") from None
+
+
 def tool_call(tool: str, ctx: Context) -> str:
     """How a write names its call in provenance: the tool and the request id (``remember#7``)."""
     request = ctx.request_context.request_id
@@ -388,25 +523,107 @@ def with_provenance(value: Any, call: str) -> Any:
     return {**value, "provenance": filled}
 
 
-INSTRUCTIONS = (
-    "Long-term memory with history. Each memory is a node: an id such as users/mira/prefs/language, "
-    "content (text or JSON), and provenance. remember writes nodes (writing an id again makes a new "
-    "version; history keeps the old ones); recall and context find memories by words and meaning; get "
-    "reads one; history, blame, log and diff say what changed, who wrote it and when; facts reads "
-    "claims (kind 'claim') by valid time. Results are the store's JSON form; errors are one line."
-)
+def instructions(tools: Collection[str]) -> str:
+    """What the server tells the model about itself, naming only the tools it offers."""
+    parts = [
+        "Long-term memory with history. Each memory is a node: an id such as users/mira/prefs/language, "
+        "content (text or JSON), and provenance."
+    ]
+    if "remember" in tools:
+        parts.append(
+            "remember writes nodes (writing an id again makes a new version; history keeps the old "
+            "ones); delete removes ids from the branch (history keeps them too); verify records that "
+            "memories were re-confirmed as they stand."
+        )
+    else:
+        parts.append("The store is read-only here: no tool writes.")
+    parts.append(
+        "recall and context find memories by words and meaning; list browses ids by prefix, a page at "
+        "a time; get reads one; history, blame, log and diff say what changed, who wrote it and when; "
+        "facts reads claims (kind 'claim') by valid time."
+    )
+    if "forget" in tools:
+        parts.append("forget erases an id for real, on every branch: only when asked to.")
+    parts.append(
+        "Each memory is also a resource: mnemo://memory/{id}, and its history mnemo://history/{id}. "
+        "Results are the store's JSON form; errors are one line, and a tool refuses arguments it does "
+        "not take."
+    )
+    return " ".join(parts)
+
+
+def strict(fn: Callable[..., Any], name: str, annotations: ToolAnnotations) -> Tool:
+    """A tool whose published input schema allows no argument it does not name.
+
+    The SDK ignores arguments a tool does not take; :class:`_OneLineServer` refuses
+    them, and the schema says so to hosts that check arguments before sending them.
+    """
+    tool = Tool.from_function(fn, name=name, annotations=annotations)
+    tool.parameters["additionalProperties"] = False
+    return tool
+
+
+def unknown_arguments(tool: str, unknown: Sequence[str], accepted: Sequence[str]) -> str:
+    """The one line that refuses arguments a tool does not take, and names those it does."""
+    # repr: a name is the caller's text, and may hold a newline.
+    named = ", ".join(repr(key) for key in unknown)
+    noun = "argument" if len(unknown) == 1 else "arguments"
+    return f"unknown {noun} {named} ({tool} takes {', '.join(accepted)})"
+
+
+_PROMPT_METHODS = frozenset({"prompts/list", "prompts/get"})
+_CAPABILITY_RESULTS = frozenset({"initialize", "server/discover"})
+
+
+async def without_prompts(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Offer no prompts and advertise none: the SDK's server would advertise prompts it does not have.
+
+    A host that sees the ``prompts`` capability lists prompts and shows an empty
+    menu; without it, the host knows there are none. The prompt methods answer
+    "method not found", as for any server without them.
+    """
+    if ctx.method in _PROMPT_METHODS:
+        raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=ctx.method)
+    result = await call_next(ctx)
+    if ctx.method in _CAPABILITY_RESULTS and isinstance(result, dict):
+        capabilities = result.get("capabilities")
+        if isinstance(capabilities, dict) and "prompts" in capabilities:
+            kept = {key: value for key, value in capabilities.items() if key != "prompts"}
+            result = {**result, "capabilities": kept}
+    return result
 
 
 class _OneLineServer(MCPServer):
-    """The SDK's server, with arguments that fail validation reported on one line.
+    """The SDK's server, refusing unknown arguments and reporting bad ones on one line.
 
-    The SDK checks arguments before a tool runs and reports pydantic's error: several
-    lines, quoting the value given (which may be a memory). Here it is one line per
-    field that failed, naming the field and the rule, never the value.
+    The SDK ignores an argument a tool does not take (a misnamed ``budget`` would
+    leave ``budget_tokens`` at its default without a word): here it is refused,
+    naming the argument and the ones the tool takes. The SDK checks the rest before
+    a tool runs and reports pydantic's error: several lines, quoting the value given
+    (which may be a memory). Here it is one line per field that failed, naming the
+    field and the rule, never the value.
     """
 
+    def __init__(self, *, instructions: str, tools: list[Tool]) -> None:
+        # The SDK logs each tool error's text at INFO on stderr, and that text may quote a
+        # memory: the host's log gets warnings only (the client has the error itself).
+        super().__init__(
+            "mnemosyne",
+            version=__version__,
+            instructions=instructions,
+            log_level="WARNING",
+            tools=tools,
+            middleware=[without_prompts],
+        )
+        self.arguments = {tool.name: tuple(tool.parameters.get("properties", {})) for tool in tools}
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        """Call a tool; an argument that fails validation is a one-line tool error."""
+        """Call a tool; an unknown argument, or one that fails validation, is a one-line tool error."""
+        accepted = self.arguments.get(name)
+        unknown = [key for key in arguments if key not in accepted] if accepted is not None else []
+        if accepted is not None and unknown:
+            problem = unknown_arguments(name, unknown, accepted)
+            raise ToolError(f"Error executing tool {name}: bad arguments: {problem}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
@@ -428,11 +645,14 @@ def build_server(
     fallback_author: str = DEFAULT_AUTHOR,
     allow_erase: bool = False,
 ) -> MCPServer:
-    """An MCP server exposing ``repo``'s tools; run it with ``.run("stdio")``.
+    """An MCP server exposing ``repo``'s tools and resources; run it with ``.run("stdio")``.
+
+    A store open read-only (``repo.readonly``) gets the reading tools only: a tool
+    that could only fail is not offered.
 
     Args:
         repo: the open store, bound to one tenant; the caller closes it after the server stops.
-        branch: the branch reads default to and ``remember`` writes to (default:
+        branch: the branch reads default to and the writing tools write to (default:
             HEAD's branch at each call).
         author: who writes; None to use the MCP client's name (its ``clientInfo``).
         fallback_author: who writes when neither ``author`` nor a client name is known.
@@ -444,28 +664,38 @@ def build_server(
     if branch is not None and branch not in repo.branches() and branch != repo.head:
         raise NotFound(f"no branch {branch!r} (create it with 'mnemo branch {branch}')")
     tools = MemoryTools(repo, branch=branch, author=author, fallback_author=fallback_author)
-    # The SDK logs each tool error's text at INFO on stderr, and that text may quote a
-    # memory: the host's log gets warnings only (the client has the error itself).
-    server: MCPServer = _OneLineServer(
-        "mnemosyne", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
-    )
-    # Not idempotent: each call's request id lands in provenance, so a repeated call writes a
-    # new version (unless the caller names its own tool_call, when the retry changes nothing).
+    # Not idempotent: a repeated remember writes new versions (each call's request id lands
+    # in provenance, unless the caller names its own tool_call), a repeated verify a new
+    # confirmation.
     write = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
-    server.add_tool(tools.remember, annotations=write)
-    reads = (
-        tools.recall,
-        tools.context,
-        tools.get,
-        tools.history,
-        tools.blame,
-        tools.diff,
-        tools.log,
-        tools.facts,
+    # delete removes from the snapshot (history keeps it), forget erases; a second call
+    # changes nothing more.
+    removal = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True)
+    offered: list[tuple[Callable[..., Any], str, ToolAnnotations]] = []
+    if not repo.readonly:
+        offered.append((tools.remember, "remember", write))
+    offered += [
+        (tools.recall, "recall", READ),
+        (tools.context, "context", READ),
+        (tools.get, "get", READ),
+        (tools.list_memories, "list", READ),
+        (tools.history, "history", READ),
+        (tools.blame, "blame", READ),
+        (tools.diff, "diff", READ),
+        (tools.log, "log", READ),
+        (tools.facts, "facts", READ),
+    ]
+    if not repo.readonly:
+        offered += [(tools.delete, "delete", removal), (tools.verify, "verify", write)]
+        if allow_erase:
+            offered.append((tools.forget, "forget", removal))
+    served = [strict(fn, name, annotations) for fn, name, annotations in offered]
+    server = _OneLineServer(instructions=instructions([tool.name for tool in served]), tools=served)
+    json = "application/json"
+    server.resource(MEMORY_URI, name="memory", description=MemoryTools.memory.__doc__, mime_type=json)(
+        tools.memory
     )
-    for read in reads:
-        server.add_tool(read, annotations=READ)
-    if allow_erase:
-        erase = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True)
-        server.add_tool(tools.forget, annotations=erase)
+    server.resource(HISTORY_URI, name="history", description=MemoryTools.versions.__doc__, mime_type=json)(
+        tools.versions
+    )
     return server
