@@ -1,12 +1,12 @@
 """Commands that bring histories together or search them: ``merge``, ``bisect``."""
 
-import json
 from typing import Annotated, Any, cast
 
 import typer
 
 from mnemosyne import Claim, Commit, Contradiction, InvalidInput, MergeResult, Node, NotFound, Redacted
 from mnemosyne.model.choices import CHOICES, Choice, MergeStrategy
+from mnemosyne.model.jsonform import json_or_text
 
 from . import exits
 from .render import blame_text, commit_text, compact, emit, note, say, short, summary
@@ -53,6 +53,13 @@ def merge(
         ),
     ] = None,
     author: AuthorOpt = None,
+    allow_unrelated: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unrelated-histories",
+            help="Merge even when SOURCE and the branch have no commit in common.",
+        ),
+    ] = False,
 ) -> None:
     """Merge revision SOURCE into a branch, three ways per id.
 
@@ -66,6 +73,10 @@ def merge(
     Claims on one (subject, predicate) that disagree across the two sides are
     contradictions: reported as warnings, recorded in the merge commit, and kept
     open (see 'mnemo contradictions') until a commit corrects one of them.
+
+    Histories with no commit in common (another store's, an orphan branch's)
+    are refused (exit 2), as git refuses them, unless
+    --allow-unrelated-histories: then each id is merged against an empty base.
 
     JSON: {"commit", "conflicts", "contradictions", "fast_forward",
     "up_to_date", "previous"}: "commit" is null while conflicts stop the merge.
@@ -85,6 +96,7 @@ def merge(
         strategy=strategy,
         message=message,
         author=author_or_default(author),
+        allow_unrelated_histories=allow_unrelated,
     )
     report_merge(settings, result, source, target)
     if result.conflicts:
@@ -240,12 +252,7 @@ def bisect(
 
 def _parse_value(text: str) -> Any:
     """VALUE as JSON when it parses, else the plain string."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-    except RecursionError:
-        raise InvalidInput("VALUE is nested too deeply to compare") from None
+    return json_or_text(text, "--equals VALUE")
 
 
 def _content_value(node: Node) -> Any:

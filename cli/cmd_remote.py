@@ -114,7 +114,12 @@ def clone(
     URL becomes remote 'origin'; every branch there arrives as a
     remote-tracking ref origin/BRANCH, and its current branch as a local
     branch, checked out. One tenant (--tenant, else default) is cloned, or
-    every one with --all-tenants. A clone that fails leaves nothing at PATH.
+    every one with --all-tenants. PATH must not exist, or be empty, or hold a
+    store with nothing in it yet. A clone that fails leaves nothing at PATH.
+
+    A clone killed part-way leaves PATH marked as an unfinished clone: every
+    command there warns, 'mnemo fsck' reports it (exit 1), and running the same
+    clone again finishes it, fetching only what is still missing.
 
     JSON: {"path", "origin", "tenant", "head", "remote_branches": [{"name", "commit"}]}.
     """
@@ -175,6 +180,13 @@ def pull(
         typer.Option("--strategy", help="Take this side for every conflict.", show_default=False),
     ] = None,
     author: AuthorOpt = None,
+    allow_unrelated: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unrelated-histories",
+            help="Merge even when NAME/BRANCH and the current branch have no commit in common.",
+        ),
+    ] = False,
 ) -> None:
     """Fetch remote NAME, then merge NAME/BRANCH into the current branch.
 
@@ -184,17 +196,30 @@ def pull(
     resolve them with 'mnemo merge NAME/BRANCH --resolve ID=…', or pull again
     with --strategy ours|theirs.
 
+    A NAME/BRANCH with no commit in common with the current branch (another
+    store's memory: a mistyped remote?) is refused (exit 2): the current branch
+    does not move, the fetch stays. --allow-unrelated-histories merges it anyway.
+
+    Only what the fetch brought in is shown, then what the merge did.
+
     JSON: {"fetch": {...as fetch...}, "merge": {...as merge...}}.
     """
     settings = state(ctx)
     repo = settings.open(ctx)
     target = repo.head
     name = branch or target
-    report = repo.pull(remote, branch, strategy=strategy, author=author_or_default(author))
+    report = repo.pull(
+        remote,
+        branch,
+        strategy=strategy,
+        author=author_or_default(author),
+        allow_unrelated_histories=allow_unrelated,
+    )
     if settings.json:
         emit(report)
     else:
-        _report_sync(settings, report.fetch)
+        # A fetch that brought nothing says nothing: the merge's line is the one true thing.
+        _report_sync(settings, report.fetch, silent_when_unchanged=True)
         report_merge(settings, report.merge, f"{remote}/{name}", target)
     if report.merge.conflicts:
         raise typer.Exit(exits.PROBLEM)
@@ -226,12 +251,14 @@ def push(
     _report_sync(settings, report)
 
 
-def _report_sync(settings: State, report: SyncReport) -> None:
+def _report_sync(settings: State, report: SyncReport, *, silent_when_unchanged: bool = False) -> None:
     if settings.json:
         emit(report)
         return
     moved = [part for part in report.tenants if part.refs or part.objects or part.redactions]
     if not moved:
+        if silent_when_unchanged:
+            return
         say(
             f"Already up to date with {report.remote}."
             if report.kind == "fetch"

@@ -130,6 +130,13 @@ class State:
         path = self.store_path()
         repo = Repo.open(path, tenant=tenant or self.tenant or DEFAULT_TENANT, readonly=readonly)
         ctx.call_on_close(repo.close)
+        unfinished = repo.store.unfinished_clone
+        if unfinished is not None:
+            typer.echo(
+                f"warning: {repo.store.where} is an unfinished clone of {unfinished}: "
+                "run the same clone again to finish it",
+                err=True,
+            )
         embedder = os.environ.get(EMBEDDER_ENV) if embeds else None
         if embedder:
             try:

@@ -6,9 +6,10 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from clocks import T0, Clock
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from support.clocks import T0, Clock
+from support.tiers import examples
 
 from mnemosyne import (
     Claim,
@@ -725,7 +726,7 @@ MIRROR = {
 }
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(bases, edits, edits)
 def test_merge_is_symmetric_and_matches_the_three_way_model(base, ours_edits, theirs_edits):
     repo = Repo.in_memory(clock=Clock())
@@ -763,7 +764,7 @@ def test_merge_is_symmetric_and_matches_the_three_way_model(base, ours_edits, th
         assert repo.resolve("a").id == a.id and repo.resolve("b").id == bb.id
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(edits, min_size=1, max_size=6), st.data())
 def test_merging_into_itself_or_fast_forwarding_never_conflicts(history, data):
     repo = Repo.in_memory(clock=Clock())
@@ -811,8 +812,8 @@ def test_merging_unrelated_histories(mem):
         [Node(id="y", content=2), Node(id="same", content=0), Node(id="clash", content="b")], branch="other"
     )
     assert other.parents == ()  # a second root
-    result = mem.merge("other")
+    result = mem.merge("other", allow_unrelated_histories=True)  # refused without (as git)
     assert [(c.id, c.kind, c.base) for c in result.conflicts] == [("clash", "add/add", None)]
-    result = mem.merge("other", strategy="theirs")
+    result = mem.merge("other", strategy="theirs", allow_unrelated_histories=True)
     assert len(result.commit.parents) == 2
     assert snapshot(mem) == {"clash": "b", "same": 0, "x": 1, "y": 2}
