@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "history": ("cmd_read", "history"),
     "blame": ("cmd_read", "blame"),
     "diff": ("cmd_read", "diff"),
+    "threads": ("cmd_threads", "threads"),
     "branch": ("cmd_refs", "branch"),
     "switch": ("cmd_refs", "switch"),
     "reset": ("cmd_refs", "reset"),

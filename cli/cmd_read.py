@@ -117,16 +117,30 @@ def log(
     ] = None,
     as_of: AsOfOpt = None,
     oneline: Annotated[bool, typer.Option("--oneline", help="One line per commit.")] = False,
+    thread: Annotated[
+        str | None,
+        typer.Option(
+            "--thread",
+            metavar="THREAD_ID",
+            help="Start at the branch of this LangGraph thread (see 'mnemo threads'), instead of REV.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Show commits, newest first.
 
     REV is a branch, HEAD, a commit id or a prefix of at least 4 hex characters,
-    REV~N, or BRANCH@{TIME}.
+    REV~N, or BRANCH@{TIME}. --thread THREAD_ID names a LangGraph thread by its
+    id: its history, one commit per checkpoint.
 
     JSON Lines: one commit each.
     """
+    if thread is not None and rev is not None:
+        raise typer.BadParameter("give REV or --thread, not both", param_hint="--thread")
     settings = state(ctx)
     repo = settings.open(ctx, readonly=True)
+    if thread is not None:
+        rev = repo.thread(thread).branch
     first = True
     for entry in repo.log(at=rev, node=node, limit=limit, as_of=time_or_none(as_of)):
         if settings.json:
@@ -148,6 +162,8 @@ def history(ctx: typer.Context, node_id: IdArg, at: AtOpt = None) -> None:
     its expires_at), superseded (a later version replaced it), deleted (the id
     was removed after it) or redacted (its content was erased with 'mnemo
     forget'; JSON "node" is null and "redaction" says who erased it, when and why).
+    A version that is no longer current shows the commit that ended it ("ended
+    by"), and the version that replaced it ("superseded by"), when one did.
     A version re-confirmed with 'mnemo verify' shows when and by whom it last was.
 
     JSON Lines: one version each: {"id", "hash", "node", "commit", "status",
@@ -164,6 +180,10 @@ def history(ctx: typer.Context, node_id: IdArg, at: AtOpt = None) -> None:
             emit(version)
         else:
             commit = version.commit
+            ended = ""
+            if version.ended_by is not None:
+                replaced = f", superseded by {short(version.superseded_by)}" if version.superseded_by else ""
+                ended = f"  (ended by {short(version.ended_by)}{replaced})"
             erased = f"  ({erasure_text(version.redaction)})" if version.node is None else ""
             checked = version.verified
             confirmed = (
@@ -171,7 +191,8 @@ def history(ctx: typer.Context, node_id: IdArg, at: AtOpt = None) -> None:
             )
             say(
                 f"{short(version.hash)}  {version.status:<10}  {short(commit.id)}  "
-                f"{when(commit.record_time)}  {commit.author}  {summary(commit.message)}{erased}{confirmed}"
+                f"{when(commit.record_time)}  {commit.author}  {summary(commit.message)}"
+                f"{ended}{erased}{confirmed}"
             )
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_harness import CliStore, assert_error, invoke
-from components import unavailable
 from mnemo_cli.app import app, main
 from mnemo_cli.exits import exit_code
+from support.cli_harness import CliStore, assert_error, invoke
+from support.components import unavailable
 
 import mnemosyne
 
@@ -537,6 +537,7 @@ def test_the_app_module_registers_exactly_the_issue_commands() -> None:
             "history",
             "blame",
             "diff",
+            "threads",
             "branch",
             "switch",
             "reset",

@@ -1,4 +1,4 @@
-"""How LangGraph's (namespace, key) pairs become node ids, and how its filters and patterns match.
+"""How LangGraph's (namespace, key) pairs become node ids and commit messages, and how filters match.
 
 LangGraph accepts labels and keys that ids refuse (``/``, control characters,
 ``..``, any length), so each label and the key are escaped into one id segment
@@ -15,6 +15,7 @@ the node's meta, which is what a read trusts.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -89,6 +90,40 @@ def id_prefix(namespace_prefix: Sequence[str]) -> str:
     while labels and _size(ROOT + "/" + "/".join(labels)) > _BUDGET:
         labels.pop()
     return ROOT + "/" + "".join(label + "/" for label in labels)
+
+
+# -- names in commit messages -------------------------------------------------
+
+_BARE = re.compile(r"[A-Za-z0-9_.:@+|-]+")
+_LABEL_WIDTH = 40
+_ITEM_WIDTH = 160
+
+
+def _one_line(text: str) -> str:
+    """JSON-quoted ``text`` with every character that is not printable escaped (no line breaks)."""
+    quoted = json.dumps(text, ensure_ascii=False)
+    return "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in quoted)
+
+
+def shown(text: str, width: int = _LABEL_WIDTH) -> str:
+    """``text`` as a commit message names it: bare when plain, else quoted; cut past ``width``."""
+    cut = _cut(text, width)
+    return cut if _BARE.fullmatch(cut) else _one_line(cut)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def describe_namespace(namespace: Sequence[str]) -> str:
+    """A namespace as a commit message names it: ``("users", "mira")``, on one line."""
+    labels = ", ".join(_one_line(_cut(label, _LABEL_WIDTH)) for label in namespace)
+    return _cut(f"({labels})", _ITEM_WIDTH)
+
+
+def describe(namespace: Sequence[str], key: str) -> str:
+    """An item as a commit message names it: ``("users", "mira") / prefs``, on one line."""
+    return _cut(f"{describe_namespace(namespace)} / {shown(key)}", _ITEM_WIDTH)
 
 
 # -- namespace patterns (list_namespaces) ------------------------------------

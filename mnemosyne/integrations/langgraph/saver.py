@@ -2,8 +2,11 @@
 
 The mapping (ADR 0017):
 
-- a thread is a branch, ``threads/<thread>``; every checkpoint namespace of the
-  thread lives on it, so ``mnemo log threads/<thread>`` is the thread's history;
+- a thread is a branch, ``threads/<thread>`` (ADR 28: the id, escaped when it is
+  not plain; ``Repo.thread_branch`` names it); every checkpoint namespace of the
+  thread lives on it, so ``mnemo log --thread <thread id>`` is the thread's history,
+  one commit per checkpoint (``checkpoint step 3 (loop)``; a time-travel fork
+  ``fork of <checkpoint id>: checkpoint step 3 (update)``);
 - a checkpoint is one node, ``threads/<thread>/<ns>/<checkpoint_id>``, holding the
   serialized checkpoint and metadata, written by one commit (one node and one ref
   move); the commit's parent is the branch tip, and the checkpoint's own parent
@@ -14,9 +17,9 @@ The mapping (ADR 0017):
 - pending writes are nodes under ``threads/<thread>/<ns>/<checkpoint_id>/w/``, one
   commit per ``put_writes``.
 
-Each id segment is the name itself when it is plain (letters, digits, ``.``,
-``_``, ``-``) and otherwise ``_`` plus a digest, so any thread id, namespace
-or task id maps to a valid id; the real names are kept in the nodes.
+Below the thread, each id segment is the name itself when it is plain (letters,
+digits, ``.``, ``_``, ``-``) and otherwise ``_`` plus a digest, so any namespace,
+checkpoint id or task id maps to a valid id; the real names are kept in the nodes.
 
 Deleting (``delete_thread``, ``delete_for_runs``, ``prune``) removes what LangGraph
 reads at once. The bytes stay in the store's history until they leave it: a
@@ -49,6 +52,7 @@ from mnemosyne.integrations.langgraph.known import Latest, LatestCheckpoints, kn
 from mnemosyne.integrations.langgraph.opening import OwnsItsRepo
 from mnemosyne.integrations.langgraph.thread_nodes import (
     WRITES,
+    checkpoint_message,
     checkpoint_tuple,
     copies,
     is_checkpoint,
@@ -62,7 +66,6 @@ from mnemosyne.integrations.langgraph.threads import (
     made_on,
     pack,
     segment,
-    thread_branch,
     unpack,
 )
 from mnemosyne.integrations.langgraph.threads import (
@@ -112,7 +115,7 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         configurable = thread_config(config)
         thread_id = str(configurable["thread_id"])
         ns = str(configurable.get("checkpoint_ns", ""))
-        branch = thread_branch(thread_id)
+        branch = self.repo.thread_branch(thread_id)
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id is not None:
             tip = self.repo.tip(branch)
@@ -134,7 +137,7 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         Read fresh: the tip says whether what the saver knows still holds, and the
         redaction records whether any of it was erased since.
         """
-        branch = thread_branch(thread_id)
+        branch = self.repo.thread_branch(thread_id)
         tip = self.repo.tip(branch)
         if tip is None:
             self._known.forget([thread_id])
@@ -208,7 +211,7 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
             return
         if config is not None:
             configurable = thread_config(config)
-            branches = [thread_branch(str(configurable["thread_id"]))]
+            branches = [self.repo.thread_branch(str(configurable["thread_id"]))]
             ns: str | None = configurable.get("checkpoint_ns")
             wanted_id = get_checkpoint_id(config)
         else:
@@ -269,7 +272,7 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         full = get_checkpoint_metadata(config, metadata)
         checkpoint_bytes = self.serde.dumps_typed(saved)
         metadata_bytes = self.serde.dumps_typed(full)
-        branch = thread_branch(thread_id)
+        branch = self.repo.thread_branch(thread_id)
         base = f"{branch}/{segment(ns)}"
         step = full.get("step")
         node = Node(
@@ -289,7 +292,7 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
                 source="langgraph",
             ),
         )
-        message = f"checkpoint {checkpoint_id} (step {step}, {full.get('source')})"
+        message = checkpoint_message(full, ns, checkpoint_id, parent, forked=False)
         pointer = Node(id=base, content={"latest": checkpoint_id})
         with self._known.lock:
             for _ in range(_TRIES):
@@ -303,6 +306,9 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
                     tip = self.repo.tip(branch)
                     current = self.repo.get(base, at=tip) if tip is not None else None
                     latest = str(current.content["latest"]) if current is not None else None
+                # Time travel: a checkpoint whose parent is not its namespace's latest starts a fork.
+                forked = parent is not None and latest is not None and str(parent) != latest
+                message = checkpoint_message(full, ns, checkpoint_id, parent, forked=forked)
                 if tip is None:  # the thread's first checkpoint
                     result = self._commit(branch, [node, pointer], message)
                     if result.parents:
@@ -372,7 +378,7 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id is None:
             raise InvalidInput("put_writes needs the checkpoint the writes belong to (checkpoint_id)")
-        branch = thread_branch(thread_id)
+        branch = self.repo.thread_branch(thread_id)
         task_base = f"{branch}/{segment(ns)}/{segment(checkpoint_id)}{WRITES}{segment(task_id)}"
         message = f"writes of task {task_id} for checkpoint {checkpoint_id}"
         with self._known.lock:
@@ -435,12 +441,13 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         """Delete a thread: its branch goes, and with ``erase`` its versions' bytes too."""
         thread_id = str(thread_id)  # LangGraph passes what configs held: an int or a UUID too
         self._known.forget([thread_id])
-        branch = thread_branch(thread_id)
-        saved = self._saved(branch)
-        if saved is None:
-            return
-        self.repo.delete_branch(branch, author=self.author)
-        self._erase([node.id for node in saved[1]], f"LangGraph deleted thread {thread_id}")
+        while True:  # its branch, then its name from before ADR 28 if a writer from then used it too
+            branch = self.repo.thread_branch(thread_id)
+            saved = self._saved(branch)
+            if saved is None:
+                return
+            self.repo.delete_branch(branch, author=self.author)
+            self._erase([node.id for node in saved[1]], f"LangGraph deleted thread {thread_id}")
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete every checkpoint made by one of ``run_ids``, and its writes, in every thread."""
@@ -462,7 +469,7 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         threads = [str(thread_id) for thread_id in thread_ids]
         self._known.forget(threads)
         for thread_id in threads:
-            branch = thread_branch(thread_id)
+            branch = self.repo.thread_branch(thread_id)
             saved = self._saved(branch)
             if saved is None:
                 continue
@@ -487,11 +494,11 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         """
         source_thread_id, target_thread_id = str(source_thread_id), str(target_thread_id)
         self._known.forget([target_thread_id])
-        source = thread_branch(source_thread_id)
+        source = self.repo.thread_branch(source_thread_id)
         saved = self._saved(source)
         if saved is None:
             return
-        target = thread_branch(target_thread_id)
+        target = self.repo.thread_branch(target_thread_id)
         if self.repo.tip(target) is not None:
             raise InvalidInput(f"thread {target_thread_id!r} already has checkpoints: delete it first")
         tip, nodes = saved

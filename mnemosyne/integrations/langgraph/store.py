@@ -4,7 +4,9 @@ An item is one node: its id encodes the namespace and key (see
 :mod:`~mnemosyne.integrations.langgraph.namespaces`), its content is the item's
 value, and its meta keeps the namespace, key and TTL. So an agent's long-term
 memory gets what the rest of Mnemosyne has: history of every item, reads as of
-any time, provenance from the LangGraph run that wrote it, branches.
+any time, provenance from the LangGraph run that wrote it, branches, and
+erasure for real (``delete(..., erase=True)``). Each commit's message names the
+items it wrote (``langgraph store: put ("users", "mira") / prefs``).
 See ADR 18 for the decisions.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -49,6 +52,8 @@ from mnemosyne.integrations.langgraph.adapters import IndexEmbedder, run_provena
 from mnemosyne.integrations.langgraph.namespaces import (
     ROOT,
     check_filter,
+    describe,
+    describe_namespace,
     id_prefix,
     matches,
     node_id,
@@ -61,6 +66,12 @@ META_KEY = "langgraph"
 
 AUTHOR = "langgraph"
 """The default author of the commits a store makes."""
+
+ERASE_REASON = "erased on delete from the LangGraph store"
+"""The reason an erasing delete keeps in its redaction records unless given one."""
+
+LISTED = 20
+"""How many of a batch's writes its commit message names, one a line, below its summary."""
 
 
 class ItemMeta(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -133,8 +144,8 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
 
     Each item is one node under ``langgraph-store/``; each batch's writes are one
     commit on the branch (atomic); reads in a batch see the branch as it was
-    before the batch's writes. Beyond LangGraph's stores: :meth:`history` and
-    ``get(..., as_of=...)``.
+    before the batch's writes. Beyond LangGraph's stores: :meth:`history`,
+    ``get(..., as_of=...)`` and ``delete(..., erase=True)``.
 
     Example:
         >>> from mnemosyne import Repo
@@ -159,6 +170,7 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
         allowed_for: str | None = None,
         max_sensitivity: str | None = None,
         verified_within: timedelta | None = None,
+        erase: bool = False,
     ) -> None:
         """Serve LangGraph from ``repo``.
 
@@ -182,6 +194,9 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
                 an item without one counts as ``recall.unlabeled_sensitivity``).
             verified_within: every search leaves out items last written or
                 verified (``repo.verify``) longer ago than this.
+            erase: every delete (``delete``, and a batch's ``PutOp`` with no value)
+                also erases every version of the item (see :meth:`delete`), so a
+                graph's own deletes forget for real.
 
         Raises:
             InvalidInput: ``repo`` is not a Repo, or ``index`` is malformed.
@@ -191,7 +206,10 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
             raise InvalidInput(f"MnemosyneStore needs a mnemosyne.Repo, not {type(repo).__name__}")
         if branch is not None and branch not in repo.branches():
             raise NotFound(f"no branch {branch!r}: create it with repo.branch({branch!r})")
+        if not isinstance(erase, bool):
+            raise InvalidInput(f"erase must be True or False, not {erase!r}")
         self.repo = repo
+        self.erase = erase
         self.branch = branch
         self.author = author
         self.index_config = index
@@ -220,6 +238,10 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
             InvalidNamespaceError: a namespace LangGraph refuses.
             InvalidInput: any other malformed op (a value that is not JSON, …).
         """
+        return self._run(ops, self.erase, None)
+
+    def _run(self, ops: Iterable[Op], erase: bool, reason: str | None) -> list[Result]:
+        """:meth:`batch`, erasing what it deletes when ``erase``."""
         ops = list(ops)
         for op in ops:
             self._check(op)
@@ -244,7 +266,9 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
             else:
                 results.append(None)
         if writes:
-            self._write(list(writes.values()), commit_meta)
+            self._write(writes, commit_meta, erase)
+            if erase:
+                self._erase([nid for nid in writes.values() if isinstance(nid, str)], reason or ERASE_REASON)
         written = {value if isinstance(value, str) else value.id for value in writes.values()}
         self._refresh({nid: node for nid, node in read.items() if nid not in written})
         return results
@@ -309,21 +333,28 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
         except NotFound:  # a branch with no commits yet: an empty store
             return None
 
-    def _write(self, writes: Sequence[Node | str], commit_meta: dict[str, Any]) -> None:
-        puts = [w for w in writes if isinstance(w, Node)]
-        deletes = [w for w in writes if isinstance(w, str)]
+    def _write(
+        self,
+        writes: Mapping[tuple[tuple[str, ...], str], Node | str],
+        commit_meta: dict[str, Any],
+        erase: bool,
+    ) -> None:
+        puts = [(item, w) for item, w in writes.items() if isinstance(w, Node)]
+        deletes = [(item, w) for item, w in writes.items() if isinstance(w, str)]
 
         def attempt() -> None:
             tip = self._tip()
             # LangGraph deletes absent items silently; the repo refuses to remove an
             # absent id, so only the present are named, checked at the tip committed on.
-            present = [d for d in deletes if tip is not None and self._present(d, tip)]
+            present = [(item, d) for item, d in deletes if tip is not None and self._present(d, tip)]
             if not puts and not present:
                 return
+            removing = "erase" if erase else "delete"
+            said = [("put", item) for item, _ in puts] + [(removing, item) for item, _ in present]
             self.repo.commit(
-                put=puts,
-                delete=present,
-                message=_message(len(puts), len(present)),
+                put=[node for _, node in puts],
+                delete=[nid for _, nid in present],
+                message=_message(said),
                 author=self.author,
                 branch=self.branch,
                 parent=tip.id if tip is not None else None,
@@ -331,6 +362,14 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
             )
 
         with_retry(attempt)
+
+    def _erase(self, ids: Sequence[str], reason: str) -> None:
+        """Erase every version of each of ``ids`` (one never written has none to erase)."""
+        for nid in ids:
+            try:
+                self.repo.forget(nid, reason, author=self.author)
+            except NotFound:
+                pass
 
     def _present(self, nid: str, tip: Commit) -> bool:
         try:
@@ -349,6 +388,7 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
                 return
             now = self.repo.now()
             fresh: list[Node] = []
+            said: list[tuple[str, tuple[tuple[str, ...], str]]] = []
             for nid, old in read.items():
                 meta = item_meta(old)
                 current = self._current(nid, tip)
@@ -365,10 +405,11 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
                         expires_at=now + timedelta(minutes=meta.ttl),
                     )
                 )
+                said.append(("refresh ttl of", (meta.namespace, meta.key)))
             if fresh:
                 self.repo.commit(
                     put=fresh,
-                    message=f"langgraph store: refresh ttl of {len(fresh)}",
+                    message=_message(said),
                     author=self.author,
                     branch=self.branch,
                     parent=tip.id,
@@ -497,6 +538,47 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
             return None
         return self._item(node, commit.id)
 
+    def delete(
+        self, namespace: tuple[str, ...], key: str, *, erase: bool | None = None, reason: str | None = None
+    ) -> None:
+        """Delete an item; with ``erase``, erase every version of it for real.
+
+        A plain delete ends the item on the branch; its earlier values stay in
+        history (:meth:`history`, ``get(..., as_of=...)``). An erasing delete, for
+        the user who asks to be forgotten, also deletes the bytes of every version
+        of the item on every branch (``Repo.forget``): each leaves a redaction
+        record (hash, time, author, ``reason``), reading one raises ``Redacted``, and
+        ``repo.gc(compact=True)`` then leaves none of them in the store file. The
+        item's namespace and key stay, as its id (in trees and in the message of
+        the commit that deleted it): keep personal data in values.
+
+        Args:
+            namespace: the item's namespace.
+            key: the item's key.
+            erase: erase every version too; default: the store's ``erase`` setting.
+            reason: why, kept in the redaction records (erasing only; default:
+                :data:`ERASE_REASON`).
+
+        Raises:
+            InvalidNamespaceError: a namespace LangGraph refuses.
+            InvalidInput: ``erase`` is not a bool, or ``reason`` is blank or given without erasing.
+        """
+        erasing = self.erase if erase is None else erase
+        if not isinstance(erasing, bool):
+            raise InvalidInput(f"erase must be True or False, not {erase!r}")
+        if reason is not None:
+            if not erasing:
+                raise InvalidInput("a reason is kept only when erasing: pass erase=True with it")
+            if not isinstance(reason, str) or not reason.strip():
+                raise InvalidInput("give a reason for erasing: it is kept in the redaction records")
+        self._run([PutOp(namespace, key, None)], erasing, reason)
+
+    async def adelete(
+        self, namespace: tuple[str, ...], key: str, *, erase: bool | None = None, reason: str | None = None
+    ) -> None:
+        """:meth:`delete` in a worker thread."""
+        await asyncio.to_thread(self.delete, namespace, key, erase=erase, reason=reason)
+
     def history(self, namespace: tuple[str, ...], key: str) -> list[Item]:
         """Every value the item has had on the branch, newest first, as ``Item`` s.
 
@@ -532,9 +614,25 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
         return items
 
 
-def _message(puts: int, deletes: int) -> str:
-    said = [f"{verb} {count}" for verb, count in (("put", puts), ("delete", deletes)) if count]
-    return "langgraph store: " + ", ".join(said)
+def _message(said: Sequence[tuple[str, tuple[tuple[str, ...], str]]]) -> str:
+    """A commit's message naming what it wrote: ``(verb, (namespace, key))`` each.
+
+    One item: ``langgraph store: put ("users", "mira") / prefs``. More: a first
+    line that counts them (and names their namespace when they share one), then
+    one line each, the first :data:`LISTED` of them.
+    """
+    if len(said) == 1:
+        verb, (namespace, key) = said[0]
+        return f"langgraph store: {verb} {describe(namespace, key)}"
+    counts = Counter(verb for verb, _ in said)
+    first = "langgraph store: " + ", ".join(f"{verb} {count}" for verb, count in counts.items())
+    spaces = {namespace for _, (namespace, _) in said}
+    if len(spaces) == 1:
+        first += " in " + describe_namespace(next(iter(spaces)))
+    lines = [f"{verb} {describe(namespace, key)}" for verb, (namespace, key) in said[:LISTED]]
+    if len(said) > LISTED:
+        lines.append(f"and {len(said) - LISTED} more")
+    return first + "\n\n" + "\n".join(lines)
 
 
 def _times(versions: Sequence[Version], current: str) -> tuple[datetime, datetime]:

@@ -6,12 +6,13 @@ what to put and delete, and makes one commit of it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointTuple, PendingWrite
 
 from mnemosyne import Node, Provenance
+from mnemosyne.integrations.langgraph.namespaces import shown
 from mnemosyne.integrations.langgraph.threads import pack, unpack
 
 WRITES = "/w/"
@@ -48,6 +49,32 @@ def checkpoint_tuple(
         ),
         pending_writes=pending,
     )
+
+
+def checkpoint_message(
+    metadata: Mapping[str, Any], ns: str, checkpoint_id: str, parent: str | None, *, forked: bool
+) -> str:
+    """The message of a checkpoint's commit: its step and source first, then its ids.
+
+    ``checkpoint step 3 (loop)``, with `` in <namespace>`` for a subgraph's; a
+    checkpoint whose parent is not its namespace's latest (time travel) starts
+    ``fork of <parent id>: ``. The body names the checkpoint, its parent and run.
+    """
+    step, source, run_id = metadata.get("step"), metadata.get("source"), metadata.get("run_id")
+    what = "checkpoint"
+    if isinstance(step, int) and not isinstance(step, bool):
+        what += f" step {step}"
+    if isinstance(source, str) and source:
+        what += f" ({shown(source)})"
+    if ns:
+        what += f" in {shown(ns, 80)}"
+    first = f"fork of {shown(str(parent), 80)}: {what}" if forked else what
+    body = [f"checkpoint {shown(checkpoint_id, 80)}"]
+    if parent is not None:
+        body.append(f"parent {shown(str(parent), 80)}")
+    if run_id is not None:
+        body.append(f"run {shown(str(run_id), 80)}")
+    return first + "\n\n" + "\n".join(body)
 
 
 def owner(node_id: str) -> str:

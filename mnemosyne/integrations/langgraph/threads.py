@@ -1,30 +1,30 @@
-"""How LangGraph's threads, namespaces and checkpoints are named in a store (ADR 0017).
+"""How LangGraph's threads, namespaces and checkpoints are named in a store (ADRs 17 and 26).
 
-A thread is the branch ``threads/<segment>``; each id segment is the name itself
-when it is plain (letters, digits, ``.``, ``_``, ``-``, starting with a letter or
-digit) and otherwise ``_`` plus a digest, so any thread id, namespace or task id
-maps to a valid id and branch name; the real names are kept in the nodes.
+A thread is a branch named by :mod:`mnemosyne.model.thread_names`: ``threads/`` and
+the thread id, escaped when it is not plain, so it reads back (``Repo.thread_branch``
+finds a thread kept under its name from before, too). Inside the branch, each
+namespace, checkpoint id and task id is one id segment: the name itself when it is
+plain (letters, digits, ``.``, ``_``, ``-``, starting with a letter or digit) and
+otherwise ``_`` plus a digest; the real names are kept in the nodes.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import re
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
 from mnemosyne import CommitResult, InvalidInput
+from mnemosyne.model.thread_names import THREADS_PREFIX, is_plain, thread_branch_name
 
-BRANCH_PREFIX = "threads/"
+BRANCH_PREFIX = THREADS_PREFIX
 """Every thread's branch starts with this."""
-
-_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
 
 
 def segment(name: str) -> str:
-    """One id (and branch name) segment standing for ``name``, distinct for distinct names.
+    """One id segment standing for a namespace, checkpoint id or task id, distinct for distinct names.
 
     A plain name stands for itself; anything else (``/``, spaces, unicode, the
     empty root namespace, a long name, a name starting with ``_``) becomes ``_``
@@ -34,15 +34,15 @@ def segment(name: str) -> str:
         InvalidInput: ``name`` is not a string.
     """
     if not isinstance(name, str):
-        raise InvalidInput(f"a thread id, namespace or task id must be a string, not {type(name).__name__}")
-    if _PLAIN.fullmatch(name) and ".." not in name and not name.endswith((".", ".lock")):
+        raise InvalidInput(f"a namespace, checkpoint id or task id must be text, not {type(name).__name__}")
+    if is_plain(name):
         return name
     return "_" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def thread_branch(thread_id: str) -> str:
-    """The branch holding ``thread_id``'s checkpoints."""
-    return BRANCH_PREFIX + segment(thread_id)
+    """The branch a new thread ``thread_id`` gets (``Repo.thread_branch``: the one that holds it)."""
+    return thread_branch_name(thread_id)
 
 
 def pack(typed: tuple[str, bytes]) -> list[str]:
