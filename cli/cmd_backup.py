@@ -56,7 +56,8 @@ def import_(ctx: typer.Context, file: FileArg) -> None:
     """Restore an export from FILE into a new, empty store, with every hash as it was.
 
     The store is --repo (or $MNEMO_DIR, else the nearest .mnemo upward, else
-    ./.mnemo); it is created when absent, and a store that holds anything
+    ./.mnemo); it is created when absent (and removed again, with any directory
+    made for it, when the import fails), and a store that holds anything
     (exit 2) is never written to. Every tenant in FILE is restored. FILE is
     checked whole (a truncated or damaged file exits 5) and written in one
     transaction; then the derived indexes are rebuilt and every tenant is

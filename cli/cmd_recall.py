@@ -23,10 +23,11 @@ from typing import Annotated, Any
 
 import typer
 
-from mnemosyne import Hit, InvalidInput, ReadRecord
+from mnemosyne import Hit, InvalidInput, PendingRecall, ReadRecord, Repo
 from mnemosyne.model.choices import Kind, SearchMode
 from mnemosyne.model.defaults import CONTEXT_BUDGET, CONTEXT_K, SEARCH_K
 from mnemosyne.model.defaults import SETTINGS as KEYS
+from mnemosyne.model.jsonform import json_or_text
 
 from .render import emit, note, preview, provenance_text, say, short, when
 from .state import (
@@ -131,7 +132,9 @@ def search(
 
     The words of an id count too: "mira language" finds users/mira/prefs/language.
     A store whose directory this process cannot write is searched read-only
-    (nothing new is indexed or recorded).
+    (nothing new is indexed or recorded). The memories written since the last
+    search are indexed first; when they are many (a bulk load), one line on
+    stderr says so, with a progress bar on a terminal.
 
     Human output: score, id, short hash, a glimpse of the content, provenance.
     JSON Lines: {"id", "hash", "node", "score", "lexical_rank", "semantic_rank",
@@ -146,21 +149,23 @@ def search(
     settings = state(ctx)
     wanted = parse_meta(meta or [])
     repo = settings.open(ctx, readonly="auto", embeds=True)
-    hits = repo.search(
-        query,
-        k=k,
-        at=at,
-        as_of=time_or_none(as_of),
-        prefix=prefix,
-        valid_at=time_or_none(valid_at),
-        kind=kind,
-        meta=wanted or None,
-        mode=mode,
-        run_id=run_id,
-        allowed_for=allowed_for,
-        max_sensitivity=max_sensitivity,
-        verified_within=window_or_none(verified_within),
-    )
+    with catching_up(repo) as progress:
+        hits = repo.search(
+            query,
+            k=k,
+            at=at,
+            as_of=time_or_none(as_of),
+            prefix=prefix,
+            valid_at=time_or_none(valid_at),
+            kind=kind,
+            meta=wanted or None,
+            mode=mode,
+            run_id=run_id,
+            allowed_for=allowed_for,
+            max_sensitivity=max_sensitivity,
+            verified_within=window_or_none(verified_within),
+            progress=progress,
+        )
     if settings.json:
         for hit in hits:
             emit(hit)
@@ -177,7 +182,8 @@ def parse_meta(items: list[str]) -> dict[str, Any]:
     """Parse ``--meta KEY=VALUE`` options (the first ``=`` splits; VALUE is JSON when it parses).
 
     Raises:
-        InvalidInput: an item without ``=`` or with an empty key, or a key given twice.
+        InvalidInput: an item without ``=`` or with an empty key, a key given twice, or a
+            VALUE that is JSON no memory could hold (an integer of more than 64 bits).
     """
     out: dict[str, Any] = {}
     for item in items:
@@ -186,10 +192,7 @@ def parse_meta(items: list[str]) -> dict[str, Any]:
             raise InvalidInput(f"--meta {item!r}: expected KEY=VALUE")
         if key in out:
             raise InvalidInput(f"--meta names {key!r} more than once")
-        try:
-            out[key] = json.loads(text)
-        except ValueError:
-            out[key] = text
+        out[key] = json_or_text(text, f"--meta {key}")
     return out
 
 
@@ -231,26 +234,29 @@ def context(
     put in a prompt on stdout, one memory per line, and a summary (tokens used
     of the budget, memories) on stderr. With --run-id, the memories included
     are recorded in the read log. --allowed-for, --max-sensitivity and
-    --verified-within filter as for 'mnemo search'.
+    --verified-within filter as for 'mnemo search', and a large catch-up is
+    announced as it is.
 
     JSON: {"query", "budget_tokens", "tokens",
     "items": [{"id", "hash", "text", "tokens", "score", "claim_in_force", "confirmed_at"}]}.
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly="auto", embeds=True)
-    built = repo.context(
-        query,
-        budget_tokens=budget,
-        k=k,
-        at=at,
-        as_of=time_or_none(as_of),
-        prefix=prefix,
-        valid_at=time_or_none(valid_at),
-        run_id=run_id,
-        allowed_for=allowed_for,
-        max_sensitivity=max_sensitivity,
-        verified_within=window_or_none(verified_within),
-    )
+    with catching_up(repo) as progress:
+        built = repo.context(
+            query,
+            budget_tokens=budget,
+            k=k,
+            at=at,
+            as_of=time_or_none(as_of),
+            prefix=prefix,
+            valid_at=time_or_none(valid_at),
+            run_id=run_id,
+            allowed_for=allowed_for,
+            max_sensitivity=max_sensitivity,
+            verified_within=window_or_none(verified_within),
+            progress=progress,
+        )
     if settings.json:
         emit(built)
         return
@@ -293,10 +299,54 @@ def read_text(record: ReadRecord) -> str:
     )
 
 
-# -- reindex progress ----------------------------------------------------------------
+# -- progress ------------------------------------------------------------------------
 
 Progress = Callable[[int, int], None]
 """A progress callback: (done, total)."""
+
+CATCH_UP_NOTICE = 2_000
+"""Versions a search or context goes through first (indexing, embedding) from which it says so."""
+
+
+@contextmanager
+def catching_up(repo: Repo) -> Iterator[Progress | None]:
+    """The progress callback for a one-shot search or context that first has much to index.
+
+    Below :data:`CATCH_UP_NOTICE` versions, nothing (most searches index a few
+    memories at most). From there, one line on stderr says what comes first and
+    that it takes a while, and a progress bar follows on a terminal, as for
+    ``mnemo reindex``. Never anything on stdout.
+    """
+    pending = repo.pending_recall() if not repo.readonly else None  # a read-only one indexes nothing
+    if pending is None or pending.total < CATCH_UP_NOTICE:
+        yield None
+        return
+    note(catch_up_text(pending))
+    with progress_bar("indexing") as progress:
+        yield progress
+
+
+def catch_up_text(pending: PendingRecall) -> str:
+    """What a search does before it answers, in one line (``indexing 100,000 memories …``)."""
+    if pending.rebuild:
+        what = f"rebuilding the search index, written by an older version, from {_memories(pending.versions)}"
+    else:
+        parts = (
+            [f"indexing {_memories(pending.versions)} written since the last search"]
+            if pending.versions
+            else []
+        )
+        earlier = pending.embeddings - pending.versions
+        if earlier > 0:
+            parts.append(
+                f"embedding {_memories(earlier)} indexed before with {pending.model}, new to this store"
+            )
+        what = ", and ".join(parts)
+    return f"{what} (this may take a while) …"
+
+
+def _memories(count: int) -> str:
+    return f"{count:,} {'memory' if count == 1 else 'memories'}"
 
 
 @contextmanager
