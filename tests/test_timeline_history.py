@@ -141,3 +141,6 @@ def test_bad_arguments_are_refused_and_an_empty_branch_has_no_rows():
                 repo.timeline_history("mira", "city", limit=bad)  # type: ignore[arg-type]
         with pytest.raises(NotFound):
             repo.timeline_history("mira", "city", at="nope")
+        for subject, predicate in (("", "city"), ("mira", ""), (None, "city")):
+            with pytest.raises(InvalidInput, match="must be a non-empty string"):
+                repo.timeline_history(subject, predicate)  # type: ignore[arg-type]

@@ -320,6 +320,8 @@ class HistoryService:
         self, subject: str, predicate: str, as_of: TimeLike | None, at: Rev | None, limit: int | None
     ) -> list[TimelineChange]:
         """The work of :meth:`Repo.timeline_history`."""
+        _check_claim_key(subject, "subject")
+        _check_claim_key(predicate, "predicate")
         _check_limit(limit)
         when = as_time(as_of, "as_of")
         handle = self._handle

@@ -572,7 +572,8 @@ class Repo(Resource):
             limit: only the newest ``limit`` entries; the walk stops there.
 
         Raises:
-            InvalidInput: ``limit`` is not a non-negative integer.
+            InvalidInput: an empty subject or predicate, or a ``limit`` that is not a
+                non-negative integer.
             NotFound: ``at`` names nothing, or did not exist yet at ``as_of``.
         """
         return self._history.timeline_history(subject, predicate, as_of, at, limit)
