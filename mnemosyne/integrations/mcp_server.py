@@ -33,22 +33,17 @@ here decides anything about memory.
 Needs the ``mcp`` extra (``pip install 'mnemosyne[mcp]'``, the official SDK's 2.x line).
 """
 
-from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from datetime import timedelta
 from itertools import islice
 from typing import Annotated, Any
 
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.server.mcpserver.tools import Tool
-from mcp.shared.exceptions import MCPError
-from mcp_types import METHOD_NOT_FOUND, ToolAnnotations
-from pydantic import Field, ValidationError, WithJsonSchema
+from mcp_types import ToolAnnotations
+from pydantic import Field, WithJsonSchema
 
-from mnemosyne import InvalidInput, MnemoError, NotFound, Repo, __version__, to_json
-from mnemosyne.errors import one_line
+from mnemosyne import InvalidInput, NotFound, Repo, to_json
+from mnemosyne.integrations.mcp_protocol import OneLineServer, reported, resource_reported, strict
 from mnemosyne.integrations.mcp_results import (
     BlameJSON,
     CommitJSON,
@@ -463,40 +458,6 @@ def _window(text: str | None) -> timedelta | None:
     return parse_duration(text, "verified_within") if text is not None else None
 
 
-@contextmanager
-def reported() -> Iterator[None]:
-    """Turn what a tool raises into a tool error with one line of text; the server keeps serving.
-
-    A :class:`MnemoError` keeps its own message; anything else is named by its class,
-    as the command line does. Never a traceback: memories can hold secrets.
-    """
-    try:
-        yield
-    except ToolError:
-        raise
-    except MnemoError as error:
-        raise ToolError(one_line(error)) from None
-    except Exception as error:
-        raise ToolError(f"{type(error).__name__}: {one_line(error)}") from None
-
-
-@contextmanager
-def resource_reported() -> Iterator[None]:
-    """As :func:`reported`, for a resource read: a protocol error of one line, not a crash.
-
-    ``NotFound`` is the SDK's "resource not found" (invalid params); anything else
-    a resource error. Either way the SDK neither logs a traceback nor hides the message.
-    """
-    try:
-        yield
-    except NotFound as error:
-        raise ResourceNotFoundError(one_line(error)) from None
-    except MnemoError as error:
-        raise ResourceError(one_line(error)) from None
-    except Exception as error:
-        raise ResourceError(f"{type(error).__name__}: {one_line(error)}") from None
-
-
 def tool_call(tool: str, ctx: Context) -> str:
     """How a write names its call in provenance: the tool and the request id (``remember#7``)."""
     request = ctx.request_context.request_id
@@ -552,91 +513,6 @@ def instructions(tools: Collection[str]) -> str:
     return " ".join(parts)
 
 
-def strict(fn: Callable[..., Any], name: str, annotations: ToolAnnotations) -> Tool:
-    """A tool whose published input schema allows no argument it does not name.
-
-    The SDK ignores arguments a tool does not take; :class:`_OneLineServer` refuses
-    them, and the schema says so to hosts that check arguments before sending them.
-    """
-    tool = Tool.from_function(fn, name=name, annotations=annotations)
-    tool.parameters["additionalProperties"] = False
-    return tool
-
-
-def unknown_arguments(tool: str, unknown: Sequence[str], accepted: Sequence[str]) -> str:
-    """The one line that refuses arguments a tool does not take, and names those it does."""
-    # repr: a name is the caller's text, and may hold a newline.
-    named = ", ".join(repr(key) for key in unknown)
-    noun = "argument" if len(unknown) == 1 else "arguments"
-    return f"unknown {noun} {named} ({tool} takes {', '.join(accepted)})"
-
-
-_PROMPT_METHODS = frozenset({"prompts/list", "prompts/get"})
-_CAPABILITY_RESULTS = frozenset({"initialize", "server/discover"})
-
-
-async def without_prompts(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Offer no prompts and advertise none: the SDK's server would advertise prompts it does not have.
-
-    A host that sees the ``prompts`` capability lists prompts and shows an empty
-    menu; without it, the host knows there are none. The prompt methods answer
-    "method not found", as for any server without them.
-    """
-    if ctx.method in _PROMPT_METHODS:
-        raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=ctx.method)
-    result = await call_next(ctx)
-    if ctx.method in _CAPABILITY_RESULTS and isinstance(result, dict):
-        capabilities = result.get("capabilities")
-        if isinstance(capabilities, dict) and "prompts" in capabilities:
-            kept = {key: value for key, value in capabilities.items() if key != "prompts"}
-            result = {**result, "capabilities": kept}
-    return result
-
-
-class _OneLineServer(MCPServer):
-    """The SDK's server, refusing unknown arguments and reporting bad ones on one line.
-
-    The SDK ignores an argument a tool does not take (a misnamed ``budget`` would
-    leave ``budget_tokens`` at its default without a word): here it is refused,
-    naming the argument and the ones the tool takes. The SDK checks the rest before
-    a tool runs and reports pydantic's error: several lines, quoting the value given
-    (which may be a memory). Here it is one line per field that failed, naming the
-    field and the rule, never the value.
-    """
-
-    def __init__(self, *, instructions: str, tools: list[Tool]) -> None:
-        # The SDK logs each tool error's text at INFO on stderr, and that text may quote a
-        # memory: the host's log gets warnings only (the client has the error itself).
-        super().__init__(
-            "mnemosyne",
-            version=__version__,
-            instructions=instructions,
-            log_level="WARNING",
-            tools=tools,
-            middleware=[without_prompts],
-        )
-        self.arguments = {tool.name: tuple(tool.parameters.get("properties", {})) for tool in tools}
-
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        """Call a tool; an unknown argument, or one that fails validation, is a one-line tool error."""
-        accepted = self.arguments.get(name)
-        unknown = [key for key in arguments if key not in accepted] if accepted is not None else []
-        if accepted is not None and unknown:
-            problem = unknown_arguments(name, unknown, accepted)
-            raise ToolError(f"Error executing tool {name}: bad arguments: {problem}")
-        try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as error:
-            cause = error.__cause__
-            if not isinstance(cause, ValidationError):
-                raise
-            problems = "; ".join(
-                f"{'.'.join(str(part) for part in issue['loc']) or 'arguments'}: {issue['msg']}"
-                for issue in cause.errors(include_url=False, include_input=False)
-            )
-            raise ToolError(f"Error executing tool {name}: bad arguments: {problems}") from None
-
-
 def build_server(
     repo: Repo,
     *,
@@ -690,7 +566,7 @@ def build_server(
         if allow_erase:
             offered.append((tools.forget, "forget", removal))
     served = [strict(fn, name, annotations) for fn, name, annotations in offered]
-    server = _OneLineServer(instructions=instructions([tool.name for tool in served]), tools=served)
+    server = OneLineServer(instructions=instructions([tool.name for tool in served]), tools=served)
     json = "application/json"
     server.resource(MEMORY_URI, name="memory", description=MemoryTools.memory.__doc__, mime_type=json)(
         tools.memory
