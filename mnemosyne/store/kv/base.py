@@ -7,7 +7,7 @@ a function so a backend may run it again (LMDB does, after growing its map).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import AbstractContextManager
 from enum import StrEnum
 from typing import Protocol, TypeVar
@@ -47,8 +47,20 @@ store's searches returned, and erasure scrubs it in place."""
 class ReadTxn(Protocol):
     """A consistent snapshot of the store."""
 
+    remote: bool
+    """Whether each read not served by what the transaction holds waits on a server (PostgreSQL).
+
+    Then reading many keys with one :meth:`get_many` beats reading them one by one,
+    and a walk that knows what it will read asks first; where a read is a lookup
+    in memory (LMDB's map), such a walk is only a second walk.
+    """
+
     def get(self, space: Space, key: bytes) -> bytes | None:
         """Return the value at ``key``, or None."""
+        ...
+
+    def get_many(self, space: Space, keys: list[bytes]) -> list[bytes | None]:
+        """The value at each of ``keys`` (None where absent), in order: one round trip on PostgreSQL."""
         ...
 
     def scan(
@@ -58,6 +70,16 @@ class ReadTxn(Protocol):
 
         ``start`` (inclusive) is where to begin: the smallest key yielded going
         forward, the largest going in reverse.
+        """
+        ...
+
+    def prefetch_scans(self, space: Space, scans: list[tuple[bytes, bytes | None, bool]]) -> None:
+        """Make the first page of each scan ``(prefix, start, reverse)`` ready at once.
+
+        A hint, for callers that know many scans before running them (the
+        change-index entries of many ids): on PostgreSQL the first pages come in
+        one round trip and each :meth:`scan` with the same arguments starts from
+        its page; elsewhere it does nothing.
         """
         ...
 
@@ -77,6 +99,16 @@ class WriteTxn(ReadTxn, Protocol):
         """Store many items at once (bulk writes); return how many were added."""
         ...
 
+    def put_absent(self, space: Space, items: list[tuple[bytes, bytes]]) -> None:
+        """Store the items whose keys are absent and leave the others, without saying which were added.
+
+        For content-addressed values: a key given must be absent or already hold
+        the bytes given, so that whether it was there makes no difference. Reads in
+        the transaction see the items at once; a backend may send them with the
+        commit (PostgreSQL does: no round trip of their own).
+        """
+        ...
+
 
 class KV(Protocol):
     """A storage backend."""
@@ -85,6 +117,24 @@ class KV(Protocol):
 
     def read(self) -> AbstractContextManager[ReadTxn]:
         """Open a snapshot read transaction."""
+        ...
+
+    def view(
+        self,
+        fn: Callable[[ReadTxn], T],
+        kind: Hashable = None,
+        scans: list[tuple[Space, bytes, bytes | None, bool]] | None = None,
+    ) -> T:
+        """Run ``fn`` on a snapshot read transaction and return what it returns.
+
+        ``fn`` may be run more than once, so it must not have effects outside the
+        transaction (PostgreSQL first tries it on a snapshot taken by one statement
+        outside any transaction, when the last read of the same ``kind``, such as
+        ``fn``'s code, needed nothing more, and runs it again in a transaction when
+        it does). ``scans`` (``(keyspace, prefix, start, reverse)``) are scans ``fn``
+        will make: PostgreSQL reads their first pages in the round trip that begins
+        the read; elsewhere they change nothing.
+        """
         ...
 
     def transact(self, fn: Callable[[WriteTxn], T]) -> T:

@@ -12,7 +12,7 @@ import errno
 import os
 import shutil
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import suppress
 from typing import Any, ClassVar, TypeVar, cast
 
@@ -20,7 +20,7 @@ import lmdb
 
 from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, StorageFull
 from mnemosyne.store.kv import lmdb_rewrite, lmdb_space
-from mnemosyne.store.kv.base import Space, WriteTxn, prefix_end
+from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn, prefix_end
 from mnemosyne.store.kv.datafile import DATA_FILE, check_data_file
 from mnemosyne.store.kv.lmdb_gate import Gate
 from mnemosyne.store.kv.store_lock import LOCK_NAME, StoreLock
@@ -112,40 +112,50 @@ class _Reading:
 
 
 class _Txn:
-    __slots__ = ("_dbs", "_path", "_txn")
+    __slots__ = ("_dbs", "_get", "_path", "_txn")
+
+    remote = False  # a read is a lookup in the map
 
     def __init__(self, txn: lmdb.Transaction, dbs: dict[Space, Any], path: str) -> None:
         self._txn = txn
         self._dbs = dbs
         self._path = path
+        # Typed once here (the environment is opened without buffers: reads give bytes),
+        # not by a typing.cast call on every read.
+        self._get = cast("Callable[..., bytes | None]", txn.get)
 
     def get(self, space: Space, key: bytes) -> bytes | None:
         try:
-            return cast("bytes | None", self._txn.get(key, db=self._dbs[space]))
+            return self._get(key, db=self._dbs[space])
         except _DAMAGE as exc:
             raise damaged(self._path, exc) from None
+
+    def get_many(self, space: Space, keys: list[bytes]) -> list[bytes | None]:
+        return [self.get(space, key) for key in keys]
+
+    def prefetch_scans(self, space: Space, scans: list[tuple[bytes, bytes | None, bool]]) -> None:
+        pass  # a scan costs no round trip here
 
     def scan(
         self, space: Space, prefix: bytes, start: bytes | None = None, reverse: bool = False
     ) -> Iterator[tuple[bytes, bytes]]:
         try:
-            yield from self._scan(space, prefix, start, reverse)
+            cursor = self._txn.cursor(db=self._dbs[space])
+            if reverse:
+                yield from self._scan_reverse(cursor, prefix, start)
+                return
+            # Forward, in this one generator: fsck and rebuilds read every key this way.
+            if not cursor.set_range(max(prefix, start) if start is not None else prefix):
+                return
+            for item in cast("Iterator[tuple[bytes, bytes]]", cursor.iternext()):
+                if not item[0].startswith(prefix):
+                    return
+                yield item
         except _DAMAGE as exc:
             raise damaged(self._path, exc) from None
 
-    def _scan(
-        self, space: Space, prefix: bytes, start: bytes | None, reverse: bool
-    ) -> Iterator[tuple[bytes, bytes]]:
-        cursor = self._txn.cursor(db=self._dbs[space])
-        if not reverse:
-            seek = max(prefix, start) if start is not None else prefix
-            if not cursor.set_range(seek):
-                return
-            for key, value in cursor.iternext():
-                if not bytes(key).startswith(prefix):
-                    return
-                yield cast(bytes, key), cast(bytes, value)
-            return
+    @staticmethod
+    def _scan_reverse(cursor: Any, prefix: bytes, start: bytes | None) -> Iterator[tuple[bytes, bytes]]:
         # Place the cursor on the last key at or below the bound.
         if start is not None:
             if cursor.set_range(start):
@@ -157,13 +167,13 @@ class _Txn:
             positioned = (cursor.prev() if cursor.set_range(end) else cursor.last()) if end else cursor.last()
         if not positioned:
             return
-        for key, value in cursor.iterprev():
-            raw = cast(bytes, key)
-            if not raw.startswith(prefix):
-                if raw < prefix:
+        for item in cast("Iterator[tuple[bytes, bytes]]", cursor.iterprev()):
+            key = item[0]
+            if not key.startswith(prefix):
+                if key < prefix:
                     return
                 continue  # above the prefix range: only when start lies beyond it
-            yield raw, cast(bytes, value)
+            yield item
 
     def put(self, space: Space, key: bytes, value: bytes, overwrite: bool = True) -> bool:
         try:
@@ -186,6 +196,12 @@ class _Txn:
         except _DAMAGE as exc:
             raise damaged(self._path, exc) from None
         return int(added)
+
+    def put_absent(self, space: Space, items: list[tuple[bytes, bytes]]) -> None:
+        if len(items) == 1:
+            self.put(space, items[0][0], items[0][1], overwrite=False)  # no cursor for one key
+        else:
+            self.put_many(space, items, overwrite=False)
 
 
 class _Shared:
@@ -477,6 +493,16 @@ class LmdbKV:
     def read(self) -> _Reading:
         """Open a snapshot read transaction (a context manager giving the transaction)."""
         return _Reading(self, self._check_open())
+
+    def view(
+        self,
+        fn: Callable[[ReadTxn], T],
+        kind: Hashable = None,
+        scans: list[tuple[Space, bytes, bytes | None, bool]] | None = None,
+    ) -> T:
+        """Run ``fn`` on a snapshot read transaction (once: a read costs nothing to begin here)."""
+        with self.read() as txn:
+            return fn(txn)
 
     def transact(self, fn: Callable[[WriteTxn], T]) -> T:
         """Run ``fn`` in a write transaction, growing the map and re-running it when full."""

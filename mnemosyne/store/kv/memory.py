@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
 from mnemosyne.errors import InvalidInput, MnemoError
-from mnemosyne.store.kv.base import Space, WriteTxn, prefix_end
+from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn, prefix_end
 
 T = TypeVar("T")
 
@@ -36,6 +36,8 @@ class _Table:
 
 
 class _Txn:
+    remote = False
+
     def __init__(self, tables: dict[Space, _Table], writable: bool) -> None:
         self.tables = tables
         self._writable = writable
@@ -49,6 +51,13 @@ class _Txn:
 
     def get(self, space: Space, key: bytes) -> bytes | None:
         return self._table(space).data.get(key)
+
+    def get_many(self, space: Space, keys: list[bytes]) -> list[bytes | None]:
+        data = self._table(space).data
+        return [data.get(key) for key in keys]
+
+    def prefetch_scans(self, space: Space, scans: list[tuple[bytes, bytes | None, bool]]) -> None:
+        self._table(space)  # nothing to fetch ahead in memory; a closed transaction still refuses
 
     def scan(
         self, space: Space, prefix: bytes, start: bytes | None = None, reverse: bool = False
@@ -100,6 +109,9 @@ class _Txn:
     def put_many(self, space: Space, items: list[tuple[bytes, bytes]], overwrite: bool = True) -> int:
         return sum(self.put(space, key, value, overwrite) for key, value in items)
 
+    def put_absent(self, space: Space, items: list[tuple[bytes, bytes]]) -> None:
+        self.put_many(space, items, overwrite=False)
+
     def delete(self, space: Space, key: bytes) -> bool:
         table = self._writable_table(space)
         if key not in table.data:
@@ -128,6 +140,16 @@ class MemoryKV:
             yield txn
         finally:
             txn.closed = True
+
+    def view(
+        self,
+        fn: Callable[[ReadTxn], T],
+        kind: Hashable = None,
+        scans: list[tuple[Space, bytes, bytes | None, bool]] | None = None,
+    ) -> T:
+        """Run ``fn`` on a snapshot read transaction."""
+        with self.read() as txn:
+            return fn(txn)
 
     def transact(self, fn: Callable[[WriteTxn], T]) -> T:
         """Run ``fn`` in the write transaction; its changes appear all at once."""

@@ -22,6 +22,7 @@ class Overlay:
     def __init__(self, scratch: WriteTxn, real: ReadTxn) -> None:
         self.scratch = scratch
         self.real = real
+        self.remote = real.remote
 
     def get(self, space: Space, key: bytes) -> bytes | None:
         """The value in scratch, else (outside derived keyspaces) in the real store."""
@@ -29,6 +30,14 @@ class Overlay:
         if found is None and space not in DERIVED_SPACES:
             found = self.real.get(space, key)
         return found
+
+    def get_many(self, space: Space, keys: list[bytes]) -> list[bytes | None]:
+        """Each value as :meth:`get` finds it."""
+        return [self.get(space, key) for key in keys]
+
+    def prefetch_scans(self, space: Space, scans: list[tuple[bytes, bytes | None, bool]]) -> None:
+        """Pass the hint to the scratch store, which scans serve."""
+        self.scratch.prefetch_scans(space, scans)
 
     def scan(
         self, space: Space, prefix: bytes, start: bytes | None = None, reverse: bool = False
@@ -49,3 +58,7 @@ class Overlay:
     def put_many(self, space: Space, items: list[tuple[bytes, bytes]], overwrite: bool = True) -> int:
         """Write each item as :meth:`put` does."""
         return sum(self.put(space, key, value, overwrite) for key, value in items)
+
+    def put_absent(self, space: Space, items: list[tuple[bytes, bytes]]) -> None:
+        """Write each item as :meth:`put` without ``overwrite`` does."""
+        self.put_many(space, items, overwrite=False)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
@@ -33,6 +35,10 @@ EPOCH_TABLE = "erasure_epoch"
 
 IDLE_CONNECTIONS = 8
 """Connections a handle keeps open between transactions (more are opened while needed)."""
+
+SETTLE_SECONDS = 10.0
+"""How long taking a connection waits for the answer to a ``ROLLBACK`` sent without waiting
+(the server ended the transaction when the message came; the answer is normally there)."""
 
 RETRYABLE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected)
 """Errors after which a write transaction is run again from the start."""
@@ -139,14 +145,19 @@ class Pool:
     """Open connections of one handle: each transaction takes one and gives it back.
 
     Connections are in autocommit mode: transactions are begun explicitly, so
-    the isolation level and the first query travel in one round trip.
+    the isolation level and the first query travel in one round trip. A read
+    transaction is ended by a ``ROLLBACK`` sent without waiting for its answer
+    (:meth:`give_ending`): the server ends the transaction when the message
+    arrives, and the answer is read when the connection is next taken, by then
+    normally waiting in the socket.
     """
 
     def __init__(self, where: PgLocation, sync: bool) -> None:
         self.where = where
         self.sync = sync
         self.pid = os.getpid()
-        self._idle: list[psycopg.Connection[tuple[object, ...]]] = []
+        self._idle: list[tuple[psycopg.Connection[tuple[object, ...]], bool]] = []
+        """Idle connections, each with whether the answer to its ``ROLLBACK`` is still to be read."""
         self._lock = threading.Lock()
         self.closed = False
         _POOLS.add(self)
@@ -157,18 +168,33 @@ class Pool:
         Raises:
             NotFound: the server cannot be reached, refuses us, or has no such database.
         """
+        # Settings travel with the connection request (no round trip of their own), after
+        # any the URL gives. Columns have no statistics (see create_tables), so the planner
+        # cannot tell a range holds thousands of rows: without sorts it always walks a
+        # scan's page in key order off the primary key (LIMIT n reads n rows), rather
+        # than reading a whole range, such as a long-lived branch's reflog, to sort it.
+        # Our statements are lookups and ranges on primary keys and inserts: a generic plan
+        # (made once per prepared statement) is always the right one, so none is replanned.
+        # Commits spell bytes as '\x…' literals (postgres_txn.spelled): those need standard strings.
+        settings = [
+            "-c enable_sort=off",
+            "-c plan_cache_mode=force_generic_plan",
+            "-c standard_conforming_strings=on",
+        ]
+        if not self.sync:
+            # A crash may lose the latest commits, never the store's consistency: as LMDB's sync=False.
+            settings.append("-c synchronous_commit=off")
+        given = conninfo_to_dict(self.where.conninfo).get("options")
         try:
             conn = psycopg.connect(
                 self.where.conninfo,
                 autocommit=True,
                 application_name=f"mnemosyne:{self.where.schema}",
                 connect_timeout=int(os.environ.get("PGCONNECT_TIMEOUT", "10")),
+                options=" ".join([str(given), *settings] if given else settings),
             )
         except psycopg.Error as exc:
             raise unreachable(exc, self.where) from None
-        if not self.sync:
-            # A crash may lose the latest commits, never the store's consistency: as LMDB's sync=False.
-            conn.execute("SET synchronous_commit = off")
         return conn
 
     def check_open(self) -> None:
@@ -183,21 +209,65 @@ class Pool:
             raise MnemoError("this handle was opened before a fork: open the store again in this process")
 
     def take(self) -> tuple[psycopg.Connection[tuple[object, ...]], bool]:
-        """A connection to use, and whether it was pooled (it may have gone stale since)."""
+        """A connection to use, and whether it was pooled (it may have gone stale since).
+
+        One free to use at once comes first: one with nothing to read, or whose
+        ``ROLLBACK`` has been answered. When every idle one still awaits its answer
+        (reads in a tight loop), a second connection is opened once rather than
+        waiting: from then on the two take turns, each answered by its next turn.
+        """
         self.check_open()
-        with self._lock:
-            if self._idle:
-                return self._idle.pop(), True
+        while True:
+            with self._lock:
+                if not self._idle:
+                    break
+                chosen = next((i for i, (conn, unsettled) in enumerate(self._idle) if not unsettled), None)
+                answered = chosen is not None
+                if chosen is None:
+                    chosen = next((i for i, (conn, _) in enumerate(self._idle) if _answered(conn)), None)
+                    answered = chosen is not None
+                if chosen is None and len(self._idle) < 2:
+                    break
+                conn, unsettled = self._idle.pop(-1 if chosen is None else chosen)
+            if not unsettled or _settled(conn, answered):
+                return conn, True
+            conn.close()  # its ROLLBACK failed or never answered: a new one serves instead
         return self.connect(), False
 
     def give(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
         """Return a connection after its transaction ended (closed when broken or not needed)."""
-        healthy = not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        healthy = not conn.closed and conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
         with self._lock:
             if healthy and not self.closed and len(self._idle) < IDLE_CONNECTIONS:
-                self._idle.append(conn)
+                self._idle.append((conn, False))
                 return
         conn.close()
+
+    def give_ending(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        """Return a connection inside a transaction, ending it with a ``ROLLBACK`` sent without waiting.
+
+        For read transactions: nothing depends on the answer, so it costs no round
+        trip. The server rolls back when the message arrives, so no snapshot or
+        lock outlives the transaction; :meth:`take` reads the answer later.
+        """
+        if conn.closed:
+            return
+        pgconn = conn.pgconn
+        try:
+            pgconn.send_query(b"ROLLBACK")
+            deadline = time.monotonic() + SETTLE_SECONDS
+            while pgconn.flush():  # the socket's buffer was full: wait until it takes the rest
+                left = deadline - time.monotonic()
+                if not _ready(pgconn.socket, select.POLLOUT, left):
+                    raise OSError("the server takes no more data")
+        except (psycopg.Error, OSError):
+            conn.close()
+            return
+        with self._lock:
+            if not self.closed and len(self._idle) < IDLE_CONNECTIONS:
+                self._idle.append((conn, True))
+                return
+        conn.close()  # the server rolls back a session that ends, answered or not
 
     def close(self) -> None:
         """Close every idle connection; connections in use close when given back."""
@@ -205,7 +275,7 @@ class Pool:
             self.closed = True
             idle, self._idle = self._idle, []
         if self.pid == os.getpid():
-            for conn in idle:
+            for conn, _ in idle:
                 conn.close()
 
     def forget_after_fork(self) -> None:
@@ -219,7 +289,7 @@ class Pool:
             idle = self._idle
         null = os.open(os.devnull, os.O_RDWR)
         try:
-            for conn in idle:
+            for conn, _ in idle:
                 try:
                     os.dup2(null, conn.pgconn.socket)
                 except (OSError, psycopg.Error):
@@ -227,6 +297,78 @@ class Pool:
         finally:
             os.close(null)
         self._lock = threading.Lock()
+
+
+def _ready(fd: int, events: int, seconds: float | None = None) -> bool:
+    """Wait until ``fd`` is ready for ``events`` (``select.POLLIN``/``POLLOUT``), at most ``seconds``."""
+    if seconds is not None and seconds <= 0:
+        return False
+    poller = select.poll()  # not select.select: it cannot watch descriptors past 1023
+    poller.register(fd, events | select.POLLERR | select.POLLHUP)
+    return bool(poller.poll(None if seconds is None else seconds * 1000))
+
+
+def exchange(conn: psycopg.Connection[tuple[object, ...]], message: bytes) -> list[psycopg.pq.abc.PGresult]:
+    """Send one simple-protocol message (statements separated by ``;``) and read every result.
+
+    Straight through libpq: for the short messages that begin transactions, psycopg's
+    cursor machinery costs about as much as the round trip itself. Results come in
+    text format.
+
+    Raises:
+        psycopg.Error: the first statement that failed (its SQLSTATE's class), or a lost connection.
+    """
+    pgconn = conn.pgconn
+    pgconn.send_query(message)
+    while pgconn.flush():
+        _ready(pgconn.socket, select.POLLOUT)
+    results: list[psycopg.pq.abc.PGresult] = []
+    while True:
+        pgconn.consume_input()
+        while pgconn.is_busy():
+            _ready(pgconn.socket, select.POLLIN)
+            pgconn.consume_input()
+        result = pgconn.get_result()
+        if result is None:
+            break
+        results.append(result)
+    for result in results:
+        if result.status == psycopg.pq.ExecStatus.FATAL_ERROR:
+            raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
+    return results
+
+
+def _answered(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
+    """Whether the answer to a ``ROLLBACK`` sent without waiting is in (or the connection broke): no wait."""
+    pgconn = conn.pgconn
+    try:
+        pgconn.consume_input()
+        return not pgconn.is_busy()
+    except psycopg.Error:
+        return True  # broken: taking it finds out and closes it
+
+
+def _settled(conn: psycopg.Connection[tuple[object, ...]], answered: bool = False) -> bool:
+    """Read the answer to a ``ROLLBACK`` sent without waiting; whether the connection is fit for use.
+
+    ``answered``: :func:`_answered` said it is in (nothing more to take from the socket).
+    """
+    pgconn = conn.pgconn
+    deadline = time.monotonic() + SETTLE_SECONDS
+    try:
+        if not answered:
+            pgconn.consume_input()
+        while pgconn.is_busy():
+            left = deadline - time.monotonic()
+            if not _ready(pgconn.socket, select.POLLIN, left):
+                return False
+            pgconn.consume_input()
+        fine = True
+        while (result := pgconn.get_result()) is not None:
+            fine = fine and result.status == psycopg.pq.ExecStatus.COMMAND_OK
+    except (psycopg.Error, OSError):
+        return False
+    return fine and pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
 
 _POOLS: weakref.WeakSet[Pool] = weakref.WeakSet()

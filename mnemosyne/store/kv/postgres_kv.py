@@ -6,36 +6,50 @@ starts with its tenant's scope. Reads are ``REPEATABLE READ`` snapshots; a
 ``transact`` is one ``SERIALIZABLE`` transaction, run again after a
 serialization failure or a deadlock, so a ref's read-check-write holds against
 every other writer. Round trips are what a transaction costs: one begins it and
-reads ahead the rows the previous one started with, writes whose answer is
-known without asking are sent together with ``COMMIT`` (see
-:mod:`~mnemosyne.store.kv.postgres_txn`). Object values are cached in the
-process, guarded by a store-wide erasure epoch: an erased object is never
-served from the cache once the erasing transaction has committed.
+reads ahead what the last ones started with (:mod:`~mnemosyne.store.kv.postgres_ahead`),
+writes whose answer is known without asking are sent together with ``COMMIT``
+(:mod:`~mnemosyne.store.kv.postgres_txn`), and a read ends with a ``ROLLBACK``
+nothing waits for: a warm read is one round trip, a commit two (ADR 31).
+Object values are cached in the process, guarded by a store-wide erasure epoch:
+an erased object is never served from the cache once the erasing transaction
+has committed.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+import weakref
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 import psycopg
 
 from mnemosyne.errors import InvalidInput, MnemoError, NotFound
-from mnemosyne.store.kv.base import Space, WriteTxn
+from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
+from mnemosyne.store.kv.postgres_ahead import Key, Page, ReadAhead, learned
 from mnemosyne.store.kv.postgres_conn import (
     EPOCH_TABLE,
     RETRYABLE,
     PgLocation,
     Pool,
     create_tables,
+    exchange,
     mapped,
     store_exists,
 )
 from mnemosyne.store.kv.postgres_sql import ObjectCache, Statements
-from mnemosyne.store.kv.postgres_txn import Conn, Key, Misguessed, Txn, run_round
+from mnemosyne.store.kv.postgres_txn import (
+    Conn,
+    Detached,
+    Misguessed,
+    Txn,
+    first_page,
+    run_round,
+    spelled,
+)
 
 T = TypeVar("T")
 
@@ -44,6 +58,15 @@ CACHE_BYTES = 64 << 20
 
 MAX_ATTEMPTS = 1000
 """Runs of one write transaction before serialization failures are given up on."""
+
+PREPARED = 64
+"""Statements a connection keeps prepared for beginning transactions; past it, they start afresh."""
+
+UNSURE = ""
+"""Among a connection's prepared names: a message that prepared some failed, which ran is unknown."""
+
+SERVED_KINDS = 256
+"""Kinds of read remembered as served by the read-ahead alone (see :meth:`PostgresKV.view`)."""
 
 
 class PostgresKV:
@@ -70,8 +93,14 @@ class PostgresKV:
         self.cache = ObjectCache(CACHE_BYTES)
         self.objects = Space.OBJECTS
         """The keyspace of content-addressed values: cached, and guessed new when stored."""
-        self._openings: dict[bool, list[Key]] = {False: [], True: []}
-        """Per kind of transaction (write or not): the keys the last one asked for first."""
+        self._ahead = {write: ReadAhead(self.sql.tables, self.sql.epoch) for write in (False, True)}
+        """Per kind of transaction (write or not): what the last ones asked for first."""
+        self._prepared: weakref.WeakKeyDictionary[Conn, set[str]] = weakref.WeakKeyDictionary()
+        """Per connection: the names of the read-ahead statements prepared on it."""
+        self._served: dict[Hashable, None] = {}
+        """Kinds of read whose last run needed nothing but the read-ahead (see :meth:`view`)."""
+        self._trips = 0
+        self._trips_lock = threading.Lock()
         self._pool = Pool(self.where, sync)
         conn = self._pool.connect()
         try:
@@ -96,66 +125,117 @@ class PostgresKV:
         """The store's URL as messages show it (no password)."""
         return self.where.display
 
+    @property
+    def round_trips(self) -> int:
+        """How many times this handle has waited for the server's answer, since it was opened.
+
+        A test hook, and what the bench reports: a warm ``get`` is one, a commit
+        two. Messages sent without waiting (a read's ``ROLLBACK``) do not count;
+        connecting does not either.
+        """
+        with self._trips_lock:
+            return self._trips
+
+    def waited(self) -> None:
+        """Count one round trip (transactions call it before each wait for the server)."""
+        with self._trips_lock:
+            self._trips += 1
+
     # -- transactions -------------------------------------------------------------
 
-    def _begin(self, write: bool) -> tuple[Conn, tuple[int, int, int], dict[Key, bytes | None]]:
-        """A connection inside a new transaction, its (epoch, cache floor, ticket) and rows read ahead.
+    def _begin(
+        self, write: bool, transaction: bool = True, named: tuple[Page, ...] = ()
+    ) -> tuple[Conn, tuple[int, int, int], dict[Key, bytes | None], dict[Page, list[tuple[bytes, bytes]]]]:
+        """A connection inside a new transaction, its (epoch, cache floor, ticket), rows and pages read ahead.
 
-        One round trip: ``BEGIN``, the epoch read in the snapshot it opens, and the
-        rows the previous transaction of the same kind asked for first (a handle
-        reading at HEAD asks for the tenant binding, HEAD and the branch every time).
-        They are read in this snapshot, so they are what asking later would return;
-        a wrong guess costs a few rows in the same round trip, never one more.
+        One round trip: ``BEGIN``, the epoch read in the snapshot it opens, and what
+        the last transactions of the same kind asked for first (a handle reading at
+        HEAD asks for the tenant binding, HEAD and the branch every time; see
+        :mod:`~mnemosyne.store.kv.postgres_ahead`). They are read in this snapshot,
+        so they are what asking later would return; a wrong guess costs a few rows
+        in the same round trip, never one more.
+
+        Without ``transaction`` (a read): the statement alone, its own snapshot, and the
+        connection back in the pool at once (the one returned is not to be used).
+        ``named``: first pages of scans the transaction says it will make, read too.
         """
-        ahead = self._openings[write]
-        # One simple-protocol message (parameters would need the extended protocol, one
-        # statement each): keys go in as hex digits, decoded by the server.
-        reads = "".join(
-            f", (SELECT v FROM {self.sql.tables[space]} WHERE k = decode('{key.hex()}', 'hex'))"
-            for space, key in ahead
-        )
+        opening = self._ahead[write].opening
+        if named:
+            opening = opening.with_pages(named)
         begin = self.sql.begin_write if write else self.sql.begin_read
-        statement = f"{begin}; SELECT ({self.sql.epoch}){reads}"
         for _ in range(2):
             conn, pooled = self._pool.take()
+            # One simple-protocol message (parameters would need the extended protocol, one
+            # statement each): keys go in as hex digits. The statements are prepared on the
+            # connection the first time (after BEGIN: a PREPARE survives the ROLLBACK).
+            prepared = self._prepared.setdefault(conn, set())
+            if opening.name in prepared:
+                message = opening.message(begin if transaction else None)
+            else:
+                parts = [begin] if transaction else []
+                if len(prepared) >= PREPARED:
+                    parts += [f"DEALLOCATE {name}" for name in sorted(prepared) if name != UNSURE]
+                    prepared.clear()
+                parts += [opening.prepare, opening.execute]
+                message = "; ".join(parts).encode()
             floor = self.cache.floor()
             try:
-                cur = conn.execute(statement)
-                cur.nextset()
-                row = cur.fetchone()
+                self.waited()
+                epoch, known, pages = opening.answers(exchange(conn, message)[-1])
             except psycopg.OperationalError as exc:
                 conn.close()
                 if pooled:
                     continue  # a pooled connection the server dropped meanwhile: take another
                 raise mapped(exc, self.where) from None
+            except psycopg.errors.InvalidSqlStatementName:
+                # Our statement was deallocated behind our back (DEALLOCATE ALL by another
+                # user of the session): a fresh connection prepares it again.
+                conn.close()
+                continue
             except psycopg.Error as exc:
-                self._discard(conn)
+                conn.close()  # which statements it prepared before the error is unknown
                 raise mapped(exc, self.where, writing=write) from None
-            assert row is not None
-            epoch = int(str(row[0]))
-            known: dict[Key, bytes | None] = {}
-            for key, value in zip(ahead, row[1:], strict=True):
-                assert value is None or isinstance(value, bytes)
-                known[key] = value
-            return conn, (epoch, floor, self.cache.ticket(epoch)), known
+            except BaseException:
+                conn.close()  # interrupted mid-message: nothing more can be sent on it
+                raise
+            prepared.add(opening.name)
+            if not transaction:
+                self._pool.give(conn)
+            return conn, (epoch, floor, self.cache.ticket(epoch)), known, pages
         raise MnemoError(f"cannot keep a connection to the PostgreSQL server at {self.where.host}")
 
     def _learn(self, write: bool, txn: Txn) -> None:
-        if txn.asked:
-            self._openings[write] = list(txn.asked)
+        self._ahead[write].learn(learned(txn.asked))
 
     def _discard(self, conn: Conn) -> None:
         """End whatever transaction is open and return the connection (closed if broken)."""
         if not conn.closed:
-            with suppress(psycopg.Error):
-                conn.execute("ROLLBACK")
+            self.waited()
+            prepared = self._prepared.get(conn)
+            unsure = prepared is not None and UNSURE in prepared
+            # Past psycopg, which on seeing a ROLLBACK would deallocate every statement the
+            # session prepared ("DEALLOCATE ALL"), ours among them.
+            message = b"ROLLBACK" + (b"; SELECT name FROM pg_prepared_statements" if unsure else b"")
+            try:
+                results = exchange(conn, message)
+            except psycopg.Error:
+                conn.close()
+            else:
+                if unsure and prepared is not None:
+                    names = [results[-1].get_value(row, 0) or b"" for row in range(results[-1].ntuples)]
+                    prepared.clear()
+                    prepared.update(name.decode() for name in names if name.startswith(b"mnemo_"))
         self._pool.give(conn)
 
     @contextmanager
-    def read(self) -> Iterator[Txn]:
-        """Open a snapshot read transaction (``REPEATABLE READ``)."""
-        conn, begun, known = self._begin(write=False)
-        txn = Txn(self, conn, begun, known, writable=False)
+    def read(self, named: tuple[Page, ...] = ()) -> Iterator[Txn]:
+        """Open a snapshot read transaction (``REPEATABLE READ``): one round trip when what it reads is known.
+
+        It ends with a ``ROLLBACK`` nobody waits for (see ``Pool.give_ending``).
+        ``named``: first pages of scans it will make, read in that round trip too.
+        """
+        conn, begun, known, pages = self._begin(write=False, named=named)
+        txn = Txn(self, conn, begun, known, pages, writable=False, named=named)
         try:
             yield txn
         except psycopg.Error as exc:
@@ -163,7 +243,41 @@ class PostgresKV:
         finally:
             txn.closed = True
             self._learn(False, txn)
-            self._discard(conn)
+            self._pool.give_ending(conn)
+
+    def view(
+        self,
+        fn: Callable[[ReadTxn], T],
+        kind: Hashable = None,
+        scans: list[tuple[Space, bytes, bytes | None, bool]] | None = None,
+    ) -> T:
+        """Run ``fn`` on a snapshot: one statement and no transaction when the read-ahead serves it.
+
+        When the last read of this ``kind`` needed nothing but the rows read ahead
+        and cached objects, ``fn`` first runs on the snapshot of the one statement
+        that reads them ahead, outside any transaction: nothing to end afterwards.
+        Should it need the server after all, it runs again in a read transaction.
+        The first pages of ``scans`` (``(keyspace, prefix, start, reverse)``) are read
+        ahead by that statement too.
+        """
+        named = tuple(dict.fromkeys(first_page(*scan) for scan in scans or ()))
+        if kind is not None and kind in self._served:
+            _, begun, known, pages = self._begin(write=False, transaction=False, named=named)
+            txn = Txn(self, None, begun, known, pages, writable=False, named=named)
+            try:
+                return fn(txn)
+            except Detached:
+                self._served.pop(kind, None)
+            finally:
+                txn.closed = True
+                self._learn(False, txn)
+        with self.read(named) as txn:
+            result = fn(txn)
+            if kind is not None and not txn.waits:
+                if len(self._served) >= SERVED_KINDS:
+                    self._served.clear()
+                self._served[kind] = None
+        return result
 
     def transact(self, fn: Callable[[WriteTxn], T]) -> T:
         """Run ``fn`` in one ``SERIALIZABLE`` transaction, again after a serialization failure.
@@ -179,16 +293,34 @@ class PostgresKV:
         delay = 0.001
         guess = True
         for _ in range(MAX_ATTEMPTS):
-            conn, begun, known = self._begin(write=True)
-            txn = Txn(self, conn, begun, known, writable=True, guess=guess)
+            conn, begun, known, pages = self._begin(write=True)
+            txn = Txn(self, conn, begun, known, pages, writable=True, guess=guess)
             committing = False
             try:
                 result = fn(txn)
                 self._learn(True, txn)
                 committing = True
                 # One round trip: the buffered writes, the guessed objects' check, COMMIT.
-                run_round(conn, [*txn.finish(), ("COMMIT", None)])
-            except Misguessed:
+                self.waited()
+                statements = [*txn.finish(), ("COMMIT", None)]
+                prepared = self._prepared.setdefault(conn, set())
+                spelt = spelled(statements, prepared)
+                if spelt is None:
+                    run_round(conn, statements)
+                else:
+                    message, preparing = spelt
+                    try:
+                        exchange(conn, message)
+                    except psycopg.Error:
+                        # Which of its PREPAREs ran before the error is unknown: ask (on the
+                        # way out, with the ROLLBACK) rather than guess.
+                        prepared.add(UNSURE)
+                        raise
+                    except BaseException:
+                        conn.close()  # interrupted mid-message: nothing more can be sent on it
+                        raise
+                    prepared.update(preparing)
+            except (Misguessed, psycopg.errors.DivisionByZero):
                 self._discard(conn)
                 guess = False
                 continue

@@ -102,6 +102,10 @@ class Statements:
         """Read one row."""
         return f"SELECT v FROM {self.tables[space]} WHERE k = %b"
 
+    def get_many(self, space: Space) -> str:
+        """Read the rows of many keys (those present)."""
+        return f"SELECT k, v FROM {self.tables[space]} WHERE k = ANY(%b::bytea[])"
+
     def insert(self, space: Space) -> str:
         """Insert one row unless its key exists (the row count says which)."""
         return f"INSERT INTO {self.tables[space]} (k, v) VALUES (%b, %b) ON CONFLICT (k) DO NOTHING"
@@ -135,6 +139,20 @@ class Statements:
     def delete_many(self, space: Space) -> str:
         """Delete many rows."""
         return f"DELETE FROM {self.tables[space]} WHERE k = ANY(%b::bytea[])"
+
+    def first_pages(self, space: Space, reverse: bool, low_open: bool, high_open: bool) -> str:
+        """The first pages of many range scans, both bounds present: rows numbered by their range.
+
+        Arguments: the ranges' low bounds, their high bounds (two arrays), the rows per page.
+        """
+        low = "k > p.lo" if low_open else "k >= p.lo"
+        high = "k < p.hi" if high_open else "k <= p.hi"
+        order = "DESC" if reverse else "ASC"
+        return (
+            "SELECT p.n, t.k, t.v FROM unnest(%b::bytea[], %b::bytea[]) WITH ORDINALITY AS p(lo, hi, n) "
+            f"CROSS JOIN LATERAL (SELECT k, v FROM {self.tables[space]} WHERE {low} AND {high} "
+            f"ORDER BY k {order} LIMIT %b) AS t"
+        )
 
     def scan(
         self, space: Space, reverse: bool, low: bool, low_open: bool, high: bool, high_open: bool
