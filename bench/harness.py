@@ -56,32 +56,56 @@ def make_node(i: int, version: int = 0) -> Node:
 
 
 class ByteCounter:
-    """Counts bytes of new objects written (wraps the LMDB transaction's put)."""
+    """Records every key a write transaction adds or overwrites, and the bytes of new objects.
+
+    Wraps both ways into the LMDB transaction, ``put`` and ``put_many`` (``put_absent``,
+    which content-addressed objects go in by, calls one of them), so a raw transaction
+    "of the same keys and sizes" writes what the commit wrote: nodes, tree chunks, the
+    commit, change-index and graph entries, refs, reflog and the recall queue. A key
+    already present that a ``put_many`` without overwrite leaves alone is not counted:
+    it writes nothing.
+    """
 
     def __init__(self) -> None:
         self.bytes = 0
         self.puts: list[tuple[int, int]] = []
         self.spaces: list[Space] = []
         self._orig = lmdb_kv._Txn.put
+        self._orig_many = lmdb_kv._Txn.put_many
+
+    def _record(self, space: Space, key: bytes, value: bytes) -> None:
+        self.puts.append((len(key), len(value)))
+        self.spaces.append(space)
+        if space is Space.OBJECTS:
+            self.bytes += len(value)
 
     def __enter__(self) -> ByteCounter:
         counter = self
-        orig = self._orig
+        orig, orig_many = self._orig, self._orig_many
 
         def put(txn: lmdb_kv._Txn, space: Space, key: bytes, value: bytes, overwrite: bool = True) -> bool:
             done = orig(txn, space, key, value, overwrite)
             if done:
-                counter.puts.append((len(key), len(value)))
-                counter.spaces.append(space)
-            if space is Space.OBJECTS and done:
-                counter.bytes += len(value)
+                counter._record(space, key, value)
             return done
 
+        def put_many(
+            txn: lmdb_kv._Txn, space: Space, items: list[tuple[bytes, bytes]], overwrite: bool = True
+        ) -> int:
+            # Which keys a no-overwrite put_many adds is only known beforehand.
+            fresh = items if overwrite else [item for item in items if txn.get(space, item[0]) is None]
+            added = orig_many(txn, space, items, overwrite)
+            for key, value in fresh:
+                counter._record(space, key, value)
+            return added
+
         lmdb_kv._Txn.put = put  # type: ignore[method-assign]
+        lmdb_kv._Txn.put_many = put_many  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
         lmdb_kv._Txn.put = self._orig  # type: ignore[method-assign]
+        lmdb_kv._Txn.put_many = self._orig_many  # type: ignore[method-assign]
 
 
 def used_bytes(repo: Repo) -> int:

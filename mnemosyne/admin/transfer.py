@@ -1,25 +1,34 @@
 """Moving history between two stores by hash: the sending side's objects the receiving side lacks.
 
 One transfer copies what the receiving tenant lacks of the history some tips
-reach, then moves refs there. It runs in four steps, each in the receiving
-store's own transactions, so a transfer killed at any point leaves both stores
-consistent and running it again completes it:
+reach, then moves refs there. The two sides are :class:`Sender` and
+:class:`Destination`: the same steps run whether both are open in this process
+(:class:`LocalSender`, :class:`LocalDestination`) or one is a served store
+reached over HTTP (:mod:`mnemosyne.admin.http_remote`), each step a few
+batched questions, never one per commit or object. Every write is one of the
+receiving store's own transactions, so a transfer killed at any point leaves
+both stores consistent and running it again completes it:
 
-1. **Have/want.** The commits to send are those the tips reach in the sender's
-   commit graph that the receiver has not indexed (its commit graph holds only
-   commits whose whole history is stored), found by walking the sender's graph
-   entries and stopping at every commit the receiver has: a no-op transfer
-   reads one entry per tip.
+1. **Have/want.** The receiver names the commits it surely has (its refs'
+   tips) and the versions it erased. The sender walks its commit graph from the
+   tips, newest generation first, and stops where the receiver's tips reach:
+   what is left are the candidates, of which the receiver keeps those it has not
+   indexed (its commit graph holds only commits whose whole history is stored).
+   A no-op transfer reads one entry per tip.
 2. **Redactions.** Every redaction record of the sender the receiver lacks is
    applied first: the receiver erases those versions' bytes (and what its
    derived indexes hold of them, as ``forget`` does) and keeps the record. The
    receiver never stores a version it has a redaction record for, so erasure
    travels one way only: bytes never come back.
-3. **Objects**, children before parents (nodes, then tree chunks bottom-up,
+3. **Objects.** For each missing commit the sender compares its tree with its
+   parents' trees, which the receiver has or is about to have, descending only
+   into chunks that differ; the receiver keeps the ids it lacks, and the sender
+   streams them, children before parents (nodes, then tree chunks bottom-up,
    contradiction records, then the commit, commits parents first), in
-   transactions of at most :data:`BATCH` objects. A chunk the receiver has is
-   never descended into: whoever stored it stored its children first. Every
-   object's bytes are hashed on arrival and must match their id. Objects of an
+   transactions of at most :data:`BATCH` objects. Every object's bytes are
+   hashed on arrival and must match their id. What the receiver holds never
+   prunes the walk, only the list, so objects an interrupted run left behind
+   are skipped and a ``gc`` between runs loses nothing. Objects of an
    interrupted transfer are unreachable until the refs move, so ``gc`` collects
    them after its grace period if no rerun comes.
 4. **Indexes and refs**, in one transaction: the new commits enter the commit
@@ -31,17 +40,22 @@ consistent and running it again completes it:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+import heapq
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import Protocol, TypeVar
+
+import msgspec
 
 from mnemosyne.admin.erase import erase
 from mnemosyne.errors import CorruptObject, InvalidInput, NotFound
 from mnemosyne.index.build import commit_changes, index_commit, reindex
+from mnemosyne.index.graph import GraphEntry
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model import codec
 from mnemosyne.model.objects import decode_object
 from mnemosyne.store.object_store import decode_redaction
+from mnemosyne.store.prolly import Change
 
 T = TypeVar("T")
 
@@ -52,6 +66,15 @@ _KNOWN_TAGS = tuple(
 
 BATCH = 20_000
 """Objects written per transaction of the receiving store (bounded work to redo after a crash)."""
+
+QUESTION = 50_000
+"""Ids asked about at once (whether the receiver lacks them): bounded requests over HTTP."""
+
+DIFFS = 1 << 18
+"""Changes a sender in this process keeps for the receiver at most (the rest it diffs itself)."""
+
+Objects = Iterable[tuple[bytes, bytes | None]]
+"""``(id, stored bytes)`` of objects sent; None where the sender lacks one."""
 
 
 class Receiver(Protocol):
@@ -70,21 +93,76 @@ class Receiver(Protocol):
         ...
 
 
-class Plan:
-    """What one transfer sends.
+class Survey(msgspec.Struct, frozen=True, kw_only=True):
+    """What the receiving side tells a sender first.
 
     Attributes:
-        commits: the commits the receiver lacks, parents first.
-        objects: ids of the objects to send, children before parents.
-        redactions: ``(hash, stored record)`` of the sender's redactions the receiver lacks.
+        tips: commits it has indexed (the tips of its refs): the sender's walk stops there.
+        erased: ids of the versions it holds redaction records for: never sent.
     """
 
-    def __init__(
-        self, commits: list[bytes], objects: list[bytes], redactions: list[tuple[bytes, bytes]]
-    ) -> None:
-        self.commits = commits
-        self.objects = objects
-        self.redactions = redactions
+    tips: list[bytes]
+    erased: frozenset[bytes]
+
+
+class Offer(msgspec.Struct, frozen=True, kw_only=True):
+    """What the sending side offers, given a :class:`Survey`.
+
+    Attributes:
+        head: the sender's current branch.
+        branches: ``(name, tip)`` of every branch of the sender with commits, by name.
+        commits: ``(id, parents)`` of the candidates, parents first: the commits the
+            tips reach that the receiver's tips do not (it may have some of them).
+        redactions: ``(id, stored record)`` of the sender's redaction records the receiver lacks.
+    """
+
+    head: str
+    branches: list[tuple[str, bytes]]
+    commits: list[tuple[bytes, tuple[bytes, ...]]]
+    redactions: list[tuple[bytes, bytes]]
+
+
+class Sender(Protocol):
+    """The side history comes from."""
+
+    def offer(self, tips: list[bytes] | None, have: list[bytes], erased: frozenset[bytes]) -> Offer:
+        """The candidates for ``tips`` (None: every branch) given the receiver's ``have`` tips."""
+        ...
+
+    def objects(self, commits: list[bytes]) -> list[bytes]:
+        """Ids of the objects ``commits`` add to their parents' trees, children before parents.
+
+        Versions the sender erased are left out: it has no bytes to send.
+        """
+        ...
+
+    def read(self, ids: list[bytes]) -> Iterator[Objects]:
+        """The objects of ``ids``, in order, in as many parts as the sender sends them."""
+        ...
+
+
+class Destination(Protocol):
+    """The side history goes to."""
+
+    def survey(self) -> Survey:
+        """The receiver's tips and erased versions."""
+        ...
+
+    def lacking_commits(self, ids: list[bytes]) -> set[bytes]:
+        """Those of ``ids`` the receiver has not indexed."""
+        ...
+
+    def lacking(self, ids: list[bytes]) -> set[bytes]:
+        """Those of ``ids`` the receiver does not store."""
+        ...
+
+    def redact(self, records: list[tuple[bytes, bytes]]) -> int:
+        """Apply redaction records (erasing those versions there); how many were new there."""
+        ...
+
+    def store(self, objects: Objects) -> tuple[int, int]:
+        """Write objects, each hashed on arrival; ``(objects written, bytes)``."""
+        ...
 
 
 class Sent:
@@ -104,164 +182,348 @@ class Sent:
         self.redactions = 0
 
 
+class Exchange(msgspec.Struct, frozen=True, kw_only=True):
+    """A transfer up to its last step: what was sent, and the commits the receiver must index.
+
+    Attributes:
+        sent: counts so far (``commits`` is set by the last step).
+        commits: the commits sent, parents first, for the receiver to index.
+        offer: what the sender offered (its head and branches).
+    """
+
+    sent: Sent
+    commits: list[bytes]
+    offer: Offer
+
+
 def transfer(
     source: View, target: Receiver, tips: Iterable[bytes], move: Callable[[WriteView], T]
 ) -> tuple[Sent, T]:
     """Send what ``target`` lacks of the history ``tips`` reach in ``source``, then run ``move``.
 
-    ``source`` is one snapshot of the sending tenant, held for the whole
-    transfer; ``move`` runs in the final transaction of the receiver, after the
-    new commits are indexed, and moves its refs (it may raise to refuse: the
-    objects stay, unreachable, and nothing else changes).
+    Both sides open in this process. ``source`` is one snapshot of the sending
+    tenant, held for the whole transfer; ``move`` runs in the final transaction
+    of the receiver, after the new commits are indexed, and moves its refs (it
+    may raise to refuse: the objects stay, unreachable, and nothing else changes).
 
     Raises:
         CorruptObject: an object's bytes do not match its id, or the sender lacks
             an object its history names (and has no redaction record for it).
         InvalidInput: an object of a newer format, or a malformed redaction record.
     """
-    tips = list(tips)
-    try:
-        return _send(source, target, tips, move, thorough=False)
-    except _Incomplete:
-        # A gc between interrupted transfers removed objects below a chunk the receiver
-        # kept (each object's grace starts when gc first saw it): this time look below
-        # every chunk the receiver has, and send what is missing there.
-        try:
-            return _send(source, target, tips, move, thorough=True)
-        except _Incomplete as again:
-            raise NotFound(f"{again}; run 'mnemo fsck' on the receiving store") from None
+    destination = LocalDestination(target)
+    done = exchange(LocalSender(source), destination, list(tips))
+    done.sent.commits, moved = destination.finish(done.commits, move)
+    return done.sent, moved
 
 
-class _Incomplete(NotFound):
-    """The receiver lacks an object below a chunk it holds: the plan trusted too much."""
+def exchange(sender: Sender, destination: Destination, tips: list[bytes] | None) -> Exchange:
+    """Steps 1 to 3 of a transfer: have/want, redactions, objects (``tips`` None: every branch).
 
-
-def _send(
-    source: View, target: Receiver, tips: list[bytes], move: Callable[[WriteView], T], *, thorough: bool
-) -> tuple[Sent, T]:
-    with target.read() as have:
-        plan = _plan(source, have, tips, thorough)
+    The caller runs the last step on the destination, with the ref moves it wants.
+    """
+    survey = destination.survey()
+    offer = sender.offer(tips, survey.tips, survey.erased)
     sent = Sent()
-    if plan.redactions:
-        sent.redactions = target.write(lambda view: _apply_redactions(view, plan.redactions))
-    for start in range(0, len(plan.objects), BATCH):
-        batch = plan.objects[start : start + BATCH]
-        written, size = target.write(functools.partial(_store, source, batch))
-        sent.objects += written
-        sent.bytes += size
-
-    def finish(view: WriteView) -> tuple[int, T]:
-        try:
-            indexed = _index(view, plan.commits)
-        except NotFound as missing:
-            raise _Incomplete(str(missing)) from None
-        return indexed, move(view)
-
-    sent.commits, moved = target.write(finish)
-    return sent, moved
-
-
-# -- have/want -------------------------------------------------------------------
-
-
-def missing_commits(source: View, have: View, tips: list[bytes]) -> list[bytes]:
-    """The commits ``tips`` reach in ``source`` that ``have`` has not indexed, parents first."""
-    order: list[bytes] = []
-    visited: set[bytes] = set()
-    for tip in tips:
-        stack: list[tuple[bytes, bool]] = [(tip, False)]
-        while stack:
-            oid, expanded = stack.pop()
-            if expanded:
-                order.append(oid)
-                continue
-            if oid in visited or have.graph.has(have.txn, oid):
-                continue
-            visited.add(oid)
-            stack.append((oid, True))
-            # The sender's graph entry names the parents without decoding the commit.
-            stack.extend((parent, False) for parent in reversed(source.graph.entry(source.txn, oid).parents))
-    return order
+    erased = set(survey.erased)
+    if offer.redactions:
+        sent.redactions = destination.redact(offer.redactions)
+        erased.update(key for key, _ in offer.redactions)
+    candidates = [oid for oid, _ in offer.commits]
+    lacking = _ask(destination.lacking_commits, candidates)
+    commits = [oid for oid in candidates if oid in lacking]
+    # Versions erased on the receiving side are never sent, nor asked about.
+    planned = [oid for oid in sender.objects(commits) if oid not in erased] if commits else []
+    if isinstance(sender, LocalSender) and isinstance(destination, LocalDestination):
+        # Both in this process: the trees the sender compared while planning are the
+        # ones the destination would compare to index the commits (ids name content).
+        destination.diffs = sender.diffs
+    absent = _ask(destination.lacking, planned)
+    wanted = [oid for oid in planned if oid in absent]
+    for start in range(0, len(wanted), BATCH):
+        for part in sender.read(wanted[start : start + BATCH]):
+            written, size = destination.store(part)
+            sent.objects += written
+            sent.bytes += size
+    return Exchange(sent=sent, commits=commits, offer=offer)
 
 
-def _plan(source: View, have: View, tips: list[bytes], thorough: bool = False) -> Plan:
-    commits = missing_commits(source, have, tips)
+def _ask(question: Callable[[list[bytes]], set[bytes]], ids: list[bytes]) -> set[bytes]:
+    found: set[bytes] = set()
+    for start in range(0, len(ids), QUESTION):
+        found |= question(ids[start : start + QUESTION])
+    return found
+
+
+# -- the sending side ---------------------------------------------------------------
+
+
+class LocalSender:
+    """A sender open in this process: one snapshot of its tenant, held for the whole transfer."""
+
+    def __init__(self, view: View) -> None:
+        self.view = view
+        self.diffs: dict[bytes, list[Change]] = {}
+        """What commits planned so far changed against their first parents (see :func:`plan_objects`)."""
+
+    def offer(self, tips: list[bytes] | None, have: list[bytes], erased: frozenset[bytes]) -> Offer:
+        """The candidates for ``tips`` (None: every branch), stopping where ``have`` reaches."""
+        view = self.view
+        branches = list(view.refs.branches(view.txn))
+        wanted = [tip for _, tip in branches] if tips is None else tips
+        for tip in wanted:
+            if not view.graph.has(view.txn, tip):  # asked for by a client: not a commit of this store
+                raise NotFound(f"commit {tip.hex()[:12]} is not here")
+        common = [oid for oid in have if view.graph.has(view.txn, oid)]
+        redactions = [(key, data) for key, data in view.objects.redactions(view.txn) if key not in erased]
+        return Offer(
+            head=view.refs.head_branch(view.txn),
+            branches=branches,
+            commits=candidates(view, wanted, common),
+            redactions=redactions,
+        )
+
+    def objects(self, commits: list[bytes]) -> list[bytes]:
+        """Ids of the objects ``commits`` add to their parents' trees, children before parents.
+
+        What each commit changed is kept in :attr:`diffs` on the way (see :func:`plan_objects`).
+        """
+        view = self.view
+        mine = {key for key, _ in view.objects.redactions(view.txn)}  # erased here: no bytes to send
+        return plan_objects(view, commits, mine, self.diffs)
+
+    def read(self, ids: list[bytes]) -> Iterator[Objects]:
+        """The objects of ``ids``, read as the receiver writes them (one part)."""
+        yield _Reading(self.view, ids)
+
+
+class _Reading:
+    """Objects read from a snapshot as they are iterated (again, if a write transaction retries)."""
+
+    def __init__(self, view: View, ids: list[bytes]) -> None:
+        self.view = view
+        self.ids = ids
+
+    def __iter__(self) -> Iterator[tuple[bytes, bytes | None]]:
+        objects, txn = self.view.objects, self.view.txn
+        for start in range(0, len(self.ids), 256):  # a round trip per 256 on PostgreSQL
+            batch = self.ids[start : start + 256]
+            yield from zip(batch, objects.raw_many(txn, batch), strict=True)
+
+
+def candidates(view: View, tips: list[bytes], common: list[bytes]) -> list[tuple[bytes, tuple[bytes, ...]]]:
+    """``(id, parents)`` of the commits ``tips`` reach and ``common`` do not, parents first.
+
+    A walk by generation, newest first (every child comes before its parents), of
+    both sides at once: a commit reached from ``common`` marks its ancestors, and
+    the walk stops once no commit left to visit is wanted. So it reads the
+    commits wanted, and those of ``common``'s history down to the oldest of them.
+    """
+    graph, txn = view.graph, view.txn
+    entries: dict[bytes, GraphEntry] = {}
+    reached: dict[bytes, bool] = {}  # commit -> reached from common
+    queue: list[tuple[int, bytes]] = []
+    wanted = 0
+
+    def visit(oid: bytes, known: bool) -> None:
+        nonlocal wanted
+        before = reached.get(oid)
+        if before is None:
+            entry = entries[oid] = graph.entry(txn, oid)
+            reached[oid] = known
+            heapq.heappush(queue, (-entry.generation, oid))
+            wanted += not known
+        elif known and not before:
+            reached[oid] = True
+            wanted -= 1
+
+    for oid in common:
+        visit(oid, True)
+    for oid in tips:
+        visit(oid, False)
+    found: list[tuple[bytes, tuple[bytes, ...]]] = []
+    while wanted:
+        _, oid = heapq.heappop(queue)
+        known = reached[oid]
+        parents = entries[oid].parents
+        if not known:
+            wanted -= 1
+            found.append((oid, parents))
+        for parent in parents:
+            visit(parent, known)
+    found.reverse()
+    return found
+
+
+def plan_objects(
+    view: View, commits: list[bytes], skip: set[bytes], diffs: dict[bytes, list[Change]] | None = None
+) -> list[bytes]:
+    """Ids of the objects ``commits`` (parents first) add to their parents' trees, children first.
+
+    ``skip``: versions never to send (erased on either side). Each commit's tree
+    is compared with its parents' trees, which the receiver has or receives
+    first; a chunk found in both, or queued already, is not descended into.
+
+    ``diffs``, when given, receives what each commit with parents changed against
+    its first parent (:func:`~mnemosyne.index.build.commit_changes`), up to
+    :data:`DIFFS` changes in all: compared right after planning, the chunks are
+    read from the cache, and a receiver in this process indexes the commits
+    without reading and comparing its copies of them again.
+    """
     queued: set[bytes] = set()
     objects: list[bytes] = []
-    seen: set[bytes] | None = set() if thorough else None
-    theirs = {key for key, _ in have.objects.redactions(have.txn)}  # erased there: never sent
-
-    def lacks(oid: bytes) -> bool:
-        return oid not in queued and not have.objects.contains(have.txn, oid)
-
+    kept = 0
     for oid in commits:
-        commit = source.commit(oid)
-        _plan_tree(source, theirs, commit.tree, lacks, queued, objects, seen)
-        for record in commit.contradictions:
-            if lacks(record):
-                _require(source, record)
+        commit = view.commit(oid)
+        bases = [view.commit(parent).tree for parent in commit.parents]
+        _plan_tree(view, commit.tree, bases, skip, queued, objects)
+        if diffs is not None and bases and kept < DIFFS:
+            diffs[oid] = commit_changes(view, commit)
+            kept += len(diffs[oid])
+        for record in (*commit.contradictions, oid):
+            if record not in queued:
                 queued.add(record)
                 objects.append(record)
-        if lacks(oid):
-            queued.add(oid)
-            objects.append(oid)
-    redactions = [(key, data) for key, data in source.objects.redactions(source.txn) if key not in theirs]
-    return Plan(commits, objects, redactions)
+    return objects
 
 
 def _plan_tree(
-    source: View,
-    erased_there: set[bytes],
-    root: bytes,
-    lacks: Callable[[bytes], bool],
-    queued: set[bytes],
-    objects: list[bytes],
-    seen: set[bytes] | None = None,
+    view: View, root: bytes, bases: list[bytes], skip: set[bytes], queued: set[bytes], objects: list[bytes]
 ) -> None:
-    """Queue the chunks and nodes of a tree the receiver lacks, children first.
+    """Queue the chunks and nodes of the tree at ``root`` that the trees at ``bases`` lack, children first.
 
-    Nodes the receiver erased (``erased_there``: the ids of its redaction records)
-    are never sent back.
-
-    A chunk the receiver has is taken to have everything below it, unless ``seen``
-    is given (a thorough plan): then what is below it is checked too, once.
+    Level by level from the top: a chunk's level is part of its content, so a
+    chunk of one tree equal to one of the other at the same level holds the same
+    subtree, and only chunks that differ are opened, on both sides.
     """
-    stack: list[tuple[bytes, bool]] = [(root, False)]
-    while stack:
-        oid, expanded = stack.pop()
-        if expanded:
-            queued.add(oid)
-            objects.append(oid)
-            continue
-        if not lacks(oid):
-            if seen is None or oid in seen or oid in queued:
-                continue  # stored there with everything below it
-            seen.add(oid)
-        else:
-            stack.append((oid, True))
-        chunk = source.chunk(oid)
-        if chunk.level:
-            stack.extend((child, False) for child in chunk.values)
-            continue
-        for node in chunk.values:
-            if not lacks(node) or node in erased_there:
-                continue  # stored there, or erased there: never sent back
-            if not source.objects.contains(source.txn, node):
-                if source.objects.redaction(source.txn, node) is not None:
-                    continue  # erased here: its redaction record travels instead
-                raise CorruptObject(
-                    f"{node.hex()} is missing from the sending store (run 'mnemo fsck' there)"
-                )
+    if root in queued or root in bases:
+        return
+    new: dict[int, dict[bytes, None]] = {}
+    old: dict[int, dict[bytes, None]] = {}
+    new.setdefault(view.chunk(root).level, {})[root] = None
+    for base in bases:
+        old.setdefault(view.chunk(base).level, {})[base] = None
+    found: dict[int, list[bytes]] = {}
+    nodes: list[bytes] = []
+    old_nodes: set[bytes] = set()
+    while new:
+        level = max(new)
+        while old and max(old) > level:  # above every new chunk: open them
+            top = max(old)
+            _open(view, old.pop(top), top, old, old_nodes)
+        ours = new.pop(level)
+        theirs = old.pop(level, {})
+        differ = [oid for oid in ours if oid not in theirs and oid not in queued]
+        _open(view, {oid: None for oid in theirs if oid not in ours}, level, old, old_nodes)
+        view.objects.prefetch(view.txn, differ)
+        for oid in differ:
+            chunk = view.chunk(oid)
+            found.setdefault(level, []).append(oid)
+            if level:
+                new.setdefault(level - 1, {}).update(dict.fromkeys(chunk.values))
+            else:
+                nodes.extend(chunk.values)
+    for node in nodes:
+        if node not in queued and node not in old_nodes and node not in skip:
             queued.add(node)
             objects.append(node)
+    for level in sorted(found):
+        for oid in found[level]:
+            if oid not in queued:
+                queued.add(oid)
+                objects.append(oid)
 
 
-def _require(source: View, oid: bytes) -> None:
-    if not source.objects.contains(source.txn, oid):
-        raise CorruptObject(f"{oid.hex()} is missing from the sending store (run 'mnemo fsck' there)")
+def _open(
+    view: View, chunks: dict[bytes, None], level: int, into: dict[int, dict[bytes, None]], nodes: set[bytes]
+) -> None:
+    """Replace ``chunks`` (of ``level``) by their children: chunks one level down, or nodes."""
+    if not chunks:
+        return
+    view.objects.prefetch(view.txn, list(chunks))
+    for oid in chunks:
+        values = view.chunk(oid).values
+        if level:
+            into.setdefault(level - 1, {}).update(dict.fromkeys(values))
+        else:
+            nodes.update(values)
 
 
-# -- receiving ---------------------------------------------------------------------
+def read_some(
+    view: View, ids: list[bytes], limit: int
+) -> tuple[list[bytes], list[bytes | None], list[bytes]]:
+    """The stored bytes of ``ids`` from the start, up to about ``limit`` bytes (at least one).
+
+    Returns:
+        ``(ids answered, their bytes or None, those of them erased here)``: a
+        missing object with a redaction record was erased since it was offered.
+    """
+    answered: list[bytes] = []
+    data: list[bytes | None] = []
+    erased: list[bytes] = []
+    size = 0
+    for start in range(0, len(ids), 256):
+        batch = ids[start : start + 256]
+        for oid, raw in zip(batch, view.objects.raw_many(view.txn, batch), strict=True):
+            if answered and size + len(raw or b"") > limit:
+                return answered, data, erased
+            answered.append(oid)
+            data.append(raw)
+            size += len(raw or b"")
+            if raw is None and view.objects.redaction(view.txn, oid) is not None:
+                erased.append(oid)
+    return answered, data, erased
+
+
+# -- the receiving side -------------------------------------------------------------
+
+
+class LocalDestination:
+    """A receiver open in this process: its tenant handle, one transaction per step."""
+
+    def __init__(self, receiver: Receiver) -> None:
+        self.receiver = receiver
+        self.diffs: dict[bytes, list[Change]] = {}
+        """What commits changed, as a sender in this process found planning them (see :func:`exchange`)."""
+
+    def survey(self) -> Survey:
+        """The tips of every ref (branches and remote-tracking refs), and the versions erased."""
+        with self.receiver.read() as view:
+            tips = [tip for _, tip in view.refs.branches(view.txn)]
+            tips += [tip for _, tip in view.refs.tracking(view.txn)]
+            erased = frozenset(key for key, _ in view.objects.redactions(view.txn))
+        return Survey(tips=list(dict.fromkeys(tips)), erased=erased)
+
+    def lacking_commits(self, ids: list[bytes]) -> set[bytes]:
+        """Those of ``ids`` not indexed here."""
+        with self.receiver.read() as view:
+            return {oid for oid in ids if not view.graph.has(view.txn, oid)}
+
+    def lacking(self, ids: list[bytes]) -> set[bytes]:
+        """Those of ``ids`` not stored here."""
+        with self.receiver.read() as view:
+            return {
+                oid
+                for oid, data in zip(ids, view.objects.raw_many(view.txn, ids), strict=True)
+                if data is None
+            }
+
+    def redact(self, records: list[tuple[bytes, bytes]]) -> int:
+        """Erase here what the sender erased, keeping its records; how many were new here."""
+        return self.receiver.write(lambda view: _apply_redactions(view, records))
+
+    def store(self, objects: Objects) -> tuple[int, int]:
+        """Write objects in one transaction, each hashed on arrival."""
+        return self.receiver.write(functools.partial(_store, objects))
+
+    def finish(self, commits: list[bytes], move: Callable[[WriteView], T]) -> tuple[int, T]:
+        """Index ``commits`` (parents first), then run ``move``: one transaction."""
+
+        def work(view: WriteView) -> tuple[int, T]:
+            indexed = index_commits(view, commits, self.diffs)
+            return indexed, move(view)
+
+        return self.receiver.write(work)
 
 
 def _apply_redactions(view: WriteView, records: list[tuple[bytes, bytes]]) -> int:
@@ -294,12 +556,11 @@ def _apply_redactions(view: WriteView, records: list[tuple[bytes, bytes]]) -> in
     return applied
 
 
-def _store(source: View, batch: list[bytes], view: WriteView) -> tuple[int, int]:
+def _store(objects: Objects, view: WriteView) -> tuple[int, int]:
     """Write one batch of objects, each hashed on arrival; ``(objects written, bytes)``."""
-    objects, txn = view.objects, view.txn
+    store, txn = view.objects, view.txn
     written = size = 0
-    for oid in batch:
-        data = source.objects.raw(source.txn, oid)
+    for oid, data in objects:
         if data is None:
             raise CorruptObject(f"{oid.hex()} is missing from the sending store (run 'mnemo fsck' there)")
         if codec.object_id(data) != oid:
@@ -309,27 +570,39 @@ def _store(source: View, batch: list[bytes], view: WriteView) -> tuple[int, int]
             if newer is not None:
                 raise InvalidInput(f"object {oid.hex()}: {newer}; upgrade Mnemosyne to receive it")
             decode_object(data, oid)  # raises CorruptObject for what is no object at all
-        if data[1:8] == codec.NODE_TAG and objects.redaction(txn, oid) is not None:
+        if data[1:8] == codec.NODE_TAG and store.redaction(txn, oid) is not None:
             continue  # erased here: the bytes never come back
-        if objects.put_raw(txn, oid, data):
+        if store.put_raw(txn, oid, data):
             written += 1
             size += len(data)
     return written, size
 
 
-def _index(view: WriteView, commits: list[bytes]) -> int:
-    """Index the received commits (parents first) and queue their versions for recall."""
+def index_commits(
+    view: WriteView, commits: list[bytes], diffs: dict[bytes, list[Change]] | None = None
+) -> int:
+    """Index the received commits (parents first) and queue their versions for recall.
+
+    ``diffs``: what some of them changed against their first parents, known
+    already (:func:`plan_objects`); the others are compared here.
+
+    Raises:
+        NotFound: an object of theirs is missing (a ``gc`` ran meanwhile?): run the transfer again.
+    """
     count = 0
     for oid in commits:
         if view.graph.has(view.txn, oid):
             continue  # indexed by a transfer that ran beside this one
         try:
             commit = view.commit(oid)
-        except NotFound:
+            changes = diffs.get(oid) if diffs else None
+            if changes is None:
+                changes = commit_changes(view, commit)
+        except NotFound as missing:
             raise NotFound(
-                f"commit {oid.hex()[:12]} went missing during the transfer (a gc ran?); run it again"
+                f"commit {oid.hex()[:12]} cannot be indexed: {missing} (a gc ran during the transfer?); "
+                "run it again"
             ) from None
-        changes = commit_changes(view, commit)
         index_commit(view, oid, commit, changes, {})
         view.stores.queue.add(
             view.txn,

@@ -7,7 +7,7 @@ history), so staleness costs O(versions of the id), never a history walk.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 from mnemosyne.index.view import View
@@ -23,12 +23,12 @@ def confirmed_by(view: View, node_id: str, value: bytes, tip: bytes) -> bytes | 
     knows no such commit (it is behind: ``reindex``).
     """
     graph = view.graph
-    top = graph.entry(view.txn, tip).generation
+    top = graph.shape(view.txn, tip).generation
     merged: bytes | None = None
     for _, commit, found, verified in view.changes.entries_of(view.txn, node_id, max_generation=top):
         if found != value or not graph.is_ancestor(view.txn, commit, tip):
             continue
-        if not verified and len(graph.entry(view.txn, commit).parents) > 1:
+        if not verified and len(graph.shape(view.txn, commit).parents) > 1:
             merged = merged or commit
             continue
         return commit
@@ -41,12 +41,19 @@ def confirmed_at(view: View, node_id: str, value: bytes, tip: bytes) -> datetime
     return view.commit(commit).record_time if commit is not None else None
 
 
-def verifications(view: View, node_id: str, tip: bytes) -> Iterator[tuple[int, bytes, bytes]]:
+def verifications(
+    view: View,
+    node_id: str,
+    tip: bytes,
+    entries: Iterable[tuple[int, bytes, bytes | None, bool]] | None = None,
+) -> Iterator[tuple[int, bytes, bytes]]:
     """Yield ``(generation, commit, hash verified)`` of each verification of ``node_id`` in ``tip``'s history.
 
-    Newest first.
+    Newest first. ``entries``: the id's change-index entries up to ``tip``'s generation, read already.
     """
-    top = view.graph.entry(view.txn, tip).generation
-    for generation, commit, value, verified in view.changes.entries_of(view.txn, node_id, max_generation=top):
+    if entries is None:
+        top = view.graph.shape(view.txn, tip).generation
+        entries = view.changes.entries_of(view.txn, node_id, max_generation=top)
+    for generation, commit, value, verified in entries:
         if verified and value is not None and view.graph.is_ancestor(view.txn, commit, tip):
             yield generation, commit, value

@@ -10,6 +10,8 @@ otherwise.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import msgspec
 
 from mnemosyne.errors import CorruptObject
@@ -36,6 +38,28 @@ class GraphEntry(msgspec.Struct, frozen=True, array_like=True):
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(GraphEntry)
 
+SHAPES = 65536
+"""Commits' shapes (:class:`Shape`) a handle keeps, at most, before starting afresh."""
+
+
+class Shape(NamedTuple):
+    """What never changes of a commit's entry: its place in the graph (not its claims or open records)."""
+
+    first: bytes
+    """The first parent; empty for a root commit."""
+    depth: int
+    skip: bytes
+    generation: int
+    parents: tuple[bytes, ...]
+    merges: bool
+
+
+def _shape(entry: GraphEntry) -> Shape:
+    parents = entry.parents
+    return Shape(
+        parents[0] if parents else b"", entry.depth, entry.skip, entry.generation, parents, entry.merges
+    )
+
 
 def skip_depth(depth: int) -> int:
     """The first-parent depth a commit at ``depth`` keeps a skip pointer to."""
@@ -55,6 +79,32 @@ class CommitGraph:
 
     def __init__(self, scope: bytes) -> None:
         self.prefix = scope + _TAG
+        self._steps: dict[bytes, Shape] = {}
+        """Per commit: its shape. A function of the commit graph alone, which never changes (a
+        reindex after an erasure rewrites claims and open records only), so it is kept across
+        transactions: a commit's skip-pointer walk, and the ancestry checks of a history,
+        read no entry twice (on PostgreSQL each is a round trip)."""
+
+    def shape(self, txn: ReadTxn, oid: bytes) -> Shape:
+        """The shape of a commit in the graph, read once per handle (as :meth:`entry` reads it).
+
+        For a commit known to be in the reading snapshot (found there): a kept shape
+        is not checked against it.
+
+        Raises:
+            CorruptObject: if the commit is missing from the index.
+        """
+        found = self._steps.get(oid)
+        if found is None:
+            entry = self.entry(txn, oid)
+            found = _shape(entry)
+            self._keep(oid, found)
+        return found
+
+    def _keep(self, oid: bytes, shape: Shape) -> None:
+        if len(self._steps) >= SHAPES:
+            self._steps.clear()
+        self._steps[oid] = shape
 
     def entry(self, txn: ReadTxn, oid: bytes) -> GraphEntry:
         """The index entry of a commit.
@@ -73,6 +123,20 @@ class CommitGraph:
             raise CorruptObject(
                 f"the commit graph entry of {oid.hex()} is damaged ({exc}); run 'mnemo reindex'"
             ) from None
+
+    def prefetch(self, txn: ReadTxn, oids: list[bytes]) -> None:
+        """Keep the shapes of ``oids`` not kept yet, read at once (one round trip on PostgreSQL)."""
+        wanted = [oid for oid in dict.fromkeys(oids) if oid not in self._steps]
+        if len(wanted) < 2:
+            return  # one is read as cheaply when it is needed
+        for oid, data in zip(
+            wanted, txn.get_many(Space.INDEX, [self.prefix + oid for oid in wanted]), strict=True
+        ):
+            if data is not None:
+                try:
+                    self._keep(oid, _shape(_decoder.decode(data)))
+                except msgspec.DecodeError:
+                    pass  # left for entry() to report when it is needed
 
     def has(self, txn: ReadTxn, oid: bytes) -> bool:
         """Whether the commit is indexed (so it and everything it reaches is stored)."""
@@ -98,35 +162,44 @@ class CommitGraph:
             depth, generation, merges, skip = 0, 1, False, b""
         entry = GraphEntry(parents, generation, depth, skip, merges, claims, open_records)
         txn.put(Space.INDEX, self.prefix + oid, _encoder.encode(entry))
+        # Kept even if this transaction rolls back: the shape is what ``oid`` names, whenever it exists.
+        self._keep(oid, _shape(entry))
         return entry
 
     def first_parent_at(self, txn: ReadTxn, oid: bytes, depth: int) -> bytes:
         """The first-parent ancestor of ``oid`` at ``depth`` (``oid`` itself at its own depth)."""
-        entry = self.entry(txn, oid)
-        walk = entry.depth
+        entry = self.entry(txn, oid)  # read, not remembered: ``oid`` must be in this snapshot
+        return self._first_parent_at(txn, oid, _shape(entry), depth)
+
+    def _first_parent_at(self, txn: ReadTxn, oid: bytes, shape: Shape, depth: int) -> bytes:
+        first, walk, skip = shape.first, shape.depth, shape.skip
         if depth > walk or depth < 0:
             raise ValueError("depth out of range")
         while walk > depth:
             jump = skip_depth(walk)
             jump_prev = skip_depth(walk - 1)
-            if entry.skip and (
+            if skip and (
                 jump == depth or (jump > depth and not (jump_prev < jump - 2 and jump_prev >= depth))
             ):
-                oid, walk = entry.skip, jump
+                oid, walk = skip, jump
             else:
-                oid, walk = entry.parents[0], walk - 1
-            entry = self.entry(txn, oid)
+                oid, walk = first, walk - 1
+            step = self.shape(txn, oid)
+            first, skip = step.first, step.skip
         return oid
 
     def is_ancestor(self, txn: ReadTxn, ancestor: bytes, descendant: bytes) -> bool:
-        """Whether ``ancestor`` is reachable from ``descendant`` (a commit is its own ancestor)."""
+        """Whether ``ancestor`` is reachable from ``descendant`` (a commit is its own ancestor).
+
+        Both are commits found in the reading snapshot: their shapes are kept.
+        """
         if ancestor == descendant:
             return True
-        a = self.entry(txn, ancestor)
-        d = self.entry(txn, descendant)
+        a = self.shape(txn, ancestor)
+        d = self.shape(txn, descendant)
         if a.generation >= d.generation:
             return False
-        if a.depth < d.depth and self.first_parent_at(txn, descendant, a.depth) == ancestor:
+        if a.depth < d.depth and self._first_parent_at(txn, descendant, d, a.depth) == ancestor:
             return True
         if not d.merges:
             return False  # all of the descendant's history is its first-parent chain
@@ -134,14 +207,13 @@ class CommitGraph:
         seen = {descendant}
         todo = [descendant]
         while todo:
-            entry = self.entry(txn, todo.pop())
-            for parent in entry.parents:
+            for parent in self.shape(txn, todo.pop()).parents:
                 if parent == ancestor:
                     return True
                 if parent in seen:
                     continue
                 seen.add(parent)
-                if self.entry(txn, parent).generation > a.generation:
+                if self.shape(txn, parent).generation > a.generation:
                     todo.append(parent)
         return False
 
@@ -151,4 +223,5 @@ class CommitGraph:
 
     def replace(self, txn: WriteTxn, rebuilt: dict[bytes, bytes]) -> None:
         """Replace every entry by ``rebuilt`` (as :meth:`entries` gives them): a rebuild."""
+        self._steps.clear()  # a rebuild may be mending damaged entries
         replace_all(txn, Space.INDEX, self.prefix, rebuilt)

@@ -58,7 +58,13 @@ class WriteView(View):
 
     def __init__(self, stores: Stores, txn: WriteTxn) -> None:
         super().__init__(stores, txn)
-        self.tree = Tree(stores.objects.chunk_loader(txn), self.put_chunk)
+        # Asking for a walk's chunks ahead pays only where each read is a round trip.
+        fetch = self.prefetch if txn.remote else None
+        self.tree = Tree(stores.objects.chunk_loader(txn), self.put_chunk, fetch)
+
+    def prefetch(self, oids: list[bytes]) -> None:
+        """Read the chunks of ``oids`` not cached, all at once (a round trip on PostgreSQL, not one each)."""
+        self.objects.prefetch(self.txn, oids)
 
     def put_chunk(self, chunk: TreeChunk) -> bytes:
         """Store a tree chunk."""

@@ -8,6 +8,7 @@ of exactly the bytes stored. Decoding stored bytes into the objects they are is
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import blake3
@@ -35,9 +36,36 @@ def encode(obj: Any) -> bytes:
         raise InvalidInput(f"cannot encode value: {exc}") from None
 
 
+def encode_all(objs: Iterable[Any]) -> list[bytes]:
+    """Encode each of ``objs`` canonically, as :func:`encode` does one (the same bytes).
+
+    Raises:
+        InvalidInput: if a value cannot be encoded.
+    """
+    try:
+        return list(map(_encoder.encode, objs))
+    except (msgspec.EncodeError, UnicodeEncodeError, TypeError, OverflowError) as exc:
+        raise InvalidInput(f"cannot encode value: {exc}") from None
+
+
 def object_id(data: bytes) -> bytes:
     """Return the 32-byte blake3 digest that addresses ``data``."""
     return blake3.blake3(data).digest()
+
+
+def object_ids(datas: Iterable[bytes]) -> list[bytes]:
+    """:func:`object_id` of each of ``datas``, in order."""
+    # One hasher, reset between inputs: a third cheaper than a new one each for the
+    # few hundred bytes of a node. Local to the call, so threads never share it.
+    hasher = blake3.blake3()
+    update, digest, reset = hasher.update, hasher.digest, hasher.reset
+    out: list[bytes] = []
+    append = out.append
+    for data in datas:
+        update(data)
+        append(digest())
+        reset()
+    return out
 
 
 def tag_of(data: bytes) -> str | None:

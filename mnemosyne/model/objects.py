@@ -19,7 +19,7 @@ from mnemosyne.errors import CorruptObject, InvalidInput
 from mnemosyne.model import codec
 from mnemosyne.model.choices import Kind
 from mnemosyne.model.times import utc
-from mnemosyne.model.validation import check_id, check_json, check_text, has_control
+from mnemosyne.model.validation import INT_MAX, INT_MIN, check_id, check_json, check_text, has_control
 
 ObjectId = NewType("ObjectId", bytes)
 """The raw 32-byte blake3 digest of an object's stored bytes."""
@@ -78,15 +78,19 @@ class Provenance(msgspec.Struct, frozen=True, array_like=True, kw_only=True, for
     source: str | None = None
 
     def __post_init__(self) -> None:
-        if self.agent_step is not None and (
-            isinstance(self.agent_step, bool) or not isinstance(self.agent_step, int)
+        # Runs for every node read back too: the usual values (an int in range, ASCII
+        # text) pass on one test each, without a call.
+        step = self.agent_step
+        if step is not None and (step.__class__ is not int or not INT_MIN <= step <= INT_MAX):
+            if isinstance(step, bool) or not isinstance(step, int):
+                raise InvalidInput("provenance.agent_step must be an integer")
+            check_json(step, "provenance.agent_step")  # 64-bit, as the encoding holds
+        for value, name in (
+            (self.observation, "observation"),
+            (self.tool_call, "tool_call"),
+            (self.source, "source"),
         ):
-            raise InvalidInput("provenance.agent_step must be an integer")
-        if self.agent_step is not None:
-            check_json(self.agent_step, "provenance.agent_step")  # 64-bit, as the encoding holds
-        for name in ("observation", "tool_call", "source"):
-            value = getattr(self, name)
-            if value is not None:
+            if value is not None and (value.__class__ is not str or not value.isascii()):
                 if not isinstance(value, str):
                     raise InvalidInput(f"provenance.{name} must be a string")
                 check_text(value, f"provenance.{name}")
@@ -215,8 +219,10 @@ class Node(msgspec.Struct, frozen=True, array_like=True, tag="node@1", kw_only=T
             raise InvalidInput(f"kind must be 'note' or 'claim', not {shown}")
         if not isinstance(self.provenance, Provenance):
             raise InvalidInput("provenance must be a Provenance")
-        _set(self, "event_time", utc(self.event_time, "event_time"))
-        _set(self, "expires_at", utc(self.expires_at, "expires_at"))
+        if self.event_time is not None:
+            _set(self, "event_time", utc(self.event_time, "event_time"))
+        if self.expires_at is not None:
+            _set(self, "expires_at", utc(self.expires_at, "expires_at"))
         if self.meta is not None:
             if not isinstance(self.meta, dict):
                 raise InvalidInput("meta must be a JSON map")

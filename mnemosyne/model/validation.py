@@ -22,8 +22,10 @@ MAX_DEPTH = 64
 MAX_NODE_BYTES = 16 * 1024 * 1024
 """Largest encoded node accepted (content, provenance and meta together)."""
 
-_INT_MIN = -(2**63)
-_INT_MAX = 2**64 - 1
+INT_MIN = -(2**63)
+"""Smallest integer the encoding holds (64-bit signed)."""
+INT_MAX = 2**64 - 1
+"""Largest integer the encoding holds (64-bit unsigned)."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _FULL_HASH = re.compile(r"[0-9a-f]{64}")
 
@@ -49,19 +51,26 @@ def check_id(node_id: object) -> str:
         raise InvalidInput(f"id must be a string, not {type(node_id).__name__}")
     if not node_id:
         raise InvalidInput("id must not be empty")
-    try:
-        size = len(node_id.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidInput(f"id {node_id!r} is not valid UTF-8 text") from None
+    # Every node read back is checked again (decoding validates), so the common case,
+    # ASCII, is settled by C string methods without encoding or a regex.
+    if node_id.isascii():
+        size = len(node_id)
+    else:
+        try:
+            size = len(node_id.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise InvalidInput(f"id {node_id!r} is not valid UTF-8 text") from None
     if size > MAX_ID_BYTES:
         raise InvalidInput(f"id is {size} bytes of UTF-8; at most {MAX_ID_BYTES} are allowed")
-    if _CONTROL.search(node_id):
+    if has_control(node_id):
         raise InvalidInput(f"id {node_id!r} contains a control character")
-    for segment in node_id.split("/"):
-        if segment in ("", ".", ".."):
-            raise InvalidInput(
-                f"id {node_id!r} has an empty, '.' or '..' segment; segments are separated by single '/'"
-            )
+    # An empty segment needs a '/' at an end or two together; a '.' or '..' one, a dot.
+    if node_id[0] == "/" or node_id[-1] == "/" or "//" in node_id or "." in node_id:
+        for segment in node_id.split("/"):
+            if segment in ("", ".", ".."):
+                raise InvalidInput(
+                    f"id {node_id!r} has an empty, '.' or '..' segment; segments are separated by single '/'"
+                )
     return node_id
 
 
@@ -80,11 +89,16 @@ def check_node_size(size: int) -> None:
 
 def has_control(text: str) -> bool:
     """Whether ``text`` contains a C0 or C1 control character."""
+    if text.isascii():
+        # Of ASCII, only the controls (C0 and DEL) are not printable; C1 is not ASCII.
+        return not text.isprintable()
     return _CONTROL.search(text) is not None
 
 
 def check_text(value: str, what: str) -> None:
     """Refuse text that cannot be encoded as UTF-8 (lone surrogates)."""
+    if value.isascii():
+        return  # no surrogate is ASCII; and this spares a copy of every text read back
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -103,10 +117,11 @@ def check_json(value: Any, what: str, depth: int = 0) -> None:
     if value is None or isinstance(value, bool):
         return
     if isinstance(value, str):
-        check_text(value, what)
+        if not value.isascii():
+            check_text(value, what)
         return
     if isinstance(value, int):
-        if not _INT_MIN <= value <= _INT_MAX:
+        if not INT_MIN <= value <= INT_MAX:
             raise InvalidInput(f"{what}: {shown_int(value)} is outside the 64-bit range")
         return
     if isinstance(value, float):

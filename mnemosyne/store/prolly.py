@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Callable, Iterator, Sequence
-from itertools import repeat
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain, repeat
+from operator import itemgetter
 
 from mnemosyne.model import codec
 from mnemosyne.model.objects import TreeChunk
@@ -35,6 +36,8 @@ EMPTY_ID = codec.object_id(codec.encode(EMPTY))
 
 Load = Callable[[bytes], TreeChunk]
 Store = Callable[[TreeChunk], bytes]
+Fetch = Callable[[list[bytes]], None]
+"""Makes chunks loadable without a round trip each: reads those not at hand, all at once."""
 Edit = tuple[str, bytes | None]
 """``(key, new value)``; a value of None deletes the key."""
 Change = tuple[str, bytes | None, bytes | None]
@@ -45,11 +48,31 @@ _HASHERS = [hashlib.blake2b(digest_size=8, salt=salt) for salt in _SALTS]
 """Seeded hashers per level; copying one is cheaper than setting up a new one."""
 
 
+_TOP = _THRESHOLD >> 56
+"""The threshold's most significant byte: a digest whose last byte (little-endian) is above it
+is no boundary, which settles all but about one key in 23 without making an integer."""
+
+
 def is_boundary(key: str, level: int) -> bool:
     """Whether ``key`` ends a chunk at ``level``."""
     hasher = _HASHERS[level].copy()
     hasher.update(key.encode())
-    return int.from_bytes(hasher.digest(), "little") < _THRESHOLD
+    digest = hasher.digest()
+    return digest[7] <= _TOP and int.from_bytes(digest, "little") < _THRESHOLD
+
+
+def boundaries(keys: Iterable[str], level: int) -> list[int]:
+    """The positions in ``keys`` of those that end a chunk at ``level`` (:func:`is_boundary`, in one loop)."""
+    copy = _HASHERS[level].copy
+    top, threshold = _TOP, _THRESHOLD
+    ends = []
+    for i, key in enumerate(keys):
+        hasher = copy()
+        hasher.update(key.encode())
+        digest = hasher.digest()
+        if digest[7] <= top and int.from_bytes(digest, "little") < threshold:
+            ends.append(i)
+    return ends
 
 
 def chunk_entries(
@@ -64,16 +87,19 @@ def chunk_entries(
     entries taken from existing chunks are known, which spares rehashing them.
     """
     if known is None:
-        ends = [i for i, key in enumerate(keys) if is_boundary(key, level)]
+        ends = boundaries(keys, level)
     else:
         ends = [i for i, flag in enumerate(known) if flag or (flag is None and is_boundary(keys[i], level))]
+    # Tuples, so that each chunk's slice is its tuple (no list in between).
+    keys, values = tuple(keys), tuple(values)
     chunks: list[TreeChunk] = []
     start = 0
     for i in ends:
-        chunks.append(TreeChunk(level, tuple(keys[start : i + 1]), tuple(values[start : i + 1])))
-        start = i + 1
+        end = i + 1
+        chunks.append(TreeChunk(level, keys[start:end], values[start:end]))
+        start = end
     if start < len(keys):
-        chunks.append(TreeChunk(level, tuple(keys[start:]), tuple(values[start:])))
+        chunks.append(TreeChunk(level, keys[start:], values[start:]))
     return chunks
 
 
@@ -135,6 +161,28 @@ def _edit_key(edit: Edit) -> str:
     return edit[0]
 
 
+def _last(chunk: TreeChunk) -> str:
+    return chunk.keys[-1] if chunk.keys else ""
+
+
+def _without(
+    keys: Sequence[str], values: Sequence[bytes], shared: set[bytes]
+) -> tuple[list[str], list[bytes]]:
+    kept = [i for i, value in enumerate(values) if value not in shared]
+    return [keys[i] for i in kept], [values[i] for i in kept]
+
+
+def _entry_diff(
+    keys_a: Sequence[str], values_a: Sequence[bytes], keys_b: Sequence[str], values_b: Sequence[bytes]
+) -> list[Change]:
+    """The changes between two runs of entries no entry of which is on both sides, in key order."""
+    if len(keys_a) == 1 and len(keys_b) == 1 and keys_a[0] == keys_b[0]:
+        return [(keys_a[0], values_a[0], values_b[0])]  # one value replaced: most commits
+    old = dict(zip(keys_a, values_a, strict=True))
+    new = dict(zip(keys_b, values_b, strict=True))
+    return [(key, old.get(key), new.get(key)) for key in sorted(old.keys() | new.keys())]
+
+
 class _Plan:
     """Chunks to rewrite in place: an inner ``chunk`` with edited ``children``, or a new ``leaf``."""
 
@@ -149,11 +197,18 @@ class _Plan:
 
 
 class Tree:
-    """Operations on prolly trees whose chunks come from ``load`` and go to ``store``."""
+    """Operations on prolly trees whose chunks come from ``load`` and go to ``store``.
 
-    def __init__(self, load: Load, store: Store | None = None) -> None:
+    ``fetch``, when given, is told which chunks an update is about to load, a level
+    at a time: on a backend where each read is a round trip (PostgreSQL), an update
+    of k keys then costs one round trip per level for the chunks not cached,
+    rather than one per chunk.
+    """
+
+    def __init__(self, load: Load, store: Store | None = None, fetch: Fetch | None = None) -> None:
         self._load = load
         self._store = store
+        self._fetch = fetch
 
     def get(self, root: bytes, key: str) -> bytes | None:
         """Return the value at ``key``, or None."""
@@ -232,6 +287,10 @@ class Tree:
         if not edits:
             return root, changes
         top_chunk = self._load(root)
+        if not top_chunk.keys:
+            return self._fill(edits)  # only the empty tree has a chunk without keys
+        if self._fetch is not None and len(edits) > 1:
+            self._prefetch(root, [key for key, _ in edits])
         plan = self._plan(top_chunk, edits, changes)
         if plan is not None:
             # No chunk boundary moves: rewrite the edited paths in place.
@@ -255,6 +314,41 @@ class Tree:
                 return root, changes
             level_edits = sorted(next_edits.items())
             level += 1
+
+    def _fill(self, edits: Sequence[Edit]) -> tuple[bytes, list[Change]]:
+        """:meth:`update` of the empty tree (a first commit, an import): every put is new.
+
+        The tree :meth:`_rewrite_level` and :meth:`_finish` would build, chunk for chunk,
+        without merging the edits into an empty leaf entry by entry.
+        """
+        keys = list(map(itemgetter(0), edits))
+        values = list(map(itemgetter(1), edits))
+        if None in values:  # deleting a key that is not there changes nothing
+            kept = [i for i, value in enumerate(values) if value is not None]
+            keys = [keys[i] for i in kept]
+            values = [values[i] for i in kept]
+        changes: list[Change] = list(zip(keys, repeat(None), values))
+        put = self._put
+        leaves = [(chunk.keys[-1], put(chunk)) for chunk in chunk_entries(0, keys, values)]
+        return self._finish(0, leaves), changes
+
+    def _prefetch(self, root: bytes, keys: list[str]) -> None:
+        """Fetch, a level at a time, the chunks on the paths to ``keys`` (sorted)."""
+        assert self._fetch is not None
+        level: list[tuple[bytes, list[str]]] = [(root, keys)]
+        while level:
+            self._fetch([oid for oid, _ in level])
+            below: dict[bytes, list[str]] = {}
+            for oid, routed in level:
+                chunk = self._load(oid)
+                if not chunk.level or not chunk.keys:
+                    continue
+                last = len(chunk.keys) - 1
+                for key in routed:
+                    # Past the last key: the last child, which a growing final chunk rewrites.
+                    child = chunk.values[min(bisect.bisect_left(chunk.keys, key), last)]
+                    below.setdefault(child, []).append(key)
+            level = list(below.items())
 
     def _plan(self, chunk: TreeChunk, edits: Sequence[Edit], changes: list[Change]) -> _Plan | None:
         """Plan edits that leave every chunk boundary where it is, or return None.
@@ -451,56 +545,78 @@ class Tree:
         """
         if a == b:
             return
-        # Stacks of pending items, next item last: (level, key, value); level -1 is
-        # an entry (key, value), otherwise an unread chunk (value is its id).
-        left: list[tuple[int, str, bytes]] = [(self._load(a).level, "", a)]
-        right: list[tuple[int, str, bytes]] = [(self._load(b).level, "", b)]
-        while left and right:
-            la, ka, va = left[-1]
-            lb, kb, vb = right[-1]
-            if la == lb:
-                if la >= 0 and va == vb:
-                    left.pop()
-                    right.pop()
-                    continue
-                if la < 0:
-                    if ka == kb:
-                        left.pop()
-                        right.pop()
-                        if va != vb:
-                            yield ka, va, vb
-                    elif ka < kb:
-                        left.pop()
-                        yield ka, va, None
-                    else:
-                        right.pop()
-                        yield kb, None, vb
-                    continue
-            if la >= lb:
-                self._expand(left)
-            if lb >= la:
-                self._expand(right)
-        for _, key, value in self._drain(left):
-            yield key, value, None
-        for _, key, value in self._drain(right):
-            yield key, None, value
-
-    def _expand(self, stack: list[tuple[int, str, bytes]]) -> None:
-        _, _, oid = stack.pop()
-        chunk = self._load(oid)
-        # Children go on the stack last-first, so the smallest key is popped next.
-        stack.extend(
-            zip(
-                repeat(chunk.level - 1, len(chunk.keys)),
-                reversed(chunk.keys),
-                reversed(chunk.values),
-                strict=True,
-            )
+        chunk_a, chunk_b = self._load(a), self._load(b)
+        yield from self._diff_level(
+            chunk_a.level, (_last(chunk_a),), (a,), chunk_b.level, (_last(chunk_b),), (b,)
         )
 
-    def _drain(self, stack: list[tuple[int, str, bytes]]) -> Iterator[tuple[int, str, bytes]]:
-        while stack:
-            if stack[-1][0] >= 0:
-                self._expand(stack)
+    def _diff_level(
+        self,
+        level_a: int,
+        keys_a: Sequence[str],
+        values_a: Sequence[bytes],
+        level_b: int,
+        keys_b: Sequence[str],
+        values_b: Sequence[bytes],
+    ) -> Iterator[Change]:
+        """The diff of two runs of items (chunks: last key and id; below level 0, entries).
+
+        The runs cover the same keys. An item found on both sides holds the same
+        entries on both (a node's hash names its id too): it is left out of both,
+        wherever it sits. The rest is cut into windows that end where both sides
+        have a chunk ending at the same key (boundaries depend only on keys), and each
+        window's children are compared a level down; so only chunks that differ are
+        read, and an entry is never compared with one outside its window.
+        """
+        while level_a > level_b:  # one tree is taller: open its chunks down to the other's level
+            keys_a, values_a = self._children(values_a)
+            level_a -= 1
+        while level_b > level_a:
+            keys_b, values_b = self._children(values_b)
+            level_b -= 1
+        shared = set(values_a).intersection(values_b)
+        if shared:
+            keys_a, values_a = _without(keys_a, values_a, shared)
+            keys_b, values_b = _without(keys_b, values_b, shared)
+        if level_a < 0:
+            yield from _entry_diff(keys_a, values_a, keys_b, values_b)
+            return
+        below = level_a - 1
+        i = j = 0
+        n, m = len(keys_a), len(keys_b)
+        while i < n or j < m:
+            start_i, start_j = i, j
+            if i < n and j < m:
+                i, j = i + 1, j + 1
+                # Widen the window on the side that ends first until both end at one key;
+                # a side that runs out (the tree's final chunk) takes the rest of the other.
+                while keys_a[i - 1] != keys_b[j - 1]:
+                    if keys_a[i - 1] < keys_b[j - 1]:
+                        if i == n:
+                            j = m
+                            break
+                        i += 1
+                    else:
+                        if j == m:
+                            i = n
+                            break
+                        j += 1
             else:
-                yield stack.pop()
+                i, j = n, m
+            yield from self._diff_level(
+                below,
+                *self._children(values_a[start_i:i]),
+                below,
+                *self._children(values_b[start_j:j]),
+            )
+
+    def _children(self, oids: Sequence[bytes]) -> tuple[Sequence[str], Sequence[bytes]]:
+        """The keys and values of the chunks ``oids``, one run (a lone chunk's own tuples)."""
+        if len(oids) == 1:
+            chunk = self._load(oids[0])
+            return chunk.keys, chunk.values
+        chunks = [self._load(oid) for oid in oids]
+        return (
+            tuple(chain.from_iterable(chunk.keys for chunk in chunks)),
+            tuple(chain.from_iterable(chunk.values for chunk in chunks)),
+        )
