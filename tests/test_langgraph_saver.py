@@ -311,8 +311,8 @@ def test_segments_are_valid_ids_and_branch_names_and_distinct(names: list[str]) 
 
 
 def _stored_forms(canary: bytes) -> list[bytes]:
-    """The canary as it sits in a stored value: base64 of serialized bytes, at any alignment."""
-    forms = []
+    """The canary as it sits in a stored value: as text (a JSON form), or base64 of serialized bytes."""
+    forms = [canary]
     for shift in range(3):
         encoded = base64.b64encode(b"\0" * shift + canary)
         forms.append(encoded[4 if shift else 0 : -4])

@@ -1,9 +1,10 @@
 """What a saver knows of each thread's latest checkpoints, keyed by the branch tip it was read at.
 
 Objects never change, so what was read at a commit stays true of that commit. An
-entry says "at tip T, the latest checkpoint of this namespace is this node, with
-these pending writes": a saver that finds the branch still at T answers from it
-without descending the tree, once it has checked that none of it was erased since
+entry says "at tip T, the latest checkpoint of this namespace is this node, its
+channels' values are these, its pending writes these": a saver that finds the
+branch still at T, and the tenant's erasure count (``Repo.erasures``) where it
+was before the entry was read, answers from it without descending the tree
 (erasure leaves trees and tips as they were). The saver's own commits move the tip;
 :meth:`LatestCheckpoints.advance` carries every entry the commit left alone to the
 new tip, and the saver sets or drops the one it changed.
@@ -13,15 +14,31 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from mnemosyne import Node
+from mnemosyne.integrations.langgraph.stored_values import Serialized
 
 CACHED_THREADS = 128
 """How many threads' latest checkpoints a saver keeps (the least recently used go first)."""
+
+
+class Located(msgspec.Struct, frozen=True):
+    """Where the value a checkpoint gives a channel is stored (ADR 33), and, when known, the value.
+
+    Attributes:
+        writer: the id of the checkpoint whose put stored the value (its channel
+            node is ``<namespace>/<writer>/c/<channel>``).
+        version: the channel's version there.
+        value: the value as it loads again (None: not read).
+    """
+
+    writer: str
+    version: Any
+    value: Serialized | None = None
 
 
 class Latest(msgspec.Struct, frozen=True):
@@ -31,19 +48,26 @@ class Latest(msgspec.Struct, frozen=True):
         tip: the commit of the thread's branch this is true at.
         node_id: the checkpoint node's id.
         content: the checkpoint node's content.
-        checkpoint: the serialized checkpoint (type, bytes), decoded from the node once.
-        metadata: the serialized metadata (type, bytes).
+        checkpoint: the checkpoint as it loads again: without its channels' values
+            (a checkpoint stored by channel), or whole (one stored as one blob).
+        metadata: the metadata as it loads again.
+        channels: each channel with a stored value, read (empty for a blob).
         writes: its pending writes' contents by node id; None until they are read.
-        hashes: the versions this rests on (the checkpoint node and the writes known).
+        erasures: the tenant's erasure count read before any of this was: when it
+            has grown since, something here may have been erased.
+        pointer: the id of the node that names this checkpoint the latest (where
+            an earlier version kept it, until a put moves it); empty when not read.
     """
 
     tip: str
     node_id: str
     content: dict[str, Any]
-    checkpoint: tuple[str, bytes]
-    metadata: tuple[str, bytes]
+    checkpoint: Serialized
+    metadata: Serialized
+    channels: dict[str, Located]
     writes: dict[str, dict[str, Any]] | None
-    hashes: tuple[str, ...]
+    erasures: int
+    pointer: str = ""
 
     @property
     def checkpoint_id(self) -> str:
@@ -51,25 +75,21 @@ class Latest(msgspec.Struct, frozen=True):
         return str(self.content["checkpoint_id"])
 
 
+def complete(channels: Mapping[str, Located]) -> bool:
+    """Whether every channel's value was read, so a :class:`Latest` may keep them."""
+    return all(found.value is not None for found in channels.values())
+
+
 def known_writes(known: Latest, writes: Sequence[Node]) -> Latest:
-    """``known`` with its pending writes read (``hashes`` keeps the checkpoint node's first)."""
-    return msgspec.structs.replace(
-        known,
-        writes={node.id: node.content for node in writes},
-        hashes=(known.hashes[0], *(node.hash for node in writes)),
-    )
+    """``known`` with its pending writes read."""
+    return msgspec.structs.replace(known, writes={node.id: node.content for node in writes})
 
 
 def more_writes(known: Latest, tip: str, puts: Sequence[Node]) -> Latest:
     """``known`` at ``tip``, after a commit that stored ``puts`` among its writes."""
     writes = dict(known.writes or {})
-    hashes = dict(zip(writes, known.hashes[1:], strict=True))
-    for node in puts:
-        writes[node.id] = node.content
-        hashes[node.id] = node.hash
-    return msgspec.structs.replace(
-        known, tip=tip, writes=writes, hashes=(known.hashes[0], *(hashes[i] for i in writes))
-    )
+    writes.update((node.id, node.content) for node in puts)
+    return msgspec.structs.replace(known, tip=tip, writes=writes)
 
 
 class LatestCheckpoints:

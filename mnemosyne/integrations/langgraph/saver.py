@@ -1,21 +1,28 @@
 """``MnemosyneSaver``: LangGraph's checkpointer on a Mnemosyne store.
 
-The mapping (ADR 0017):
+The mapping (ADRs 17 and 33):
 
 - a thread is a branch, ``threads/<thread>`` (ADR 28: the id, escaped when it is
   not plain; ``Repo.thread_branch`` names it); every checkpoint namespace of the
   thread lives on it, so ``mnemo log --thread <thread id>`` is the thread's history,
   one commit per checkpoint (``checkpoint step 3 (loop)``; a time-travel fork
   ``fork of <checkpoint id>: checkpoint step 3 (update)``);
-- a checkpoint is one node, ``threads/<thread>/<ns>/<checkpoint_id>``, holding the
-  serialized checkpoint and metadata, written by one commit (one node and one ref
-  move); the commit's parent is the branch tip, and the checkpoint's own parent
-  (LangGraph's ``parent_config``) is kept in the node, so a fork inside a thread
-  (time travel) never leaves a checkpoint unreachable;
+- a checkpoint is stored by channel (ADR 33): each channel LangGraph says changed
+  (``new_versions``) is one node, ``threads/<thread>/<ns>/<checkpoint_id>/c/<channel>``,
+  its value as JSON where it has an exact JSON form and as the serializer's bytes
+  otherwise; the checkpoint node, ``threads/<thread>/<ns>/<checkpoint_id>``, holds
+  the checkpoint without its values, the metadata, and which checkpoint's node
+  holds each channel's value, so an unchanged channel costs a put nothing and a
+  diff of two steps shows the values that changed; one commit per put, whose
+  parent is the branch tip, while the checkpoint's own parent (LangGraph's
+  ``parent_config``) is kept in the node, so a fork inside a thread (time travel)
+  never leaves a checkpoint unreachable; a checkpoint an earlier version stored
+  as one blob is read as it is;
 - the latest checkpoint of a namespace is named by a small pointer node,
-  ``threads/<thread>/<ns>``, updated by the same commit;
+  ``threads/<thread>/<ns>/~latest`` (``threads/<thread>/<ns>`` before ADR 33, still
+  read, moved by the next put), updated by the same commit;
 - pending writes are nodes under ``threads/<thread>/<ns>/<checkpoint_id>/w/``, one
-  commit per ``put_writes``.
+  commit per ``put_writes``, their values stored as channel values are.
 
 Below the thread, each id segment is the name itself when it is plain (letters,
 digits, ``.``, ``_``, ``-``) and otherwise ``_`` plus a digest, so any namespace,
@@ -31,8 +38,10 @@ record stays), and ``gc(compact=True)`` then leaves none of them in the file.
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import random
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -47,26 +56,49 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from mnemosyne import Commit, CommitResult, InvalidInput, Node, NotFound, Provenance, RefConflict, Repo
-from mnemosyne.integrations.langgraph.known import Latest, LatestCheckpoints, known_writes, more_writes
+from mnemosyne import (
+    Commit,
+    CommitResult,
+    InvalidInput,
+    Node,
+    NotFound,
+    Provenance,
+    Redacted,
+    RefConflict,
+    Repo,
+)
+from mnemosyne.integrations.langgraph.known import (
+    Latest,
+    LatestCheckpoints,
+    Located,
+    complete,
+    known_writes,
+    more_writes,
+)
 from mnemosyne.integrations.langgraph.opening import OwnsItsRepo
+from mnemosyne.integrations.langgraph.stored_values import Serialized, load, serialized, stored
 from mnemosyne.integrations.langgraph.thread_nodes import (
     WRITES,
+    channel_node_id,
+    channel_nodes,
     checkpoint_message,
     checkpoint_tuple,
     copies,
+    is_channel,
     is_checkpoint,
+    is_pointer,
     latest_of_each_namespace,
+    located,
     owner,
+    pointer_id,
     removal,
+    stored_parts,
     write_nodes,
 )
 from mnemosyne.integrations.langgraph.threads import (
     BRANCH_PREFIX,
     made_on,
-    pack,
     segment,
-    unpack,
 )
 from mnemosyne.integrations.langgraph.threads import (
     configurable as thread_config,
@@ -74,6 +106,13 @@ from mnemosyne.integrations.langgraph.threads import (
 
 _TRIES = 5
 """How many times a write commits on the tip it read before it commits on whatever tip there is."""
+
+_BATCH = 64
+"""How many checkpoints ``alist`` takes from its worker thread at a time."""
+
+
+def _next_batch(found: Iterator[CheckpointTuple]) -> list[CheckpointTuple]:
+    return list(itertools.islice(found, _BATCH))
 
 
 class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
@@ -86,8 +125,9 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         erase: whether deleting also erases the deleted versions' bytes (see the module).
         close_repo: whether :meth:`close` (and leaving a ``with`` block) closes ``repo``.
 
-    The async methods do the same work inline: a read takes microseconds and a
-    durable commit about a millisecond, less than handing it to a thread would.
+    The async methods run the same work in a worker thread (``asyncio.to_thread``),
+    so a graph's event loop keeps serving while a checkpoint waits for the disk
+    or the server.
     """
 
     def __init__(
@@ -124,65 +164,73 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
             node = self.repo.get(f"{branch}/{segment(ns)}/{segment(checkpoint_id)}", at=tip)
             if node is None:
                 return None
-            return self._tuple(node.content, list(self._writes(tip, node.id).values()))
+            return self._tuple(self._read(tip, node, 0))
         with self._known.lock:
             known = self._latest(thread_id, ns)
         if known is None or known.writes is None:
             return None
-        return self._tuple(known.content, list(known.writes.values()), known.checkpoint, known.metadata)
+        return self._tuple(known)
 
     def _latest(self, thread_id: str, ns: str) -> Latest | None:
         """The namespace's latest checkpoint with its writes, as the branch holds it now.
 
         Read fresh: the tip says whether what the saver knows still holds, and the
-        redaction records whether any of it was erased since.
+        tenant's erasure count whether any of it may have been erased since.
         """
         branch = self.repo.thread_branch(thread_id)
+        erasures = self.repo.erasures()  # before anything it vouches for is read
         tip = self.repo.tip(branch)
         if tip is None:
             self._known.forget([thread_id])
             return None
         known = self._known.get(thread_id, ns)
-        if known is not None and known.tip == tip and known.writes is None:
+        if known is not None and (known.tip != tip or known.erasures != erasures):
+            known = None
+        if known is not None and known.writes is None:
             known = known_writes(known, self._writes_nodes(tip, known.node_id))
             self._known.set(thread_id, ns, known)
-        if known is not None and (known.tip != tip or self.repo.redactions(known.hashes)):
-            known = None
         if known is None:
             base = f"{branch}/{segment(ns)}"
-            pointer = self.repo.get(base, at=tip)
+            pointer = self._pointer(base, tip)
             if pointer is None:
                 return None
             node = self.repo.get(f"{base}/{segment(str(pointer.content['latest']))}", at=tip)
             if node is None:
                 return None
-            known = Latest(
-                tip,
-                node.id,
-                node.content,
-                unpack(node.content["checkpoint"]),
-                unpack(node.content["metadata"]),
-                None,
-                (node.hash,),
-            )
-            known = known_writes(known, self._writes_nodes(tip, node.id))
+            known = self._read(tip, node, erasures, pointer.id)
             self._known.set(thread_id, ns, known)
         return known
+
+    def _pointer(self, base: str, at: str) -> Node | None:
+        """The node naming the namespace's latest checkpoint: where ADR 33 keeps it, else where it was."""
+        found = self.repo.get(pointer_id(base), at=at)
+        if found is None:
+            found = self.repo.get(base, at=at)
+        return found if found is not None and is_pointer(found) else None
+
+    def _read(self, tip: str, node: Node, erasures: int, pointer: str = "") -> Latest:
+        """All a tuple takes of checkpoint ``node`` at ``tip``: the node, one read per channel, its writes."""
+        base = node.id.rsplit("/", 1)[0]
+        checkpoint, metadata = stored_parts(node.content)
+        channels: dict[str, Located] = {}
+        for channel, where in located(self.serde.loads_typed, node.content).items():
+            found = self.repo.get(channel_node_id(base, where.writer, channel), at=tip)
+            if found is not None:  # a node gone by hand leaves the channel empty, as a lost blob does
+                channels[channel] = Located(where.writer, where.version, serialized(found.content))
+        known = Latest(tip, node.id, node.content, checkpoint, metadata, channels, None, erasures, pointer)
+        return known_writes(known, self._writes_nodes(tip, node.id))
 
     def _writes_nodes(self, at: Commit | str, checkpoint_node_id: str) -> list[Node]:
         return list(self.repo.nodes(at=at, prefix=checkpoint_node_id + WRITES))
 
-    def _writes(self, at: Commit | str, checkpoint_node_id: str) -> dict[str, dict[str, Any]]:
-        return {node.id: node.content for node in self._writes_nodes(at, checkpoint_node_id)}
-
-    def _tuple(
-        self,
-        saved: dict[str, Any],
-        writes: list[dict[str, Any]],
-        checkpoint_bytes: tuple[str, bytes] | None = None,
-        metadata_bytes: tuple[str, bytes] | None = None,
-    ) -> CheckpointTuple:
-        return checkpoint_tuple(self.serde.loads_typed, saved, writes, checkpoint_bytes, metadata_bytes)
+    def _tuple(self, known: Latest) -> CheckpointTuple:
+        values = {
+            channel: where.value for channel, where in known.channels.items() if where.value is not None
+        }
+        writes = list((known.writes or {}).values())
+        return checkpoint_tuple(
+            self.serde.loads_typed, known.content, writes, known.checkpoint, known.metadata, values
+        )
 
     def _threads(self) -> list[str]:
         return [name for name in self.repo.branches() if name.startswith(BRANCH_PREFIX)]
@@ -219,13 +267,16 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         before_id = get_checkpoint_id(before) if before is not None else None
         found: list[tuple[str, dict[str, Any], str]] = []
         writes: dict[str, list[dict[str, Any]]] = {}  # checkpoint node id -> its writes' contents
+        channels: dict[str, dict[str, Any]] = {}  # channel node id -> its content
         for branch in branches:
             saved = self._saved(branch)
             if saved is None:
                 continue
             for node in saved[1]:
                 if not is_checkpoint(node):
-                    if owner(node.id) != node.id:
+                    if is_channel(node.id):
+                        channels[node.id] = node.content
+                    elif owner(node.id) != node.id:
                         writes.setdefault(owner(node.id), []).append(node.content)
                     continue
                 content = node.content
@@ -237,12 +288,20 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
                     continue
                 found.append((content["checkpoint_id"], content, node.id))
         found.sort(key=lambda item: item[0], reverse=True)
+        loads = self.serde.loads_typed
         for _, content, node_id in found:
+            checkpoint, metadata = stored_parts(content)
             if filter:
-                metadata = self.serde.loads_typed(unpack(content["metadata"]))
-                if not all(metadata.get(key) == value for key, value in filter.items()):
+                meta = load(loads, metadata)
+                if not all(meta.get(key) == value for key, value in filter.items()):
                     continue
-            yield self._tuple(content, writes.get(node_id, []))
+            base = node_id.rsplit("/", 1)[0]
+            values: dict[str, Serialized] = {}
+            for channel, writer in content.get("channels", {}).items():
+                stored_value = channels.get(channel_node_id(base, str(writer), channel))
+                if stored_value is not None:
+                    values[channel] = serialized(stored_value)
+            yield checkpoint_tuple(loads, content, writes.get(node_id, []), checkpoint, metadata, values)
             if limit is not None:
                 limit -= 1
                 if limit <= 0:
@@ -257,66 +316,84 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Store a checkpoint: one node, the namespace's pointer, one commit on the thread's branch."""
+        """Store a checkpoint: its node, the channels that changed, the namespace's pointer, one commit.
+
+        The checkpoint node names, for each channel it has a value for, the node
+        holding that value: a new one for each channel in ``new_versions``, the
+        parent checkpoint's for the others (ADR 33).
+        """
         configurable = thread_config(config)
         thread_id = str(configurable["thread_id"])
         ns = str(configurable.get("checkpoint_ns", ""))
         parent = configurable.get("checkpoint_id")
         checkpoint_id = str(checkpoint["id"])
-        # As LangGraph's savers do, a channel absent from channel_versions is not part of the checkpoint.
-        saved = dict(checkpoint)
-        versions = checkpoint.get("channel_versions", {})
-        saved["channel_values"] = {
-            key: value for key, value in checkpoint.get("channel_values", {}).items() if key in versions
-        }
         full = get_checkpoint_metadata(config, metadata)
-        checkpoint_bytes = self.serde.dumps_typed(saved)
-        metadata_bytes = self.serde.dumps_typed(full)
+        dumps = self.serde.dumps_typed
+        # The values are the channel nodes'; the rest (versions, versions seen, ids) is the checkpoint's.
+        checkpoint_fields, checkpoint_kept = stored(
+            dumps, {key: value for key, value in checkpoint.items() if key != "channel_values"}
+        )
+        metadata_fields, metadata_kept = stored(dumps, full)
         branch = self.repo.thread_branch(thread_id)
         base = f"{branch}/{segment(ns)}"
         step = full.get("step")
-        node = Node(
-            id=f"{base}/{segment(checkpoint_id)}",
-            content={
-                "thread_id": thread_id,
-                "checkpoint_ns": ns,
-                "checkpoint_id": checkpoint_id,
-                "parent": parent,
-                "run_id": full.get("run_id"),
-                "checkpoint": pack(checkpoint_bytes),
-                "metadata": pack(metadata_bytes),
-            },
-            provenance=Provenance(
-                agent_step=step if isinstance(step, int) and not isinstance(step, bool) else None,
-                observation=str(full["run_id"]) if full.get("run_id") else None,
-                source="langgraph",
-            ),
+        provenance = Provenance(
+            agent_step=step if isinstance(step, int) and not isinstance(step, bool) else None,
+            observation=str(full["run_id"]) if full.get("run_id") else None,
+            source="langgraph",
         )
-        message = checkpoint_message(full, ns, checkpoint_id, parent, forked=False)
-        pointer = Node(id=base, content={"latest": checkpoint_id})
+        header = {
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+            "parent": parent,
+            "run_id": full.get("run_id"),
+            "checkpoint": checkpoint_fields,
+            "metadata": metadata_fields,
+        }
+        pointer = Node(id=pointer_id(base), content={"latest": checkpoint_id})
+        encoded: dict[str, tuple[dict[str, Any], Serialized]] = {}
         with self._known.lock:
             for _ in range(_TRIES):
                 # Commit on the tip the pointer was read at, so that what is known after is exact.
                 # What the saver knows from its last commit usually still holds: then nothing is read.
                 known = self._known.get(thread_id, ns)
                 if known is not None:
+                    erasures = known.erasures  # an erasure since is caught by the next read's check
                     tip: str | None = known.tip
                     latest: str | None = known.checkpoint_id
+                    was = known.pointer
                 else:
+                    erasures = self.repo.erasures()
                     tip = self.repo.tip(branch)
-                    current = self.repo.get(base, at=tip) if tip is not None else None
+                    current = self._pointer(base, tip) if tip is not None else None
                     latest = str(current.content["latest"]) if current is not None else None
+                    was = current.id if current is not None else ""
+                # A pointer where an earlier version kept it moves when the latest does.
+                moved = [was] if was and was != pointer.id else []
                 # Time travel: a checkpoint whose parent is not its namespace's latest starts a fork.
                 forked = parent is not None and latest is not None and str(parent) != latest
                 message = checkpoint_message(full, ns, checkpoint_id, parent, forked=forked)
+                inherited = self._channels_of(known, base, parent, tip)
+                values, channels = channel_nodes(
+                    dumps, base, checkpoint, new_versions, inherited, provenance, encoded
+                )
+                node = Node(
+                    id=f"{base}/{segment(checkpoint_id)}",
+                    content={
+                        **header,
+                        "channels": {channel: where.writer for channel, where in channels.items()},
+                    },
+                    provenance=provenance,
+                )
                 if tip is None:  # the thread's first checkpoint
-                    result = self._commit(branch, [node, pointer], message)
+                    result = self._commit(branch, [node, *values, pointer], message)
                     if result.parents:
                         # Another writer started the thread meanwhile: keep the newer pointer of the two.
                         self._known.forget([thread_id])
-                        theirs = self.repo.get(base, at=result.parents[0])
+                        theirs = self._pointer(base, result.parents[0])
                         if theirs is not None and str(theirs.content["latest"]) > checkpoint_id:
-                            restored = Node(id=base, content=theirs.content)
+                            restored = Node(id=pointer.id, content=theirs.content)
                             self._commit(branch, [restored], f"latest checkpoint {theirs.content['latest']}")
                         break
                     latest, known = None, None
@@ -325,7 +402,8 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
                     newest = latest is None or latest < checkpoint_id
                     try:
                         result = self.repo.commit(
-                            put=[node, pointer] if newest else [node],
+                            put=[node, *values, pointer] if newest else [node, *values],
+                            delete=moved if newest else [],
                             branch=branch,
                             parent=tip,
                             message=message,
@@ -339,8 +417,9 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
                     # A new latest: its writes, if any came first, are read when it is read.
                     # The latest saved again keeps the writes it had.
                     again = known is not None and latest == checkpoint_id and known.writes is not None
-                    writes = known.writes if again and known is not None else None
-                    kept = known.hashes[1:] if again and known is not None else ()
+                    if not complete(channels):  # a value kept from a parent read only by its node's map
+                        self._known.set(thread_id, ns, None)
+                        break
                     self._known.set(
                         thread_id,
                         ns,
@@ -348,21 +427,44 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
                             result.id,
                             node.id,
                             node.content,
-                            checkpoint_bytes,
-                            metadata_bytes,
-                            writes,
-                            (node.hash, *kept),
+                            checkpoint_kept,
+                            metadata_kept,
+                            channels,
+                            known.writes if again and known is not None else None,
+                            erasures,
+                            pointer.id,
                         ),
                     )
                 break
             else:  # many writers at once on one thread: commit on whatever tip there is
                 self._known.forget([thread_id])
-                self._commit(branch, [node], message)
-                current = self.repo.get(base, at=branch)
+                self._commit(branch, [node, *values], message)
+                current = self._pointer(base, branch)
                 if current is None or str(current.content["latest"]) < checkpoint_id:
-                    self._commit(branch, [pointer], f"latest checkpoint {checkpoint_id}")
+                    gone = [current.id] if current is not None and current.id != pointer.id else []
+                    self._commit(branch, [pointer], f"latest checkpoint {checkpoint_id}", gone)
         given = configurable["thread_id"]  # as LangGraph's savers: the thread id as the config held it
         return {"configurable": {"thread_id": given, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+    def _channels_of(
+        self, known: Latest | None, base: str, parent: Any, tip: str | None
+    ) -> Mapping[str, Located]:
+        """Where the parent checkpoint's channels have their values: known when it is the latest, else read.
+
+        Empty when there is no parent, or its node is gone, erased or a blob: this
+        checkpoint then stores every value it has itself.
+        """
+        if parent is None or tip is None:
+            return {}
+        if known is not None and known.checkpoint_id == str(parent):
+            return known.channels
+        try:
+            node = self.repo.get(f"{base}/{segment(str(parent))}", at=tip)
+        except Redacted:
+            return {}  # erased: this checkpoint stores every value it has itself
+        return (
+            located(self.serde.loads_typed, node.content) if node is not None and is_checkpoint(node) else {}
+        )
 
     def put_writes(
         self,
@@ -417,9 +519,13 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
             self._known.forget([thread_id])  # many writers at once on one thread
             self._commit(branch, puts, message)
 
-    def _commit(self, branch: str, puts: Sequence[Node], message: str) -> CommitResult:
+    def _commit(
+        self, branch: str, puts: Sequence[Node], message: str, delete: Sequence[str] = ()
+    ) -> CommitResult:
         try:
-            return self.repo.commit(put=puts, branch=branch, message=message, author=self.author)
+            return self.repo.commit(
+                put=puts, delete=delete, branch=branch, message=message, author=self.author
+            )
         except NotFound:
             if self.repo.tip(branch) is not None:
                 raise
@@ -428,7 +534,9 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
                 self.repo.branch(branch, orphan=True, author=self.author)
             except InvalidInput:
                 pass  # LangGraph saves from worker threads: another started it; else the commit says why
-            return self.repo.commit(put=puts, branch=branch, message=message, author=self.author)
+            return self.repo.commit(
+                put=puts, delete=delete, branch=branch, message=message, author=self.author
+            )
 
     # -- deleting and copying --------------------------------------------------------
 
@@ -484,7 +592,7 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
             return
         puts, gone = removal(nodes, checkpoints)
         self.repo.commit(put=puts, delete=gone, branch=branch, message=message, author=self.author)
-        self._erase([node_id for node_id in gone if owner(node_id) in checkpoints], message)
+        self._erase([i for i in gone if owner(i) in checkpoints or is_channel(i)], message)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread: the target branch starts at the source's tip, then takes its own ids.
@@ -512,11 +620,11 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
             author=self.author,
         )
 
-    # -- async: the same work, inline ------------------------------------------------
+    # -- async: the same work, in a worker thread -----------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async :meth:`get_tuple`."""
-        return self.get_tuple(config)
+        """Async :meth:`get_tuple`, in a worker thread: the event loop keeps serving meanwhile."""
+        return await asyncio.to_thread(self.get_tuple, config)
 
     async def alist(
         self,
@@ -526,9 +634,14 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        """Async :meth:`list`."""
-        for item in self.list(config, filter=filter, before=before, limit=limit):
-            yield item
+        """Async :meth:`list`: each batch of checkpoints is read and decoded in a worker thread."""
+        found = self.list(config, filter=filter, before=before, limit=limit)
+        while True:
+            batch = await asyncio.to_thread(_next_batch, found)
+            for item in batch:
+                yield item
+            if len(batch) < _BATCH:
+                return
 
     async def aput(
         self,
@@ -537,8 +650,8 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Async :meth:`put`."""
-        return self.put(config, checkpoint, metadata, new_versions)
+        """Async :meth:`put`, in a worker thread (a durable commit waits for the disk or the server)."""
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
         self,
@@ -547,24 +660,24 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Async :meth:`put_writes`."""
-        self.put_writes(config, writes, task_id, task_path)
+        """Async :meth:`put_writes`, in a worker thread."""
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        """Async :meth:`delete_thread`."""
-        self.delete_thread(thread_id)
+        """Async :meth:`delete_thread`, in a worker thread."""
+        await asyncio.to_thread(self.delete_thread, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Async :meth:`delete_for_runs`."""
-        self.delete_for_runs(run_ids)
+        """Async :meth:`delete_for_runs`, in a worker thread."""
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Async :meth:`copy_thread`."""
-        self.copy_thread(source_thread_id, target_thread_id)
+        """Async :meth:`copy_thread`, in a worker thread."""
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Async :meth:`prune`."""
-        self.prune(thread_ids, strategy=strategy)
+        """Async :meth:`prune`, in a worker thread."""
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """Channel versions as sortable text, as LangGraph's own savers make them."""

@@ -1,47 +1,185 @@
 """The nodes a saver writes, reads back as LangGraph's tuples, removes and copies.
 
-Pure functions over nodes (ADR 0017): the saver reads a thread's nodes, asks here
-what to put and delete, and makes one commit of it.
+Pure functions over nodes (ADRs 17 and 33): the saver reads a thread's nodes, asks
+here what to put and delete, and makes one commit of it.
+
+A checkpoint is stored by channel (ADR 33): a checkpoint node
+``threads/<thread>/<ns>/<checkpoint>`` holds the checkpoint without its channels'
+values, its metadata, and ``channels``, which names for each channel the checkpoint
+whose put stored the value it has; each value a put stores is a channel node
+``…/<checkpoint>/c/<channel>`` (see :mod:`.stored_values` for its form). A put
+stores the channels LangGraph says changed (``new_versions``) and names the
+parent's nodes for the others. A checkpoint stored by an earlier version is one
+node holding everything, serialized (``checkpoint`` and ``metadata`` as
+``[type, base64]``); both are read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointTuple, PendingWrite
 
-from mnemosyne import Node, Provenance
+from mnemosyne import CorruptObject, Node, Provenance
+from mnemosyne.integrations.langgraph.known import Located
 from mnemosyne.integrations.langgraph.namespaces import shown
-from mnemosyne.integrations.langgraph.threads import pack, unpack
+from mnemosyne.integrations.langgraph.stored_values import (
+    Dumps,
+    Loads,
+    Serialized,
+    json_form,
+    load,
+    serialized,
+    stored,
+)
+from mnemosyne.integrations.langgraph.threads import segment, unpack
 
 WRITES = "/w/"
 """What follows a checkpoint node's id in the ids of its pending writes."""
 
+CHANNELS = "/c/"
+"""What follows a checkpoint node's id in the ids of the channel values its put stored."""
+
+POINTER = "/~latest"
+"""What follows a namespace's id in the id of the node naming its latest checkpoint.
+
+``~`` sorts after every checkpoint's segment, so the pointer sits beside the newest
+checkpoint's nodes and a put rewrites one stretch of the tree, not two (ADR 33).
+Before ADR 33 the pointer was the namespace's id itself; it is still read there.
+"""
+
+
+def pointer_id(base: str) -> str:
+    """The id of the pointer node of the namespace whose id is ``base``."""
+    return base + POINTER
+
+
+def pointer_base(node_id: str) -> str:
+    """The namespace id a pointer node's id belongs to (either place)."""
+    return node_id.removesuffix(POINTER)
+
+
+def channel_node_id(base: str, writer: str, channel: str) -> str:
+    """The id of the node holding ``channel``'s value as the put of checkpoint ``writer`` stored it.
+
+    Args:
+        base: the namespace's id, ``threads/<thread>/<ns segment>``.
+        writer: the checkpoint id.
+        channel: the channel's name.
+    """
+    return f"{base}/{segment(writer)}{CHANNELS}{segment(channel)}"
+
+
+def by_channel(content: Mapping[str, Any]) -> bool:
+    """Whether a checkpoint node's content is stored by channel (else: one blob, as before ADR 33)."""
+    return "channels" in content
+
+
+def stored_parts(content: Mapping[str, Any]) -> tuple[Serialized, Serialized]:
+    """A checkpoint node's checkpoint and metadata as they load again, whichever way it was stored."""
+    if by_channel(content):
+        return serialized(content["checkpoint"]), serialized(content["metadata"])
+    return unpack(content["checkpoint"]), unpack(content["metadata"])
+
+
+def located(loads: Loads, content: Mapping[str, Any]) -> dict[str, Located]:
+    """Where each channel of a checkpoint node's content has its value (nothing for a blob)."""
+    if not by_channel(content):
+        return {}
+    versions = load(loads, serialized(content["checkpoint"])).get("channel_versions", {})
+    named = content["channels"]
+    if not isinstance(named, dict):
+        raise CorruptObject(f"checkpoint {content.get('checkpoint_id')!r}: 'channels' is not a map")
+    return {channel: Located(str(writer), versions.get(channel)) for channel, writer in named.items()}
+
+
+def channel_nodes(
+    dumps: Dumps,
+    base: str,
+    checkpoint: Checkpoint,
+    new_versions: Mapping[str, Any],
+    parent: Mapping[str, Located],
+    provenance: Provenance,
+    done: dict[str, tuple[dict[str, Any], Serialized]],
+) -> tuple[list[Node], dict[str, Located]]:
+    """The channel nodes a put stores, and where each channel of the checkpoint has its value.
+
+    A channel in ``new_versions`` gets a node; one the parent checkpoint has at the
+    same version keeps the parent's; one with a value but no such node (a parent
+    stored as one blob, or none named) gets a node too, so a value LangGraph gave
+    is never lost. A channel with no value is left out, as LangGraph's savers do.
+
+    Args:
+        dumps: LangGraph's serializer.
+        base: the namespace's id.
+        checkpoint: the checkpoint being put.
+        new_versions: the channels that changed, with their new versions.
+        parent: where the parent checkpoint's channels have their values.
+        provenance: the nodes' provenance.
+        done: values already put in stored form, by channel (filled in here: a put
+            that commits again after another writer moved the thread encodes once).
+    """
+    checkpoint_id = str(checkpoint["id"])
+    values = checkpoint.get("channel_values", {})
+    puts: list[Node] = []
+    found: dict[str, Located] = {}
+    for channel, version in checkpoint.get("channel_versions", {}).items():
+        kept = parent.get(channel)
+        if channel not in new_versions and kept is not None and kept.version == version:
+            found[channel] = kept
+            continue
+        if channel not in values:
+            continue
+        if channel not in done:
+            done[channel] = stored(dumps, values[channel])
+        fields, value = done[channel]
+        node = Node(
+            id=channel_node_id(base, checkpoint_id, channel),
+            content={"channel": channel, **({"version": version} if json_form(version) else {}), **fields},
+            provenance=provenance,
+        )
+        puts.append(node)
+        found[channel] = Located(checkpoint_id, version, value)
+    return puts, found
+
 
 def checkpoint_tuple(
-    loads: Callable[[tuple[str, bytes]], Any],
-    saved: dict[str, Any],
+    loads: Loads,
+    saved: Mapping[str, Any],
     writes: list[dict[str, Any]],
-    checkpoint_bytes: tuple[str, bytes] | None = None,
-    metadata_bytes: tuple[str, bytes] | None = None,
+    checkpoint: Serialized,
+    metadata: Serialized,
+    values: Mapping[str, Serialized],
 ) -> CheckpointTuple:
     """LangGraph's tuple for a checkpoint node's content and its writes' contents.
 
-    ``checkpoint_bytes`` and ``metadata_bytes``, when given, are the content's
-    serialized parts already decoded (what a saver knows keeps them so).
+    Args:
+        loads: LangGraph's deserializer.
+        saved: the checkpoint node's content.
+        writes: its pending writes' contents.
+        checkpoint: its checkpoint as it loads again (:func:`stored_parts`).
+        metadata: its metadata as it loads again.
+        values: its channels' values as they load again, by channel (stored by channel).
     """
     thread_id, ns, checkpoint_id = saved["thread_id"], saved["checkpoint_ns"], saved["checkpoint_id"]
-    checkpoint: Checkpoint = loads(checkpoint_bytes or unpack(saved["checkpoint"]))
+    loaded: Checkpoint = load(loads, checkpoint)
+    if by_channel(saved):
+        # In the checkpoint's own order of channels, as LangGraph's savers give them.
+        loaded["channel_values"] = {
+            channel: load(loads, values[channel])
+            for channel in loaded["channel_versions"]
+            if channel in values
+        }
     writes.sort(key=lambda w: (w["task_path"], w["task_id"], w["idx"]))
-    pending: list[PendingWrite] = [(w["task_id"], w["channel"], loads(unpack(w["value"]))) for w in writes]
+    pending: list[PendingWrite] = [(w["task_id"], w["channel"], load(loads, write_value(w))) for w in writes]
     parent = saved["parent"]
     return CheckpointTuple(
         config={
             "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
         },
-        checkpoint=checkpoint,
-        metadata=loads(metadata_bytes or unpack(saved["metadata"])),
+        checkpoint=loaded,
+        metadata=load(loads, metadata),
         parent_config=(
             {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}
             if parent
@@ -77,14 +215,25 @@ def checkpoint_message(
     return first + "\n\n" + "\n".join(body)
 
 
+def write_value(write: Mapping[str, Any]) -> Serialized:
+    """A pending write node's value as it loads again, whichever way it was stored."""
+    return unpack(write["value"]) if "value" in write else serialized(write)
+
+
 def owner(node_id: str) -> str:
     """The checkpoint node id ``node_id`` belongs to: its own, or a pending write's checkpoint's.
 
     A write's id is ``threads/T/NS/CP/w/TASK/IDX``: seven segments, none holding a
     ``/``. Counted, not searched for ``/w/``: a thread or namespace named ``w`` puts
-    ``/w/`` inside a checkpoint's own id.
+    ``/w/`` inside a checkpoint's own id. A channel node (``threads/T/NS/CP/c/CH``,
+    six) is its own: it may outlive the checkpoint that wrote it.
     """
     return node_id.rsplit("/", 3)[0] if node_id.count("/") == 6 else node_id
+
+
+def is_channel(node_id: str) -> bool:
+    """Whether ``node_id`` is a channel node's: ``threads/T/NS/CP/c/CH``, six segments."""
+    return node_id.count("/") == 5
 
 
 def is_checkpoint(node: Node) -> bool:
@@ -98,19 +247,19 @@ def is_pointer(node: Node) -> bool:
 
 
 def write_nodes(
-    dumps: Callable[[Any], tuple[str, bytes]],
+    dumps: Dumps,
     task_base: str,
     writes: Sequence[tuple[str, Any]],
     task_id: str,
     task_path: str,
-    stored: set[str],
+    present: set[str],
 ) -> tuple[Node, ...]:
     """The nodes of a task's writes, but for regular ones already stored (as LangGraph's savers)."""
     puts: dict[str, Node] = {}  # by id: a special channel written twice keeps its last value
     for position, (channel, value) in enumerate(writes):
         idx = WRITES_IDX_MAP.get(channel, position)
         node_id = f"{task_base}/{idx}"
-        if idx >= 0 and node_id in stored:
+        if idx >= 0 and node_id in present:
             continue  # a regular write is stored once; a special one (error, interrupt) replaced
         puts[node_id] = Node(
             id=node_id,
@@ -119,7 +268,7 @@ def write_nodes(
                 "task_path": task_path,
                 "channel": channel,
                 "idx": idx,
-                "value": pack(dumps(value)),
+                **stored(dumps, value)[0],
             },
             provenance=Provenance(tool_call=task_path or task_id, source="langgraph"),
         )
@@ -139,25 +288,36 @@ def latest_of_each_namespace(checkpoints: Iterable[Node]) -> set[str]:
 def removal(nodes: Sequence[Node], checkpoints: set[str]) -> tuple[list[Node], list[str]]:
     """What removing ``checkpoints`` (node ids) and their writes takes: pointers to put, ids to delete.
 
-    A pointer that named a removed checkpoint moves to the latest one left in its
-    namespace, or goes with the last one.
+    A channel node goes when no checkpoint left names it (one that is left may
+    keep a value a removed one stored). A pointer that named a removed checkpoint
+    moves to the latest one left in its namespace, or goes with the last one.
     """
-    gone = [node.id for node in nodes if owner(node.id) in checkpoints]
     remaining: dict[str, str] = {}  # namespace base id -> latest remaining checkpoint id
+    used: set[str] = set()  # channel nodes a remaining checkpoint names
     for node in nodes:
         if is_checkpoint(node) and node.id not in checkpoints:
             base = node.id.rsplit("/", 1)[0]
             checkpoint_id = node.content["checkpoint_id"]
             if base not in remaining or remaining[base] < checkpoint_id:
                 remaining[base] = checkpoint_id
+            if by_channel(node.content):
+                used.update(channel_node_id(base, str(w), c) for c, w in node.content["channels"].items())
+    gone = [node.id for node in nodes if _goes(node.id, checkpoints, used)]
     puts: list[Node] = []
     for node in nodes:
         if is_pointer(node):
-            if node.id not in remaining:
+            base = pointer_base(node.id)
+            if base not in remaining:
                 gone.append(node.id)
-            elif remaining[node.id] != node.content["latest"]:
-                puts.append(Node(id=node.id, content={"latest": remaining[node.id]}))
+            elif remaining[base] != node.content["latest"]:
+                puts.append(Node(id=node.id, content={"latest": remaining[base]}))
     return puts, gone
+
+
+def _goes(node_id: str, checkpoints: set[str], used: set[str]) -> bool:
+    if is_channel(node_id):
+        return node_id not in used
+    return owner(node_id) in checkpoints  # a removed checkpoint, or one of its writes
 
 
 def copies(nodes: Sequence[Node], source: str, target: str, target_thread_id: str) -> list[Node]:

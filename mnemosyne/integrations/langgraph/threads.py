@@ -45,13 +45,8 @@ def thread_branch(thread_id: str) -> str:
     return thread_branch_name(thread_id)
 
 
-def pack(typed: tuple[str, bytes]) -> list[str]:
-    """LangGraph's serialized value (type, bytes) as JSON content: [type, base64]."""
-    return [typed[0], base64.b64encode(typed[1]).decode("ascii")]
-
-
 def unpack(packed: list[str]) -> tuple[str, bytes]:
-    """The serialized value :func:`pack` stored."""
+    """A serialized value as checkpoints and writes held it before ADR 33: ``[type, base64]``."""
     return packed[0], base64.b64decode(packed[1])
 
 
