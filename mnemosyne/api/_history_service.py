@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
+from itertools import chain, compress, repeat
+from operator import attrgetter
 from typing import Any
 
 from mnemosyne.api._handle import Handle
@@ -12,7 +14,7 @@ from mnemosyne.history import queries, walk
 from mnemosyne.history.revisions import Rev, resolve
 from mnemosyne.index.build import tree_changes
 from mnemosyne.index.confirmed import confirmed_at
-from mnemosyne.index.view import WriteView
+from mnemosyne.index.view import View, WriteView
 from mnemosyne.model.choices import CLAIM_POLICIES, ClaimPolicy
 from mnemosyne.model.defaults import DEFAULT_AUTHOR
 from mnemosyne.model.objects import Commit, Node
@@ -23,12 +25,35 @@ from mnemosyne.model.results import (
     Contradiction,
     Diff,
     Fact,
+    History,
     TimelineChange,
     Version,
 )
 from mnemosyne.model.times import TimeLike, as_time
 from mnemosyne.model.validation import check_id, check_json, check_policy_meta, check_scope, check_window
 from mnemosyne.store.refs import check_branch_name
+
+_meta_of = attrgetter("meta")
+
+
+class Ids(Iterator[str]):
+    """The ids of a snapshot in order (an iterator, read a batch at a time), and its commit.
+
+    Attributes:
+        commit: the commit whose snapshot they are (the revision resolved, once), so
+            that the reads that follow can look at the same one; None on a branch
+            with no commits yet.
+    """
+
+    def __init__(self, commit: Commit | None, ids: Iterator[str]) -> None:
+        self.commit = commit
+        self._ids = ids
+
+    def __next__(self) -> str:
+        return next(self._ids)
+
+    def __iter__(self) -> Iterator[str]:
+        return self._ids  # the same ids, without a Python call per id (``list(repo.ids())``)
 
 
 class HistoryService:
@@ -59,9 +84,11 @@ class HistoryService:
             raise InvalidInput("put takes an iterable of Nodes and delete an iterable of ids")
         nodes = list(put)
         removals = [check_id(i) for i in delete]
-        for node in nodes:
-            if not isinstance(node, Node):
-                raise InvalidInput(f"put takes Node objects, not {type(node).__name__}")
+        # In C (map, compress) before any Python per node: an import checks a million.
+        if not all(map(isinstance, nodes, repeat(Node))):
+            stranger = next(node for node in nodes if not isinstance(node, Node))
+            raise InvalidInput(f"put takes Node objects, not {type(stranger).__name__}")
+        for node in compress(nodes, map(_meta_of, nodes)):  # the nodes with a meta map
             check_policy_meta(node.meta, node.id or "a node")
         if not isinstance(message, str) or not isinstance(author, str):
             raise InvalidInput("message and author must be strings")
@@ -142,16 +169,20 @@ class HistoryService:
     def resolve(self, rev: Rev, as_of: TimeLike | None) -> Commit:
         """The work of :meth:`Repo.resolve`."""
         when = as_time(as_of, "as_of")
-        with self._handle.read() as view:
+
+        def read(view: View) -> Commit:
             oid = resolve(view, rev, as_of=when)
             return Commit.from_object(oid, view.commit(oid))
+
+        return self._handle.view(read)
 
     def get(self, node_id: str, at: Rev | None, as_of: TimeLike | None, include_expired: bool) -> Node | None:
         """The work of :meth:`Repo.get`."""
         check_id(node_id)
         when = as_time(as_of, "as_of")
         handle = self._handle
-        with handle.read() as view:
+
+        def read(view: View) -> Node | None:
             tip = handle.tip(view, at, when)
             if tip is None:
                 return None
@@ -162,6 +193,8 @@ class HistoryService:
             if not include_expired and queries.expired(node, handle.judged_at(when)):
                 return None
             return node
+
+        return handle.view(read)
 
     def nodes(
         self,
@@ -185,9 +218,17 @@ class HistoryService:
         handle = self._handle
         with handle.read() as view:
             tip = handle.tip(view, at, when)
-            root = view.commit(tip).tree if tip is not None else None
             scope = scoping(view.txn, allowed_for, max_sensitivity)
-        nodes = walk.nodes(handle.read, root, prefix or "", after)
+            nodes: Iterator[Node] = iter(())
+            if tip is not None:
+                root = view.commit(tip).tree
+                # The first batch in the same read (on PostgreSQL, the round trip that resolved the tip).
+                first, after = walk.node_batch(view, root, prefix or "", after)
+                nodes = (
+                    iter(first)
+                    if after is None
+                    else chain(first, walk.nodes(handle.read, root, prefix or "", after))
+                )
         now = handle.judged_at(when)
         if not include_expired:
             nodes = (node for node in nodes if not queries.expired(node, now))
@@ -236,6 +277,64 @@ class HistoryService:
             if tip is None:
                 return []
             return queries.history(view, node_id, tip, handle.now(), limit)
+
+    def histories(
+        self,
+        ids: Iterable[str],
+        at: Rev | None,
+        as_of: TimeLike | None,
+        limit: int | None,
+        include_expired: bool,
+    ) -> dict[str, History]:
+        """The work of :meth:`Repo.histories`."""
+        if isinstance(ids, str) or not isinstance(ids, Iterable):
+            raise InvalidInput("ids must be an iterable of ids (a list of strings), not one string")
+        wanted = list(dict.fromkeys(check_id(i) for i in ids))
+        _check_limit(limit)
+        when = as_time(as_of, "as_of")
+        handle = self._handle
+
+        def read(view: View) -> dict[str, History]:
+            tip = handle.tip(view, at, when)
+            if tip is None:
+                return {i: History(id=i, node=None, versions=[]) for i in wanted}
+            tree = view.commit(tip).tree
+            values = [view.tree.get(tree, i) for i in wanted]
+            present = [value for value in values if value is not None]
+            decoded = dict(zip(present, view.objects.nodes(view.txn, present), strict=True))
+            judged = handle.judged_at(when)
+            found = queries.histories(view, wanted, tip, handle.now(), limit, dict(decoded))
+            out: dict[str, History] = {}
+            for i, value in zip(wanted, values, strict=True):
+                node = decoded.get(value) if value is not None else None
+                if node is not None and not include_expired and queries.expired(node, judged):
+                    node = None
+                out[i] = History(id=i, node=node, versions=found[i])
+            return out
+
+        # The change-index entries of every id are read in the round trip that begins the read.
+        return handle.view(read, None if limit == 0 else handle.stores.changes.first_scans(wanted))
+
+    def ids(self, at: Rev | None, as_of: TimeLike | None, prefix: str | None) -> Ids:
+        """The work of :meth:`Repo.ids`."""
+        if prefix is not None and not isinstance(prefix, str):
+            raise InvalidInput(f"prefix must be a string, not {type(prefix).__name__}")
+        when = as_time(as_of, "as_of")
+        handle = self._handle
+
+        def read(view: View) -> tuple[Commit | None, list[str], str | None]:
+            tip = handle.tip(view, at, when)
+            if tip is None:
+                return None, [], None
+            commit = Commit.from_object(tip, view.commit(tip))
+            # The first batch in the same read (on PostgreSQL, the round trip that resolved the tip).
+            return commit, *walk.id_batch(view, bytes.fromhex(commit.tree), prefix or "", None)
+
+        commit, first, after = handle.view(read)
+        if commit is None or after is None:
+            return Ids(commit, iter(first))
+        rest = walk.ids(handle.read, bytes.fromhex(commit.tree), prefix or "", after)
+        return Ids(commit, chain(first, rest))
 
     def blame(self, node_id: str, at: Rev | None) -> Blame:
         """The work of :meth:`Repo.blame`."""

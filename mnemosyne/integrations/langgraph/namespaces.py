@@ -14,6 +14,7 @@ the node's meta, which is what a read trusts.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -55,6 +56,12 @@ def _size(text: str) -> int:
 
 def node_id(namespace: Sequence[str], key: str) -> str:
     """The node id of the item ``key`` in ``namespace``: readable, injective, a valid id."""
+    return _node_id(tuple(namespace), key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _node_id(namespace: tuple[str, ...], key: str) -> str:
+    # Kept: every read of an item names it (a get, and a search checking what it found).
     segments = [escape(label) for label in namespace] + [escape(key)]
     full = ROOT + "/" + "/".join(segments)
     if _size(full) <= MAX_ID_BYTES:
@@ -90,6 +97,37 @@ def id_prefix(namespace_prefix: Sequence[str]) -> str:
     while labels and _size(ROOT + "/" + "/".join(labels)) > _BUDGET:
         labels.pop()
     return ROOT + "/" + "".join(label + "/" for label in labels)
+
+
+def search_order(ids: list[str], under: str) -> tuple[list[str], list[str]]:
+    """The readable ids among ``ids`` in the order search gives items (namespace, then key), and the digested.
+
+    ``ids`` are in id order, every one under the id prefix ``under``. Where no id
+    holds an escape, the order follows from the ids without decoding each: all
+    directly under ``under`` (one namespace), it is id order. A digested id's
+    place is known only from its node's meta.
+    """
+    joined = "\n".join(ids)
+    if "%" not in joined and "~" not in joined:
+        if joined.count("/") == len(ids) * under.count("/"):
+            return list(ids), []
+        return sorted(ids, key=_labels), []
+    keyed: list[tuple[tuple[tuple[str, ...], str], str]] = []
+    digested: list[str] = []
+    for item_id in ids:
+        found = decode_id(item_id)
+        if found is None:
+            digested.append(item_id)
+        else:
+            keyed.append((found, item_id))
+    keyed.sort(key=lambda entry: entry[0])
+    return [item_id for _, item_id in keyed], digested
+
+
+def _labels(item_id: str) -> tuple[list[str], str]:
+    """How an id without escapes sorts: its namespace's labels, then its key."""
+    namespace, _, key = item_id.rpartition("/")
+    return namespace.split("/"), key
 
 
 # -- names in commit messages -------------------------------------------------

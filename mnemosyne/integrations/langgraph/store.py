@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -38,6 +39,7 @@ from langgraph.store.base import (
 
 from mnemosyne import (
     Commit,
+    History,
     InvalidInput,
     Node,
     NotFound,
@@ -59,12 +61,14 @@ from mnemosyne.integrations.langgraph.items import (
 from mnemosyne.integrations.langgraph.namespaces import (
     ROOT,
     check_filter,
+    decode_id,
     describe,
     describe_namespace,
     id_prefix,
     matches,
     node_id,
     passes,
+    search_order,
 )
 from mnemosyne.integrations.langgraph.opening import OwnsItsRepo
 
@@ -76,6 +80,9 @@ ERASE_REASON = "erased on delete from the LangGraph store"
 
 LISTED = 20
 """How many of a batch's writes its commit message names, one a line, below its summary."""
+
+Found = tuple[Node, ItemMeta, list[Version] | None]
+"""An item a search found: its node, its meta, and its history when read with it."""
 
 
 # -- the store ----------------------------------------------------------------
@@ -170,6 +177,9 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
             "max_sensitivity": max_sensitivity,
             "verified_within": verified_within,
         }
+        # One commit of this store at a time: the async methods run in worker threads, and
+        # many at once racing on one tip would spend their retries on each other.
+        self._writing = threading.Lock()
 
     # -- batches --------------------------------------------------------------
 
@@ -200,20 +210,33 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
                 writes[(op.namespace, op.key)] = (
                     self._node(op, provenance) if op.value is not None else node_id(op.namespace, op.key)
                 )
-        tip = self._tip()
         read: dict[str, Node] = {}
         results: list[Result] = []
+        gets = [node_id(op.namespace, op.key) for op in ops if isinstance(op, GetOp)]
+        others = [op for op in ops if isinstance(op, SearchOp | ListNamespacesOp)]
+        # Reads see one snapshot: resolved first when several reads need it, else by the
+        # one read itself, in its first round trip (``at`` is then the branch, by name).
+        at: Commit | str | None = self.branch
+        tip: Commit | None = None
+        resolved = False
+        found: dict[str, History] = {}
+        if others and (gets or len(others) > 1):
+            at = tip = self._tip()
+            resolved = True
+            found = self._histories(gets, tip) if gets and tip is not None else {}
+        elif gets:
+            found = self._histories(gets, self.branch)
         for op in ops:
             if isinstance(op, GetOp):
-                results.append(self._get(tip, op, read))
+                results.append(self._get(op, found, read))
             elif isinstance(op, SearchOp):
-                results.append(self._search(tip, op, read))
+                results.append(self._search(tip, op, read) if resolved else self._search_at(op, read))
             elif isinstance(op, ListNamespacesOp):
-                results.append(self._list_namespaces(tip, op))
+                results.append(self._list_namespaces(at, resolved, op))
             else:
                 results.append(None)
         if writes:
-            self._write(writes, commit_meta, erase)
+            self._write(writes, commit_meta, erase, tip)
             if erase:
                 self._erase([nid for nid in writes.values() if isinstance(nid, str)], reason or ERASE_REASON)
         written = {value if isinstance(value, str) else value.id for value in writes.values()}
@@ -280,20 +303,46 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
         except NotFound:  # a branch with no commits yet: an empty store
             return None
 
+    def _histories(
+        self, ids: list[str], at: Commit | str | None, limit: int | None = None, expired: bool = False
+    ) -> dict[str, History]:
+        """``repo.histories`` of ``ids`` at ``at`` (a branch's tip for a name or None); {} on no commits."""
+        try:
+            return self.repo.histories(ids, at=at, limit=limit, include_expired=expired)
+        except NotFound:  # a branch with no commits yet
+            return {}
+
     def _write(
         self,
         writes: Mapping[tuple[tuple[str, ...], str], Node | str],
         commit_meta: dict[str, Any],
         erase: bool,
+        tip: Commit | None,
     ) -> None:
+        """Commit a batch's puts and deletes; ``tip``, when the batch read one, is tried first."""
         puts = [(item, w) for item, w in writes.items() if isinstance(w, Node)]
         deletes = [(item, w) for item, w in writes.items() if isinstance(w, str)]
+        known = [tip] if tip is not None else []
 
         def attempt() -> None:
-            tip = self._tip()
+            if not deletes:
+                # Puts alone replace whatever is there: last writer wins, as in LangGraph's
+                # SQL stores (an upsert), with no tip to read first and none to check.
+                self.repo.commit(
+                    put=[node for _, node in puts],
+                    message=_message([("put", item) for item, _ in puts]),
+                    author=self.author,
+                    branch=self.branch,
+                    meta=commit_meta or None,
+                )
+                return
+            at = known.pop() if known else self._tip()
             # LangGraph deletes absent items silently; the repo refuses to remove an
             # absent id, so only the present are named, checked at the tip committed on.
-            present = [(item, d) for item, d in deletes if tip is not None and self._present(d, tip)]
+            there = (
+                self._histories([d for _, d in deletes], at, limit=0, expired=True) if at is not None else {}
+            )
+            present = [(item, d) for item, d in deletes if d in there and there[d].node is not None]
             if not puts and not present:
                 return
             removing = "erase" if erase else "delete"
@@ -304,11 +353,12 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
                 message=_message(said),
                 author=self.author,
                 branch=self.branch,
-                parent=tip.id if tip is not None else None,
+                parent=at,
                 meta=commit_meta or None,
             )
 
-        with_retry(attempt)
+        with self._writing:  # the retries are for other processes' commits
+            with_retry(attempt)
 
     def _erase(self, ids: Sequence[str], reason: str) -> None:
         """Erase every version of each of ``ids`` (one never written has none to erase)."""
@@ -317,12 +367,6 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
                 self.repo.forget(nid, reason, author=self.author)
             except NotFound:
                 pass
-
-    def _present(self, nid: str, tip: Commit) -> bool:
-        try:
-            return self.repo.get(nid, at=tip.id, include_expired=True) is not None
-        except Redacted:
-            return False
 
     def _refresh(self, read: dict[str, Node]) -> None:
         """Push the expiry of items read with ``refresh_ttl`` forward, best effort."""
@@ -336,9 +380,10 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
             now = self.repo.now()
             fresh: list[Node] = []
             said: list[tuple[str, tuple[tuple[str, ...], str]]] = []
+            there = self._histories(list(read), tip, limit=0)
             for nid, old in read.items():
                 meta = item_meta(old)
-                current = self._current(nid, tip)
+                current = there[nid].node if nid in there else None
                 # Refresh only what is still the version read: never bring back an older value.
                 if meta is None or meta.ttl is None or current is None or current.hash != old.hash:
                     continue
@@ -359,87 +404,157 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
                     message=_message(said),
                     author=self.author,
                     branch=self.branch,
-                    parent=tip.id,
+                    parent=tip,
                 )
 
         try:
-            with_retry(attempt, attempts=3)
+            with self._writing:
+                with_retry(attempt, attempts=3)
         except RefConflict:  # LangGraph's refresh is best effort; the value is untouched
             pass
 
-    def _current(self, nid: str, tip: Commit) -> Node | None:
-        try:
-            return self.repo.get(nid, at=tip.id)
-        except Redacted:
-            return None
-
     # -- reads ----------------------------------------------------------------
 
-    def _get(self, tip: Commit | None, op: GetOp, read: dict[str, Node]) -> Item | None:
-        if tip is None:
-            return None
-        node = self._current(node_id(op.namespace, op.key), tip)
+    def _get(self, op: GetOp, found: Mapping[str, History], read: dict[str, Node]) -> Item | None:
+        known = found.get(node_id(op.namespace, op.key))
+        node = known.node if known is not None else None
         meta = item_meta(node)
-        if node is None or meta is None or (meta.namespace, meta.key) != (tuple(op.namespace), op.key):
+        if (
+            known is None
+            or node is None
+            or meta is None
+            or (meta.namespace, meta.key) != (tuple(op.namespace), op.key)
+        ):
             return None
         if op.refresh_ttl and meta.ttl is not None:
             read[node.id] = node
-        return self._item(node, tip.id)
+        return _item(node, meta, known.versions)
 
-    def _item(self, node: Node, at: str, score: float | None = None, search: bool = False) -> Item:
-        created, updated = _times(self.repo.history(node.id, at=at), node.hash)
-        meta = item_meta(node)
-        assert meta is not None
-        if search:
-            return SearchItem(meta.namespace, meta.key, node.content, created, updated, score)
-        return Item(
-            value=node.content, key=meta.key, namespace=meta.namespace, created_at=created, updated_at=updated
-        )
+    def _search_at(self, op: SearchOp, read: dict[str, Node]) -> list[SearchItem]:
+        """A search that is its batch's only read: the branch is resolved by its first read."""
+        if self._ranks(op):
+            return self._search(self._tip(), op, read)
+        try:
+            listing = self.repo.ids(at=self.branch, prefix=id_prefix(tuple(op.namespace_prefix)))
+        except NotFound:  # a branch with no commits yet
+            return []
+        return self._search(listing.commit, op, read, list(listing))
 
-    def _search(self, tip: Commit | None, op: SearchOp, read: dict[str, Node]) -> list[SearchItem]:
-        if tip is None:
+    def _ranks(self, op: SearchOp) -> bool:
+        """Whether a search reads every item (to rank them by its query, or to scope them)."""
+        return bool(op.query) or any(value is not None for value in self.scope.values())
+
+    def _search(
+        self, tip: Commit | None, op: SearchOp, read: dict[str, Node], ids: list[str] | None = None
+    ) -> list[SearchItem]:
+        """A search of the snapshot of ``tip`` (``ids``: the ids under its namespace there, listed)."""
+        if tip is None or not op.limit:
             return []
         prefix = tuple(op.namespace_prefix)
-        id_under = id_prefix(prefix)
-        found: list[tuple[tuple[str, ...], str, Node]] = []
-        for node in self.repo.nodes(at=tip.id, prefix=id_under, **self.scope):
-            meta = item_meta(node)
-            if meta is None or meta.namespace[: len(prefix)] != prefix:
-                continue
-            if passes(node.content, op.filter):
-                found.append((meta.namespace, meta.key, node))
-        found.sort(key=lambda entry: (entry[0], entry[1]))
-        scores: dict[str, float] = {}
-        if op.query and found:
-            hits = self.repo.search(op.query, k=len(found), at=tip.id, prefix=id_under, **self.scope)
-            scores = {hit.id: hit.score for hit in hits}
-            # Ranked first, best first; what recall did not rank keeps the stable order after.
-            found.sort(key=lambda entry: -scores.get(entry[2].id, -math.inf))
-        page = found[op.offset : op.offset + op.limit]
+        if self._ranks(op):
+            page, scores = self._ranked(tip, op, prefix)
+        else:
+            page, scores = self._in_order(tip, op, prefix, ids), {}
+        # Times for the page alone, read at once (those read with their node already have them).
+        missing = [node.id for node, _, versions in page if versions is None]
+        more = self._histories(missing, tip) if missing else {}
         items: list[SearchItem] = []
-        for _, _, node in page:
-            meta = item_meta(node)
-            if op.refresh_ttl and meta is not None and meta.ttl is not None:
+        for node, meta, versions in page:
+            if op.refresh_ttl and meta.ttl is not None:
                 read[node.id] = node
-            item = self._item(node, tip.id, scores.get(node.id), search=True)
+            kept = versions if versions is not None else more[node.id].versions
+            item = _item(node, meta, kept, scores.get(node.id), search=True)
             assert isinstance(item, SearchItem)
             items.append(item)
         return items
 
-    def _namespaces(self, tip: Commit | None) -> set[tuple[str, ...]]:
-        if tip is None:
+    def _in_order(
+        self, tip: Commit, op: SearchOp, prefix: tuple[str, ...], ids: list[str] | None
+    ) -> list[Found]:
+        """The page of a search without a query, in (namespace, key) order, reading only what it needs.
+
+        The ids come from the tree alone; the nodes are read in order, a batch at a
+        time, until the page is full: a namespace of any size costs a few reads.
+        """
+        under = id_prefix(prefix)
+        if ids is None:
+            ids = list(self.repo.ids(at=tip, prefix=under))
+        ordered, digested = search_order(ids, under)
+        if digested:
+            ordered = self._placed(ordered, digested, tip)
+        wanted = op.offset + op.limit
+        passed: list[Found] = []
+        start, size, limit = 0, wanted, None
+        while start < len(ordered) and len(passed) < wanted:
+            batch = ordered[start : start + size]
+            # The first batch is usually the page: its histories come with it. Past it
+            # (filters, expired items), nodes alone, and the page's times after.
+            found = self._histories(batch, tip, limit=limit)
+            for nid in batch:
+                node = found[nid].node
+                meta = _item_of(node, prefix)
+                if node is not None and meta is not None and passes(node.content, op.filter):
+                    passed.append((node, meta, found[nid].versions if limit is None else None))
+            start += size
+            size, limit = max(2 * size, 64), 0
+        return passed[op.offset : wanted]
+
+    def _placed(self, ordered: list[str], digested: list[str], tip: Commit) -> list[str]:
+        """All ids in search order: those too long to be read as a namespace and key, placed by their meta."""
+        keyed: list[tuple[tuple[tuple[str, ...], str], str]] = []
+        for nid in ordered:
+            decoded = decode_id(nid)
+            assert decoded is not None  # readable, as search_order sorted out
+            keyed.append((decoded, nid))
+        found = self._histories(digested, tip, limit=0, expired=True)
+        for nid in digested:
+            meta = item_meta(found[nid].node)
+            if meta is not None:
+                keyed.append(((meta.namespace, meta.key), nid))
+        keyed.sort(key=lambda entry: entry[0])
+        return [nid for _, nid in keyed]
+
+    def _ranked(
+        self, tip: Commit, op: SearchOp, prefix: tuple[str, ...]
+    ) -> tuple[list[Found], dict[str, float]]:
+        """The page of a search with a query or a scope: every item read, ranked by the query."""
+        id_under = id_prefix(prefix)
+        found: list[Found] = []
+        for node in self.repo.nodes(at=tip, prefix=id_under, **self.scope):
+            meta = _item_of(node, prefix)
+            if meta is not None and passes(node.content, op.filter):
+                found.append((node, meta, None))
+        found.sort(key=lambda entry: (entry[1].namespace, entry[1].key))
+        scores: dict[str, float] = {}
+        if op.query and found:
+            hits = self.repo.search(op.query, k=len(found), at=tip, prefix=id_under, **self.scope)
+            scores = {hit.id: hit.score for hit in hits}
+            # Ranked first, best first; what recall did not rank keeps the stable order after.
+            found.sort(key=lambda entry: -scores.get(entry[0].id, -math.inf))
+        return found[op.offset : op.offset + op.limit], scores
+
+    def _namespaces(self, at: Commit | str | None, resolved: bool) -> set[tuple[str, ...]]:
+        """The namespaces holding items at ``at``: a commit (None: no commits), else the branch so named."""
+        if resolved and at is None:
             return set()
         namespaces: set[tuple[str, ...]] = set()
-        for node in self.repo.nodes(at=tip.id, prefix=ROOT + "/"):
-            meta = item_meta(node)
-            if meta is not None:
-                namespaces.add(meta.namespace)
+        try:
+            for node in self.repo.nodes(at=at, prefix=ROOT + "/"):
+                meta = _item_of(node, ())
+                if meta is not None:
+                    namespaces.add(meta.namespace)
+        except NotFound:  # a branch with no commits yet
+            return set()
         return namespaces
 
-    def _list_namespaces(self, tip: Commit | None, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+    def _list_namespaces(
+        self, at: Commit | str | None, resolved: bool, op: ListNamespacesOp
+    ) -> list[tuple[str, ...]]:
         conditions = op.match_conditions or ()
         chosen = [
-            ns for ns in self._namespaces(tip) if all(matches(ns, c.match_type, c.path) for c in conditions)
+            ns
+            for ns in self._namespaces(at, resolved)
+            if all(matches(ns, c.match_type, c.path) for c in conditions)
         ]
         if op.max_depth is not None:
             chosen = [ns[: op.max_depth] for ns in chosen]
@@ -483,7 +598,7 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
         meta = item_meta(node)
         if node is None or meta is None or (meta.namespace, meta.key) != (tuple(namespace), key):
             return None
-        return self._item(node, commit.id)
+        return _item(node, meta, self.repo.history(nid, at=commit))
 
     def delete(
         self, namespace: tuple[str, ...], key: str, *, erase: bool | None = None, reason: str | None = None
@@ -540,7 +655,7 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
         tip = self._tip()
         if tip is None:
             return []
-        versions = self.repo.history(node_id(namespace, key), at=tip.id)
+        versions = self.repo.history(node_id(namespace, key), at=tip)
         items: list[Item] = []
         for index, version in enumerate(versions):
             meta = item_meta(version.node)
@@ -580,6 +695,31 @@ def _message(said: Sequence[tuple[str, tuple[tuple[str, ...], str]]]) -> str:
     if len(said) > LISTED:
         lines.append(f"and {len(said) - LISTED} more")
     return first + "\n\n" + "\n".join(lines)
+
+
+def _item_of(node: Node | None, prefix: tuple[str, ...]) -> ItemMeta | None:
+    """The :class:`ItemMeta` of ``node`` if it is an item under namespace ``prefix``, else None.
+
+    An item's meta names it and its id is that name's: a node under
+    ``langgraph-store/`` whose meta names another item (not written by a store)
+    is none, as ``get`` of either name would not find it either.
+    """
+    meta = item_meta(node)
+    if meta is None or node is None or meta.namespace[: len(prefix)] != prefix:
+        return None
+    return meta if node.id == node_id(meta.namespace, meta.key) else None
+
+
+def _item(
+    node: Node, meta: ItemMeta, versions: Sequence[Version], score: float | None = None, search: bool = False
+) -> Item:
+    """The LangGraph item of ``node``, its times from ``versions`` (its history, newest first)."""
+    created, updated = _times(versions, node.hash)
+    if search:
+        return SearchItem(meta.namespace, meta.key, node.content, created, updated, score)
+    return Item(
+        value=node.content, key=meta.key, namespace=meta.namespace, created_at=created, updated_at=updated
+    )
 
 
 def _times(versions: Sequence[Version], current: str) -> tuple[datetime, datetime]:
