@@ -3,21 +3,31 @@
 Each size gets a store of its own (bulk import, sync off): ids under ten
 namespaces of ten each (``t3/`` holds 1/10 of the memories, ``t3/u13/`` 1/100),
 texts of twelve words drawn from a 5,000-word vocabulary with a Zipf-like skew
-(so some words are in most memories, as in real text). Vectors are synthetic,
-384 wide (MiniLM's width): each text is put near one of 1,000 centres, as
-embeddings of real text cluster by topic (a uniform cloud has no near
-neighbours for any index to find). They are stored through the public API
+(so some words are in most memories, as in real text), and 100 planted unique
+matches (``n/K``: a text whose vector points in a direction of its own, far from
+everything else). Vectors are synthetic, 384 wide (MiniLM's width; see
+synthetic.py): each text is put near one of 1,000 centres, as embeddings of real
+text cluster by topic. They are stored through the public API
 (``reindex_recall(vectors=True)``).
 
-A fresh process per size then opens the store, runs one semantic search (at 1M
-that builds the approximate index from the stored vectors: the build row), and
-times hybrid top-10 searches with no filter and with the two namespace filters:
-31 questions, then 31 others (a fresh handle reads the index's names one by one
-at first, then the whole map: the first searches pay for it, and are shown apart).
-It reports its memory after those searches, then switches the store to exact
-ranking (``recall.approximate_from off``) and measures recall@10 of the
-semantic ranking against it on the same vectors. 100k stays under the default
-threshold (200,000): its rows are exact search, as before.
+A fresh process per size then opens the store and runs one semantic search (at
+1M that builds the approximate index from the stored vectors and saves it beside
+the store: the build row). Another fresh process maps the saved index at its
+first search, and times hybrid top-10 searches with no filter and with the two
+namespace filters: 31 questions, then 31 others (a fresh handle reads the index's
+names one by one at first, then the whole map: the first searches pay for it,
+and are shown apart). It reports its memory after those searches, measures how
+often the planted match is in the semantic top 10 for a question about it, then
+switches the store to exact ranking
+(``recall.approximate_from off``) and measures recall@10 of the semantic ranking
+against it on the same vectors. 100k stays under the default threshold
+(200,000): its rows are exact search, as before.
+
+Then ``mnemo search`` and ``mnemo context`` run as whole processes (Python
+start, imports, opening the store, mapping the saved index, the query, the
+output), the sizes taking turns; then 10,000 new memories are committed and a
+fresh process's first search catches up (indexes, embeds and links them, and
+saves the index again), and ``mnemo search`` runs once more.
 
 Run alone: ``python bench/recall_large.py --sizes 100000,1000000``; ``make
 bench-large`` runs it as one of its groups.
@@ -26,7 +36,6 @@ bench-large`` runs it as one of its groups.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -40,35 +49,23 @@ from typing import Any
 
 import numpy as np
 from harness import ROWS, Row, row
+from synthetic import Synthetic
 
 from mnemosyne import Node, Repo
 from mnemosyne.model.defaults import APPROXIMATE_FROM
 
-DIM = 384
-CENTRES = 1000
 WORDS = 5000
 QUERIES = 31
+NEEDLES = 100
+"""Planted unique matches per store."""
+ADDED = 10_000
+"""Memories committed after the index is saved, for the catch-up row."""
+CLI_RUNS = 5
+"""Fresh ``mnemo`` processes per size and command (the median is reported)."""
 THRESHOLD = [APPROXIMATE_FROM]
 """The stores' ``recall.approximate_from`` (the default; ``--quick`` lowers it)."""
 NAMESPACES = {"none": None, "1/10": "t3/", "1/100": "t3/u13/"}
-
-
-class Synthetic:
-    """Clustered 384-wide vectors, a function of the text alone (the bench's embedder)."""
-
-    model_id = "synthetic-384"
-    dim = DIM
-
-    def __init__(self) -> None:
-        self.centres = np.random.default_rng(11).standard_normal((CENTRES, DIM)).astype(np.float32)
-
-    def __call__(self, texts: list[str]) -> np.ndarray:
-        out = np.empty((len(texts), DIM), dtype=np.float32)
-        for i, text in enumerate(texts):
-            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
-            rng = np.random.default_rng(seed)
-            out[i] = self.centres[seed % CENTRES] + 0.45 * rng.standard_normal(DIM).astype(np.float32)
-        return out
+HERE = Path(__file__).resolve().parent
 
 
 def vocabulary() -> list[str]:
@@ -90,14 +87,26 @@ def memory_id(i: int) -> str:
     return f"t{i % 10}/u{i % 100:02d}/m{i:07d}"
 
 
+def needle_text(k: int) -> str:
+    """Planted unique match ``k``: ``needle K`` and ten words (see synthetic.py)."""
+    return f"needle {k} " + " ".join(texts(1, seed=10_000 + k)[0].split()[:10])
+
+
+def needle_question(k: int) -> str:
+    """A question about planted match ``k``: its first two words and two others."""
+    return f"needle {k} " + " ".join(texts(1, seed=20_000 + k)[0].split()[:2])
+
+
 def build(path: Path, n: int) -> tuple[float, float]:
-    """The store of ``n`` memories with their vectors; (import s, vectors s)."""
+    """The store of ``n`` memories (and the planted matches) with their vectors; (import s, vectors s)."""
     body = texts(n, seed=n)
     with Repo.init(path, sync=False) as repo:
         repo.config("embedder", "none")
         repo.config("recall.approximate_from", str(THRESHOLD[0]))
+        nodes = [Node(id=memory_id(i), content=body[i]) for i in range(n)]
+        nodes += [Node(id=f"n/{k}", content=needle_text(k)) for k in range(NEEDLES)]
         t0 = time.perf_counter()
-        repo.commit([Node(id=memory_id(i), content=body[i]) for i in range(n)], message="import")
+        repo.commit(nodes, message="import")
         imported = time.perf_counter() - t0
         repo.use_embedder(Synthetic())
         t0 = time.perf_counter()
@@ -105,16 +114,27 @@ def build(path: Path, n: int) -> tuple[float, float]:
         return imported, time.perf_counter() - t0
 
 
+def build_child(path: str) -> None:
+    """In a fresh process: the first semantic search (past the threshold: build and save the index)."""
+    repo = Repo.open(path)
+    repo.use_embedder(Synthetic())
+    t0 = time.perf_counter()
+    repo.search("the first question", k=10, mode="semantic")
+    first = time.perf_counter() - t0
+    memory = {key: status(key) for key in ("VmHWM", "RssAnon", "RssFile")}
+    repo.close()
+    print(json.dumps({"first": first, "build memory": memory}))
+
+
 def child(path: str) -> None:
-    """In a fresh process: build on first search, time searches, measure memory and recall."""
+    """In another fresh process: time searches (through the saved index), measure memory and recall."""
     repo = Repo.open(path)
     repo.use_embedder(Synthetic())
     # A question is shorter than a memory: four words. Other questions after the first ones.
     first_ones, short = ([" ".join(q.split()[:4]) for q in texts(QUERIES, seed)] for seed in (99, 100))
     t0 = time.perf_counter()
     repo.search(first_ones[0], k=10, mode="semantic")
-    first = time.perf_counter() - t0
-    out: dict[str, object] = {"first": first}
+    out: dict[str, object] = {"mapped": time.perf_counter() - t0}
     # A fresh handle first reads the index's names one by one, then the whole map once it
     # has read about as many as the map has pages: the first searches are timed apart.
     for name, prefix in NAMESPACES.items():
@@ -126,6 +146,11 @@ def child(path: str) -> None:
         for name, p in NAMESPACES.items()
     }
     out["memory"] = {key: status(key) for key in ("VmHWM", "RssAnon", "RssFile")}
+    found = 0
+    for k in range(NEEDLES):
+        hits = repo.search(needle_question(k), k=10, mode="semantic")
+        found += f"n/{k}" in {h.id for h in hits}
+    out["needles"] = found / NEEDLES
     threshold = repo.config("recall.approximate_from")
     repo.config("recall.approximate_from", "off")
     try:
@@ -137,10 +162,29 @@ def child(path: str) -> None:
                 found += len({h.hash for h in approx} & {h.hash for h in exact})
             recall[name] = found / (10 * len(short))
         out["recall"] = recall
+        # The planted match is exact search's best for its question: that is what "unique" means here.
+        out["needles exact"] = (
+            sum(
+                repo.search(needle_question(k), k=1, mode="semantic")[0].id == f"n/{k}"
+                for k in range(NEEDLES)
+            )
+            / NEEDLES
+        )
     finally:
         repo.config("recall.approximate_from", threshold)
     repo.close()
     print(json.dumps(out))
+
+
+def catch_up_child(path: str) -> None:
+    """In a fresh process: the first search after new memories (index, embed, link, save)."""
+    repo = Repo.open(path)
+    repo.use_embedder(Synthetic())
+    t0 = time.perf_counter()
+    repo.search("catch up now", k=10)
+    elapsed = time.perf_counter() - t0
+    repo.close()
+    print(json.dumps({"catch_up": elapsed}))
 
 
 def timed(repo: Repo, queries: list[str], prefix: str | None) -> list[float]:
@@ -162,75 +206,161 @@ def status(key: str) -> float:
     return float("nan")
 
 
+def _env() -> dict[str, str]:
+    return dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(HERE), *sys.path]),
+        MNEMO_EMBEDDER=Synthetic.model_id,
+    )
+
+
+def _in_child(*args: str) -> dict[str, Any]:
+    output = subprocess.check_output([sys.executable, str(Path(__file__).resolve()), *args], env=_env())
+    found: dict[str, Any] = json.loads(output.decode().strip().splitlines()[-1])
+    return found
+
+
+def fresh_cli(paths: dict[int, Path], command: list[str], runs: int = CLI_RUNS) -> dict[int, list[float]]:
+    """Wall seconds of ``mnemo COMMAND`` as a whole process per size, the sizes taking turns."""
+    times: dict[int, list[float]] = {n: [] for n in paths}
+    sizes = sorted(paths)
+    for r in range(runs):
+        for n in sizes if r % 2 == 0 else sizes[::-1]:
+            args = [sys.executable, str(HERE / "synthetic_mnemo.py"), "--repo", str(paths[n]), *command]
+            t0 = time.perf_counter()
+            subprocess.run(args, env=_env(), check=True, stdout=subprocess.DEVNULL)
+            times[n].append(time.perf_counter() - t0)
+    return times
+
+
+def add_memories(path: Path, n: int) -> None:
+    """Commit :data:`ADDED` new memories (sync off), without searching."""
+    body = texts(ADDED, seed=n + 1)
+    with Repo.open(path, sync=False) as repo:
+        repo.commit([Node(id=f"added/{i}", content=body[i]) for i in range(ADDED)], message="more")
+
+
 def bench_recall(root: Path, sizes: list[int]) -> list[Row]:
-    """Hybrid search, recall@10, index build and memory at each size."""
+    """Hybrid search, recall@10, index build, fresh ``mnemo`` processes and memory at each size."""
     start = len(ROWS)
     results: dict[int, dict[str, Any]] = {}
+    paths = {n: root / f"recall-{n}" for n in sizes}
     for n in sizes:
-        path = root / f"recall-{n}"
-        imported, embedded = build(path, n)
+        imported, embedded = build(paths[n], n)
         row("recall store: bulk import, sync off (nodes/s)", n, f"{n / imported:,.0f}")
         row("recall store: reindex_recall(vectors=True), synthetic (vectors/s)", n, f"{n / embedded:,.0f}")
-        here = Path(__file__).resolve()
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(here.parent), *sys.path]))
-        output = subprocess.check_output([sys.executable, str(here), "--child", str(path)], env=env)
-        results[n] = json.loads(output.decode().strip().splitlines()[-1])
+        results[n] = _in_child("--build-child", str(paths[n]))
+        results[n].update(_in_child("--child", str(paths[n])))
+    question = " ".join(texts(1, seed=7)[0].split()[:4])
+    searches = fresh_cli(paths, ["search", question, "-k", "10"])
+    contexts = fresh_cli(paths, ["context", question, "-k", "10"])
     for n in sizes:
-        got = results[n]
-        approximate = n >= THRESHOLD[0]
-        how = "approximate index" if approximate else "exact"
-        first = float(got["first"])
-        if approximate:
-            rate = n / first
-            built = f"{rate:,.0f} in {first:.1f} s"
-            row(
-                "approximate index build: first search, fresh process (vectors/s)",
-                n,
-                built,
-                ">= 20,000",
-                rate >= 20_000,
-            )
-        else:
-            row("first semantic search of a fresh process, exact (s)", n, f"{first:.2f}")
-        for name in NAMESPACES:
-            ms = float(got[name]) * 1e3
-            label = "no filter" if name == "none" else f"namespace passing {name}"
-            cold = float(got["cold " + name]) * 1e3
-            row(
-                f"hybrid top-10, {label}, {how}, first {QUERIES} searches of a fresh process, median (ms)",
-                n,
-                f"{cold:.1f}",
-            )
-            row(
-                f"hybrid top-10, {label}, {how}, the next {QUERIES}, median (ms)",
-                n,
-                f"{ms:.1f}",
-                "<= 20",
-                ms <= 20,
-            )
-        memory = got["memory"]
-        peak = float(memory["VmHWM"])
-        target = "<= 1024" if approximate else ""
-        row(
-            "searching process: peak RSS (VmHWM) (MiB)",
-            n,
-            f"{peak:,.0f}",
-            target,
-            peak <= 1024 if approximate else None,
-        )
-        row("searching process: private memory (RssAnon) after (MiB)", n, f"{memory['RssAnon']:,.0f}")
-        row("searching process: store pages mapped (RssFile) after (MiB)", n, f"{memory['RssFile']:,.0f}")
-        for name, value in got["recall"].items():
-            label = "no filter" if name == "none" else f"namespace passing {name}"
-            ok = value >= 0.95 if approximate else None
-            row(
-                f"recall@10 of the semantic ranking vs exact, {label}",
-                n,
-                f"{value:.3f}",
-                ">= 0.95" if approximate else "",
-                ok,
-            )
+        add_memories(paths[n], n)
+        results[n].update(_in_child("--catch-up", str(paths[n])))
+    after = fresh_cli(paths, ["search", question, "-k", "10"], runs=3)
+    for n in sizes:
+        _rows(n, results[n], searches[n], contexts[n], after[n])
     return ROWS[start:]
+
+
+def _rows(
+    n: int, got: dict[str, Any], searches: list[float], contexts: list[float], after: list[float]
+) -> None:
+    approximate = n >= THRESHOLD[0]
+    how = "approximate index" if approximate else "exact"
+    first = float(got["first"])
+    built = got["build memory"]
+    if approximate:
+        rate = n / first
+        row(
+            "approximate index build and save: first search, fresh process (vectors/s)",
+            n,
+            f"{rate:,.0f} in {first:.1f} s",
+            ">= 20,000",
+            rate >= 20_000,
+        )
+        row(
+            "that building process: peak RSS (VmHWM), private memory (RssAnon) after (MiB)",
+            n,
+            f"{built['VmHWM']:,.0f}, {built['RssAnon']:,.0f}",
+        )
+        row(
+            "first semantic search of the next fresh process: saved index mapped, caught up (s)",
+            n,
+            f"{float(got['mapped']):.2f}",
+        )
+    else:
+        row("first semantic search of a fresh process, exact (s)", n, f"{first:.2f}")
+    # Below the threshold a process reads every vector to rank exactly: the target is the
+    # approximate index's (saved, mapped).
+    for label, times in (("search", searches), ("context", contexts)):
+        ms = statistics.median(times) * 1e3
+        row(
+            f"fresh process: mnemo {label} (hybrid, top 10), whole process, {how}, median of {len(times)} (ms)",
+            n,
+            f"{ms:,.0f}",
+            "<= 1000" if approximate else "",
+            ms <= 1000 if approximate else None,
+        )
+    for name in NAMESPACES:
+        ms = float(got[name]) * 1e3
+        label = "no filter" if name == "none" else f"namespace passing {name}"
+        cold = float(got["cold " + name]) * 1e3
+        row(
+            f"hybrid top-10, {label}, {how}, first {QUERIES} searches of a fresh process, median (ms)",
+            n,
+            f"{cold:.1f}",
+        )
+        row(
+            f"hybrid top-10, {label}, {how}, the next {QUERIES}, median (ms)",
+            n,
+            f"{ms:.1f}",
+            "<= 20",
+            ms <= 20,
+        )
+    memory = got["memory"]
+    peak = float(memory["VmHWM"])
+    row(
+        "searching process (saved index mapped past the threshold): peak RSS (VmHWM) (MiB)",
+        n,
+        f"{peak:,.0f}",
+        "<= 1024" if approximate else "",
+        peak <= 1024 if approximate else None,
+    )
+    row("searching process: private memory (RssAnon) after (MiB)", n, f"{memory['RssAnon']:,.0f}")
+    row("searching process: store pages mapped (RssFile) after (MiB)", n, f"{memory['RssFile']:,.0f}")
+    for name, value in got["recall"].items():
+        label = "no filter" if name == "none" else f"namespace passing {name}"
+        row(
+            f"recall@10 of the semantic ranking vs exact, clustered questions, {label}",
+            n,
+            f"{value:.3f}",
+            ">= 0.95" if approximate else "",
+            value >= 0.95 if approximate else None,
+        )
+    needles = float(got["needles"])
+    row(
+        f"planted unique matches in the semantic top 10 ({NEEDLES} questions; exact's best for "
+        f"{float(got['needles exact']):.0%} of them)",
+        n,
+        f"{needles:.3f}",
+        ">= 0.99" if approximate else "",
+        needles >= 0.99 if approximate else None,
+    )
+    caught = float(got["catch_up"])
+    row(
+        f"first search of a fresh process after {ADDED:,} new memories: index, embed, link, save (s)",
+        n,
+        f"{caught:.1f} ({ADDED / caught:,.0f} memories/s)",
+    )
+    ms = statistics.median(after) * 1e3
+    row(
+        f"fresh process: mnemo search after those {ADDED:,}, whole process, median of {len(after)} (ms)",
+        n,
+        f"{ms:,.0f}",
+        "<= 1000" if approximate else "",
+        ms <= 1000 if approximate else None,
+    )
 
 
 def main() -> None:
@@ -240,11 +370,19 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--quick", action="store_true", help="10k exact beside 50k approximate")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--build-child", help=argparse.SUPPRESS)
+    parser.add_argument("--catch-up", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
         args.sizes, THRESHOLD[0] = "10000,50000", 20_000
     if args.child:
         child(args.child)
+        return
+    if args.build_child:
+        build_child(args.build_child)
+        return
+    if args.catch_up:
+        catch_up_child(args.catch_up)
         return
     root = Path(tempfile.mkdtemp(prefix="mnemo-bench-recall-"))
     try:

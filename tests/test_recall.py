@@ -475,12 +475,42 @@ TestRecallInMemory = RecallMachine.TestCase
 
 
 class ApproximateRecallMachine(RecallMachine):
-    """The same machine, every semantic ranking through the approximate index."""
+    """The same machine, every semantic ranking through the approximate index.
+
+    On LMDB, so the index is saved beside the store: a reopened handle maps it
+    and catches up from the change log, and compaction rewrites it without the
+    rows erasure or collection dropped.
+    """
 
     def make_repo(self, clock: Clock) -> Repo:
-        repo = Repo.in_memory(clock=clock)
+        self.tmp = Path(tempfile.mkdtemp(prefix="mnemo-recall-approx-"))
+        repo = Repo.init(self.tmp / "store", clock=clock, sync=False)
         repo.config("recall.approximate_from", "1")
         return repo
+
+    def teardown(self) -> None:
+        super().teardown()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    @rule()
+    def reopen(self) -> None:
+        """A new handle: it maps the saved index (if any) and catches up from the log."""
+        self.repo.close()
+        self.repo = Repo.open(self.tmp / "store", clock=self.clock)
+        self.repo.use_embedder("hash")
+
+    @precondition(lambda self: bool(self.erased))
+    @rule()
+    def compact(self) -> None:
+        """Collect and compact: no index file keeps the content hash of an erased content."""
+        self.repo.gc(grace=timedelta(0), compact=True)
+        surviving = {content_hash(n) for h, n in self.nodes.items() if h not in self.erased}
+        gone = {content_hash(self.nodes[h]) for h in self.erased} - surviving
+        index = self.tmp / "store" / "recall-index"
+        for path in index.iterdir() if index.exists() else []:
+            data = path.read_bytes()
+            assert not any(chash in data for chash in gone), f"{path.name} names an erased content"
+        self.reopen()
 
 
 ApproximateRecallMachine.TestCase.settings = settings(

@@ -26,8 +26,9 @@ from mnemosyne.store import settings
 
 if TYPE_CHECKING:
     from mnemosyne.recall.embedders import Embedder
+    from mnemosyne.recall.index_files import IndexLocation
+    from mnemosyne.recall.matrix import VectorCache
     from mnemosyne.recall.search import Filters
-    from mnemosyne.recall.vectors import VectorCache
 
 _FROM_SETTINGS = "settings"
 
@@ -46,10 +47,11 @@ class Scope(msgspec.Struct, frozen=True, kw_only=True):
 class RecallService:
     """Recall over one tenant: its embedder and the per-handle memory of vectors and names."""
 
-    def __init__(self, handle: Handle) -> None:
+    def __init__(self, handle: Handle, location: IndexLocation | None = None) -> None:
         self._handle = handle
         self._embedder: Embedder | str | None = _FROM_SETTINGS
         self._cache: VectorCache | None = None
+        self._location = location
 
     def use(self, embedder: Embedder | str | None) -> None:
         """The work of :meth:`Repo.use_embedder`."""
@@ -69,10 +71,15 @@ class RecallService:
 
     def _vectors(self) -> VectorCache:
         if self._cache is None:
-            from mnemosyne.recall.vectors import VectorCache
+            from mnemosyne.recall.matrix import VectorCache
 
-            self._cache = VectorCache()
+            self._cache = VectorCache(self._location)
         return self._cache
+
+    def forget_vectors(self) -> None:
+        """Drop what the handle holds of vectors (and any saved index it maps)."""
+        if self._cache is not None:
+            self._cache.forget()
 
     def _catch_up(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Index queued versions and embed new contents before a search (writable handles)."""

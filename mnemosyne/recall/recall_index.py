@@ -102,11 +102,17 @@ class RecallIndex:
             )
 
     def needs_catch_up(self, txn: ReadTxn, embedder: Embedder | None) -> bool:
-        """Whether versions are queued, the index's layout is old, or the model is new here."""
+        """Whether versions are queued, the index's layout is old, or the model is new here.
+
+        Also when the tenant has vectors but no index identity yet (written by an
+        older version): the catch-up makes one, which a saved index is named by.
+        """
         if self.queue.any(txn) or not self.format_current(txn):
             return True
-        if embedder is None or self.vectors.has_model(txn, embedder.model_id):
+        if embedder is None:
             return False
+        if self.vectors.has_model(txn, embedder.model_id):
+            return self.vectors.identity(txn) is None
         return self.postings.any_document(txn)
 
     def pending(self, view: View, embedder: Embedder | None) -> PendingRecall:
@@ -256,6 +262,8 @@ def catch_up(
     if not index.format_current(txn):
         index.requeue(view)
     index.layout.stamp(txn)
+    if embedder is not None and index.vectors.has_model(txn, embedder.model_id):
+        index.vectors.ensure_identity(txn)
     earlier: list[bytes] = []
     if embedder is not None and not index.vectors.has_model(txn, embedder.model_id):
         # A model new to this tenant: embed what was indexed before it came.
@@ -320,6 +328,7 @@ def _embed_contents(
     model = embedder.model_id
     store = index.vectors
     store.set_model(txn, model, embedder.dim)
+    store.ensure_identity(txn)
     missing: dict[bytes, Node] = {}
     for chash, node in zip(hashes, nodes, strict=True):
         if chash in missing:

@@ -25,13 +25,13 @@ from mnemosyne.model.choices import SearchMode
 from mnemosyne.model.objects import Claim, Node
 from mnemosyne.model.results import Context, ContextItem, Hit
 from mnemosyne.recall.embedders import Embedder
+from mnemosyne.recall.matrix import VectorCache
 from mnemosyne.recall.postings import Accept, expiry
 from mnemosyne.recall.postings import lexical as postings_lexical
 from mnemosyne.recall.recall_index import RecallIndex
 from mnemosyne.recall.scope import Scoping, permitted
 from mnemosyne.recall.semantic import semantic as semantic_search
 from mnemosyne.recall.text import text_of
-from mnemosyne.recall.vectors import VectorCache
 
 RRF_K = 60
 """Reciprocal-rank fusion constant (the usual 60)."""
@@ -69,6 +69,7 @@ def acceptor(
     loaded: dict[bytes, Node],
     strict: bool = False,
     confirmed: dict[bytes, datetime | None] | None = None,
+    listed: bool = False,
 ) -> Accept:
     """The snapshot check every candidate passes before it can be returned.
 
@@ -77,6 +78,10 @@ def acceptor(
     force) or when ``strict``; the hits are read once ranked. When a freshness
     filter looks up when a version was last confirmed, the answer goes into
     ``confirmed``, so a hit need not look it up again.
+
+    ``listed``: the candidates were listed from the snapshot's tree (a
+    namespace's members), so whether each is the snapshot's version is not
+    looked up again.
     """
     now = expiry(filters.now)
     scoped = filters.scope.active
@@ -94,7 +99,7 @@ def acceptor(
     def check(node_id: str, oid: bytes, expires: int) -> bool:
         if expires <= now:
             return False
-        if view.tree.get(filters.root, node_id) != oid:
+        if not listed and view.tree.get(filters.root, node_id) != oid:
             return False  # deleted, superseded, or never in this snapshot
         if not fresh(node_id, oid):
             return False  # one scan of the change index: cheaper than reading the version
@@ -202,6 +207,8 @@ def search(
             namespace,
             names.versions,
             approximate_from,
+            (filters.root, filters.prefix) if filters.prefix else None,
+            acceptor(view, filters, loaded, strict, confirmed, listed=True),
         )
         if embedder is not None and mode in ("hybrid", "semantic")
         else []

@@ -19,14 +19,24 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemosyne.index.view import View
+from mnemosyne.recall.approximate import rough
 from mnemosyne.recall.embedders import Embedder, Vectors
+from mnemosyne.recall.matrix import Matrix, VectorCache
 from mnemosyne.recall.postings import Accept, Postings, Version
-from mnemosyne.recall.vectors import Matrix, VectorCache, VectorStore, block_row
+from mnemosyne.recall.vectors import VectorStore, block_row
 from mnemosyne.store.kv.base import ReadTxn
 
 SMALL_NAMESPACE = 2_000
-"""With the approximate index, a namespace of at most this many ids is scored whole
-(reading each one's vector from its block); a larger one is found by the index."""
+"""A namespace of more ids than this that the approximate index scores whole is kept by
+the handle (see :data:`NAMESPACE_WHOLE`); a smaller one is read again each time."""
+
+NAMESPACE_WHOLE = 20_000
+"""With the approximate index, a namespace of at most this many ids is scored whole: every
+member from its int8 copy (mapped with the saved index), the best rescored exactly (see
+:func:`_score_members`); its members are kept by the handle for the snapshot and index state
+they were listed in (see :meth:`VectorCache.members`). So a filter passing 1/100 of a
+million memories costs a product over 10,000 rows, not a walk proposing thousands. A larger
+namespace is found through the index."""
 
 _SCAN_FROM = 4096
 """Rows asked of the index past which (and past a quarter of the rows) it scans them all."""
@@ -45,23 +55,30 @@ def semantic(
     namespace: Callable[[int], list[tuple[str, bytes]] | None] | None = None,
     versions: Callable[[bytes], tuple[Version, ...]] | None = None,
     approximate_from: int | None = None,
+    namespace_key: tuple[bytes, str] | None = None,
+    member_accept: Accept | None = None,
 ) -> list[tuple[bytes, str, float]]:
     """Cosine search over the model's vectors; the best ``limit`` accepted versions.
 
     ``namespace(cap)`` may list the snapshot's ``(id, hash)`` entries under a
-    prefix filter, or None when there are more than ``cap``: a small namespace is
-    scored directly instead of walking the whole ranking for its few members.
-    ``versions`` looks up a content's versions (default: read from ``view``).
-    ``approximate_from``: how many vectors a model needs for the approximate
-    index to rank them (None: always exact; see the module docstring).
+    prefix filter, or None when there are more than ``cap``: a namespace that
+    small is scored directly instead of walking the whole ranking for its few
+    members. ``namespace_key`` (the snapshot's tree and the prefix) names that
+    listing, so the handle can keep what it read of it; ``member_accept`` judges
+    its members (it may skip looking each up in the snapshot, which listed
+    them; default: ``accept``). ``versions`` looks up a
+    content's versions (default: read from ``view``). ``approximate_from``: how
+    many vectors a model needs for the approximate index to rank them (None:
+    always exact; see the module docstring).
 
     Returns:
         ``(node hash, node id, score)``, best first.
     """
     txn = view.txn
     store = VectorStore(view.stores.scope)
-    matrix = cache.matrix(txn, store, embedder.model_id, embedder.dim, approximate_from)
-    count = len(matrix.hashes)
+    model = embedder.model_id
+    matrix = cache.matrix(txn, store, model, embedder.dim, approximate_from)
+    count = matrix.count
     if count == 0:
         return []
     vector = np.asarray(embedder([query]), dtype=np.float32)[0]
@@ -71,13 +88,16 @@ def semantic(
     unit = vector / norm
     approximate = matrix.approx is not None
     if approximate:
-        stored = _stored(txn, store, embedder.model_id, matrix)
-        cap = SMALL_NAMESPACE
+        stored = _stored(txn, store, model, matrix)
+        cap = NAMESPACE_WHOLE
     else:
         stored, cap = (lambda rows: matrix.rows[rows]), max(256, count // 50)
-    members = namespace(cap) if namespace is not None else None
-    if members is not None:
-        return _score_members(txn, postings, matrix, unit, members, accept, limit, stored)
+    if namespace is not None:
+        members = _members(
+            view, postings, cache, matrix, namespace, cap, namespace_key if approximate else None
+        )
+        if members is not None:
+            return _score_members(matrix, unit, members, member_accept or accept, limit, stored)
     lookup = versions if versions is not None else lambda chash: postings.versions_with_content(txn, chash)
     if approximate:
         return _approximate(matrix, unit, accept, limit, lookup, stored)
@@ -87,7 +107,7 @@ def semantic(
     window = 16 * max(4, limit)
     out: list[tuple[bytes, str, float]] = []
     for row in _best_first(scores, matrix.keys[:count], matrix.alive[:count], window):
-        for oid, node_id, expires in lookup(matrix.hashes[row]):
+        for oid, node_id, expires in lookup(matrix.content(row)):
             if accept(node_id, oid, expires):
                 out.append((oid, node_id, float(scores[row])))
         if len(out) >= limit:
@@ -105,63 +125,210 @@ def _approximate(
 ) -> list[tuple[bytes, str, float]]:
     """The best ``limit`` accepted versions among the rows the approximate index proposes.
 
-    The index is asked for a few times ``limit`` rows, then four times as many
-    while too few pass the filters; past a quarter of the rows it scans them all
+    The index is asked for a few times ``limit`` rows, then, while too few pass
+    the filters, as many as the share passing says would do (at least twice as
+    many each time); past a quarter of the rows it scans them all
     (still int8) instead, so a filter that passes almost nothing costs one pass.
+    The rows proposed are judged best first by exact score, and only those their
+    codes cannot rule out are rescored (see :class:`_Walk`).
     """
-    assert matrix.approx is not None
-    live = int(np.count_nonzero(matrix.alive))
-    found: list[tuple[bytes, str, int]] = []
-    seen: set[int] = set()
+    approx = matrix.approx
+    assert approx is not None
+    live = len(approx)
+
+    def versions(row: int) -> list[tuple[bytes, str]]:
+        if not matrix.alive[row]:
+            return []  # dropped since the index was read
+        return [(oid, i) for oid, i, expires in lookup(matrix.content(row)) if accept(i, oid, expires)]
+
+    walk = _Walk(matrix, unit, limit, stored, versions)
     count = max(64, 2 * limit)
     while True:
         whole = count > max(live // 4, _SCAN_FROM)
         if whole:
             count = live
-        proposed = matrix.approx.nearest(unit, count, exact=whole)
-        for row in proposed.tolist():
-            if row in seen or not matrix.alive[row]:
-                continue  # dropped rows are unlinked at once: this only guards a race
-            seen.add(row)
-            for oid, node_id, expires in lookup(matrix.hashes[row]):
-                if accept(node_id, oid, expires):
-                    found.append((oid, node_id, row))
-            if whole and len(found) >= limit + limit // 2:
-                break  # a scan proposes every row in int8 order: a few past ``limit`` will do
-        if len(found) >= limit or whole or len(proposed) < count:
+        proposed, complete = approx.nearest(unit, count, exact=whole)
+        if whole:
+            walk.scan(proposed)
+        else:
+            walk.offer(proposed)
+        if walk.enough() or whole or complete:
             break  # enough, or every live row was proposed
-        count *= 4
-    return [(found[i][0], found[i][1], score) for i, score in _ranked(matrix, unit, found, stored)[:limit]]
+        # As many as the share of candidates passing so far says would do, with some to spare.
+        count = max(2 * count, int(1.5 * limit / max(walk.passing_share(), 1 / 256)))
+    if not whole and not complete:
+        # An isolated row the graphs did not reach (a unique match, say) is a candidate
+        # when its exact score could beat the worst of the best ``limit`` found.
+        walk.offer(approx.isolated_above(unit, walk.floor() - 1e-6)[0])
+    return walk.best()
 
 
-def _ranked(
-    matrix: Matrix, unit: Vectors, found: list[tuple[bytes, str, int]], stored: Callable[[Rows], Vectors]
-) -> list[tuple[int, float]]:
-    """Positions in ``found`` (versions as ``(node hash, id, row)``) best first, with exact scores.
+class _Walk:
+    """Candidates judged best first by exact score, rescored only where their codes cannot rank them.
 
-    Equal scores break by content hash, then node hash (their first 8 bytes).
+    Candidates are rows (or namespace members, ``rows`` saying whose row each
+    is). A code's score is within a bound of the row's exact score (see
+    :func:`~mnemosyne.recall.approximate.rough`), so the candidates are taken in
+    the order of their codes' upper bounds, a batch at a time, rescored exactly
+    (a block read each) and judged (``judge``: the versions that pass the
+    filters) in exact order until ``limit`` versions pass; a candidate whose
+    upper bound is below the score of the ``limit``-th is neither rescored nor
+    judged. While most candidates judged fail the filters, a batch is judged
+    first and only what passes is rescored. The answer is the exact best
+    ``limit`` among the candidates offered.
     """
-    if not found:
-        return []
-    rows = np.array([entry[2] for entry in found], dtype=np.intp)
-    scores = stored(rows) @ unit
-    versions = np.frombuffer(b"".join(entry[0][:8] for entry in found), dtype=">u8")
-    order = np.lexsort((versions, matrix.keys[rows], -scores)).tolist()
-    return [(i, float(scores[i])) for i in order]
+
+    def __init__(
+        self,
+        matrix: Matrix,
+        unit: Vectors,
+        limit: int,
+        stored: Callable[[Rows], Vectors],
+        judge: Callable[[int], list[tuple[bytes, str]]],
+        rows: Rows | None = None,
+    ) -> None:
+        self._matrix = matrix
+        self._unit = unit
+        self._limit = limit
+        self._stored = stored
+        self._judge = judge
+        self._rows = rows  # candidate → row (None: candidates are rows)
+        self._offered: set[int] = set()
+        self._judged = self._passing = 0
+        self._exact: dict[int, float] = {}
+        self._passed: dict[int, list[tuple[bytes, str]]] = {}
+        self._best: list[tuple[int, bytes, str, float]] = []
+
+    def _row(self, candidates: Rows) -> Rows:
+        return candidates if self._rows is None else self._rows[candidates]
+
+    def floor(self) -> float:
+        """The exact score of the ``limit``-th version that passed so far (-inf: fewer passed)."""
+        return self._best[self._limit - 1][3] if len(self._best) >= self._limit else -np.inf
+
+    def enough(self) -> bool:
+        """Whether ``limit`` versions passed."""
+        return len(self._best) >= self._limit
+
+    def passing_share(self) -> float:
+        """The share of the candidates judged that had a version pass (1 before any was judged)."""
+        return self._passing / self._judged if self._judged else 1.0
+
+    def offer(self, candidates: Rows) -> None:
+        """Consider these candidates too (each only once)."""
+        fresh = np.array([c for c in candidates.tolist() if c not in self._offered], dtype=np.intp)
+        if not len(fresh):
+            return
+        self._offered.update(fresh.tolist())
+        approx = self._matrix.approx
+        assert approx is not None
+        scores, bound = rough(approx.codes(self._row(fresh)), self._unit)
+        upper = scores + bound
+        order = np.argsort(-upper, kind="stable")
+        batch = self._limit + self._limit // 2
+        for start in range(0, len(order), batch):
+            chunk = order[start : start + batch]
+            chunk = chunk[upper[chunk] >= self.floor()]
+            if not len(chunk):
+                break  # sorted by upper bound: none after could reach the best either
+            if self._judged and 2 * self._passing < self._judged:  # mostly turned away
+                passed = [c for c in fresh[chunk].tolist() if self._judge_now(c)]
+                if passed:
+                    self._rescore(np.array(passed, dtype=np.intp))
+            else:
+                self._rescore(fresh[chunk])
+
+    def scan(self, candidates: Rows) -> None:
+        """Consider candidates a scan of every row proposed, in int8 order.
+
+        They are judged in that order, and rescored, until a few past ``limit``
+        versions passed.
+        """
+        for candidate in candidates.tolist():
+            if candidate in self._offered:
+                continue
+            self._offered.add(candidate)
+            self._rescore(np.array([candidate], dtype=np.intp), walk=False)
+            if len(self._passed_versions()) >= self._limit + self._limit // 2:
+                break
+        self._walk()
+
+    def _passed_versions(self) -> list[int]:
+        return [c for c, passed in self._passed.items() if passed]
+
+    def _judge_now(self, candidate: int) -> bool:
+        """Judge a candidate (once); whether any of its versions passed."""
+        passed = self._passed.get(candidate)
+        if passed is None:
+            passed = self._passed[candidate] = self._judge(candidate)
+            self._judged += 1
+            self._passing += bool(passed)
+        return bool(passed)
+
+    def _rescore(self, candidates: Rows, walk: bool = True) -> None:
+        exact = self._stored(self._row(candidates)) @ self._unit
+        for candidate, score in zip(candidates.tolist(), exact.tolist(), strict=True):
+            self._exact[candidate] = score
+            if not walk:
+                self._judge_now(candidate)
+        if walk:
+            self._walk()
+
+    def _walk(self) -> None:
+        """Judge the rescored candidates best first until ``limit`` versions passed."""
+        candidates = np.fromiter(self._exact, dtype=np.intp, count=len(self._exact))
+        scores = np.fromiter(self._exact.values(), dtype=np.float64, count=len(self._exact))
+        keys = self._matrix.keys_of(self._row(candidates))
+        best: list[tuple[int, bytes, str, float]] = []
+        for i in np.lexsort((keys, -scores)).tolist():
+            candidate = int(candidates[i])
+            self._judge_now(candidate)
+            passed = self._passed[candidate]
+            best.extend((candidate, oid, node_id, float(scores[i])) for oid, node_id in passed)
+            if len(best) >= self._limit:
+                break
+        self._best = best
+
+    def best(self) -> list[tuple[bytes, str, float]]:
+        """The best ``limit`` versions that passed: ``(node hash, id, exact score)``.
+
+        Equal scores break by content hash, then node hash.
+        """
+        if not self._best:
+            return []
+        versions = np.frombuffer(b"".join(oid[:8] for _, oid, _, _ in self._best), dtype=">u8")
+        keys = self._matrix.keys_of(self._row(np.array([c for c, _, _, _ in self._best], dtype=np.intp)))
+        scores = np.array([score for _, _, _, score in self._best])
+        order = np.lexsort((versions, keys, -scores)).tolist()
+        return [(self._best[i][1], self._best[i][2], self._best[i][3]) for i in order[: self._limit]]
 
 
 def _stored(txn: ReadTxn, store: VectorStore, model: str, matrix: Matrix) -> Callable[[Rows], Vectors]:
-    """Reads rows' float32 vectors from their blocks (each block once per call)."""
+    """Reads rows' float32 vectors from their blocks (each block once per call).
+
+    A row's vector is taken only where its block holds the row's content at its
+    slot; elsewhere (bookkeeping gone stale) the content's vector is looked up
+    where the store says it is, or left zero when it has none.
+    """
 
     def read(rows: Rows) -> Vectors:
         out = np.zeros((len(rows), matrix.dim), dtype=np.float32)
         blocks: dict[int, bytes | None] = {}
         for i, row in enumerate(rows.tolist()):
-            number = int(matrix.block[row])
+            number, slot = int(matrix.block[row]), int(matrix.slot[row])
+            content = matrix.content(row)
             if number not in blocks:
                 blocks[number] = store.block(txn, model, number.to_bytes(4, "big"))
             data = blocks[number]
-            vector = block_row(data, int(matrix.slot[row]), matrix.dim) if data is not None else None
+            if data is None or not holds(data, slot, content):
+                where = store.where(txn, model, content)
+                if where is None:
+                    continue
+                number, slot = where
+                data = store.block(txn, model, number.to_bytes(4, "big"))
+                if data is None or not holds(data, slot, content):
+                    continue
+            vector = block_row(data, slot, matrix.dim)
             if vector is not None:
                 out[i] = vector
         return out
@@ -169,32 +336,112 @@ def _stored(txn: ReadTxn, store: VectorStore, model: str, matrix: Matrix) -> Cal
     return read
 
 
-def _score_members(
-    txn: ReadTxn,
+def holds(data: bytes, slot: int, content: bytes) -> bool:
+    """Whether a stored block holds ``content`` at row ``slot``."""
+    start = 2 + 32 * slot
+    return data[start : start + 32] == content
+
+
+class Members:
+    """A namespace's versions with a vector: what scoring it whole needs.
+
+    Attributes:
+        oids: node hashes. ids: their ids. expiries: their expiry (µs).
+        rows: their content's matrix row.
+    """
+
+    def __init__(self, oids: list[bytes], ids: list[str], expiries: list[int], rows: Rows) -> None:
+        self.oids = oids
+        self.ids = ids
+        self.expiries = expiries
+        self.rows = rows
+
+
+def _members(
+    view: View,
     postings: Postings,
+    cache: VectorCache,
+    matrix: Matrix,
+    namespace: Callable[[int], list[tuple[str, bytes]] | None],
+    cap: int,
+    key: tuple[bytes, str] | None,
+) -> Members | None:
+    """The namespace's members with a vector, if it has at most ``cap`` ids; None otherwise.
+
+    The members of a namespace larger than :data:`SMALL_NAMESPACE` are kept by
+    the handle, keyed by the snapshot's tree, the prefix, and the index state
+    (the postings' and vectors' change logs), so that the next search of that
+    namespace reads nothing again.
+    """
+    txn = view.txn
+    kept = None
+    if key is not None:
+        kept = (key, view.stores.scope, id(matrix), matrix.seq, postings.last_change(txn))
+        found = cache.members(kept)
+        if isinstance(found, Members):
+            return found
+    listed = namespace(cap)
+    if listed is None:
+        return None
+    oids: list[bytes] = []
+    ids: list[str] = []
+    expiries: list[int] = []
+    contents: list[bytes] = []
+    for node_id, oid in listed:
+        indexed = postings.document(txn, oid)
+        if indexed is None:
+            continue
+        oids.append(oid)
+        ids.append(node_id)
+        expiries.append(indexed[2])
+        contents.append(indexed[1])
+    rows = matrix.rows_of(contents)
+    has = rows >= 0
+    if not has.all():
+        keep = np.flatnonzero(has).tolist()
+        oids, ids, expiries = [oids[i] for i in keep], [ids[i] for i in keep], [expiries[i] for i in keep]
+        rows = rows[has]
+    members = Members(oids, ids, expiries, rows)
+    if kept is not None and len(rows) > SMALL_NAMESPACE:
+        cache.keep_members(kept, members, 64 * len(rows))
+    return members
+
+
+def _score_members(
     matrix: Matrix,
     unit: Vectors,
-    members: list[tuple[str, bytes]],
+    members: Members,
     accept: Accept,
     limit: int,
     stored: Callable[[Rows], Vectors],
 ) -> list[tuple[bytes, str, float]]:
-    """Score just the given versions (a small filtered namespace), best first."""
-    found: list[tuple[bytes, str, int]] = []
-    expiries: list[int] = []
-    for node_id, oid in members:
-        indexed = postings.document(txn, oid)
-        if indexed is None:
-            continue
-        row = matrix.where.get(indexed[1])
-        if row is not None and matrix.alive[row]:
-            found.append((oid, node_id, row))
-            expiries.append(indexed[2])
+    """Score just the given versions (a filtered namespace), best first.
+
+    With the exact matrix, every member is scored exactly. With the approximate
+    index, every member is scored from its code, and only those whose code's
+    bound leaves them a chance are rescored exactly (see :class:`_Walk`): the
+    answer is exact either way. Equal scores break by content hash, then node hash.
+    """
+    picked = np.flatnonzero(matrix.alive[members.rows])
+    if not len(picked):
+        return []
+    if matrix.approx is not None:
+
+        def judge(at: int) -> list[tuple[bytes, str]]:
+            oid, node_id = members.oids[at], members.ids[at]
+            return [(oid, node_id)] if accept(node_id, oid, members.expiries[at]) else []
+
+        walk = _Walk(matrix, unit, limit, stored, judge, members.rows)
+        walk.offer(picked)
+        return walk.best()
+    rows = members.rows[picked]
+    versions = np.frombuffer(b"".join(members.oids[i][:8] for i in picked.tolist()), dtype=">u8")
+    scores = stored(rows) @ unit
     out: list[tuple[bytes, str, float]] = []
-    for i, score in _ranked(matrix, unit, found, stored):
-        oid, node_id, _ = found[i]
-        if accept(node_id, oid, expiries[i]):
-            out.append((oid, node_id, score))
+    for i in np.lexsort((versions, matrix.keys_of(rows), -scores)).tolist():
+        at = int(picked[i])
+        if accept(members.ids[at], members.oids[at], members.expiries[at]):
+            out.append((members.oids[at], members.ids[at], float(scores[i])))
             if len(out) >= limit:
                 break
     return out

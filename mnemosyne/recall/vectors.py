@@ -1,4 +1,4 @@
-"""Embedding vectors: stored in blocks, and held per handle for ranking.
+"""Embedding vectors, stored in blocks (a handle's matrix of them: :mod:`mnemosyne.recall.matrix`).
 
 Vectors are keyed by (model id, content hash): equal texts embed once, another
 model never disturbs them. They are stored :data:`BLOCK_ROWS` to a block, so a
@@ -14,27 +14,26 @@ in-memory matrix incrementally (the log never names a content, so it keeps
 nothing of an erased one) ·
 model 02 block → row count (u16), the rows' content hashes, then their float32
 vectors (a dropped row has a zero hash and a zero vector).
-In the ``recall`` keyspace: ``m`` model id → dimension.
+In the ``recall`` keyspace: ``m`` model id → dimension · ``i`` → the index identity,
+16 random bytes naming this tenant's vectors in the files of a saved approximate
+index (see :mod:`mnemosyne.recall.index_files`): a file written for another store
+(or for this one before its recall keyspace was wiped) does not match.
 """
 
 from __future__ import annotations
 
+import secrets
 import struct
-import threading
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
 from mnemosyne.errors import CorruptObject
-from mnemosyne.recall.approximate import Approximate
 from mnemosyne.recall.embedders import Vectors
-from mnemosyne.recall.names import NameMemory, Names
-from mnemosyne.recall.postings import Postings
 from mnemosyne.store.kv.base import AppendLog, ReadTxn, Space, WriteTxn, last_number
 
 MODEL = b"m"
+IDENTITY = b"i"
 BLOCK_ROWS = 32
 """Vectors per block: small enough that erasing one rewrites little."""
 
@@ -42,8 +41,8 @@ _MAP, _LOG, _BLOCK = b"\x00", b"\x01", b"\x02"
 _WHERE = struct.Struct(">IH")
 _ROWS = [row.to_bytes(2, "big") for row in range(BLOCK_ROWS)]  # a map entry is block + row
 _COUNT = struct.Struct(">H")
-_DEAD = bytes(32)
-G = TypeVar("G", bound=np.generic)
+DEAD = bytes(32)
+"""The content hash of a dropped row in a block."""
 
 
 def parse_block(data: bytes) -> tuple[list[bytes], Vectors]:
@@ -148,6 +147,15 @@ class VectorStore:
         """Record that ``model`` (of dimension ``dim``) embeds here."""
         txn.put(Space.RECALL, self.scope + MODEL + model.encode(), str(dim).encode())
 
+    def identity(self, txn: ReadTxn) -> bytes | None:
+        """The tenant's index identity (see the module docstring), or None before one is made."""
+        return txn.get(Space.RECALL, self.scope + IDENTITY)
+
+    def ensure_identity(self, txn: WriteTxn) -> None:
+        """Make the tenant's index identity, if it has none yet."""
+        if self.identity(txn) is None:
+            txn.put(Space.RECALL, self.scope + IDENTITY, secrets.token_bytes(16))
+
     def forget_models(self, txn: WriteTxn) -> None:
         """Forget which models embedded here (their vectors cleared)."""
         for key in [key for key, _ in txn.scan(Space.RECALL, self.scope + MODEL)]:
@@ -175,7 +183,7 @@ class VectorStore:
     def block_hashes(self, txn: ReadTxn, model: str) -> Iterator[bytes]:
         """The content hashes of every live row of ``model``'s blocks."""
         for data in self.blocks(txn, model):
-            yield from (chash for chash in parse_block(data)[0] if chash != _DEAD)
+            yield from (chash for chash in parse_block(data)[0] if chash != DEAD)
 
     def capacity(self, txn: ReadTxn, model: str) -> int:
         """How many vectors ``model``'s blocks could hold: a bound on its vectors, read in one step."""
@@ -189,6 +197,14 @@ class VectorStore:
         """``(block, row)`` of a content's vector under ``model``, or None."""
         data = txn.get(Space.VECTORS, self.scope + model.encode() + _MAP + chash)
         return _WHERE.unpack(data) if data is not None else None
+
+    def log_entry(self, txn: ReadTxn, model: str, seq: int) -> bytes | None:
+        """Entry ``seq`` of ``model``'s change log, or None."""
+        return txn.get(Space.VECTORS, self.scope + model.encode() + _LOG + seq.to_bytes(8, "big"))
+
+    def last_seq(self, txn: ReadTxn, model: str) -> int:
+        """The sequence number of ``model``'s last change-log entry (0: none)."""
+        return self._last(txn, self.scope + model.encode() + _LOG)
 
     def log_since(self, txn: ReadTxn, model: str, seq: int) -> Iterator[tuple[int, bytes]]:
         """``(sequence, change)`` of ``model``'s change log after ``seq``."""
@@ -228,8 +244,8 @@ class VectorStore:
                 continue
             hashes, vectors = parse_block(data)
             for row in dropped:
-                hashes[row] = _DEAD
-            if all(chash == _DEAD for chash in hashes):
+                hashes[row] = DEAD
+            if all(chash == DEAD for chash in hashes):
                 txn.delete(Space.VECTORS, key)
                 continue
             kept = vectors.copy()
@@ -286,171 +302,3 @@ class VectorStore:
 def _log(txn: WriteTxn, scope: bytes, model: str) -> AppendLog:
     """One model's change log."""
     return AppendLog(txn, Space.VECTORS, scope + model.encode() + _LOG)
-
-
-# -- reading ----------------------------------------------------------------------
-
-
-class Matrix:
-    """One model's vectors in memory: content hashes, liveness, and the vectors to rank by.
-
-    Exact (``rows`` holds every vector as float32, scanned whole per search) or
-    approximate (``approx`` holds an HNSW graph over int8 copies, see
-    :mod:`mnemosyne.recall.approximate`; ``rows`` stays empty, and a row's own
-    vector is read from its block: ``block`` and ``slot`` say where).
-    """
-
-    def __init__(self, dim: int, approximate: bool = False) -> None:
-        self.dim = dim
-        self.rows: npt.NDArray[np.float32] = np.zeros((0, dim), dtype=np.float32)
-        self.hashes: list[bytes] = []
-        self.alive: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
-        # The content hash's first 8 bytes: equal scores break by them.
-        self.keys: npt.NDArray[np.uint64] = np.zeros(0, dtype=np.uint64)
-        self.block: npt.NDArray[np.uint32] = np.zeros(0, dtype=np.uint32)
-        self.slot: npt.NDArray[np.uint8] = np.zeros(0, dtype=np.uint8)
-        self.where: dict[bytes, int] = {}
-        self.blocks: dict[bytes, list[bytes]] = {}  # block → the contents last read in it
-        self.seq = 0
-        self.approx: Approximate | None = Approximate(dim) if approximate else None
-        self._linked: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)  # rows in ``approx``
-        self._waiting: list[tuple[int, Vectors]] = []  # rows to link, with their vectors
-
-    def add(self, number: int, hashes: list[bytes], vectors: Vectors) -> None:
-        """Add (or revive) the rows of block ``number``; zero hashes are dropped rows."""
-        fresh: list[int] = []
-        for i, chash in enumerate(hashes):
-            if chash == _DEAD:
-                continue
-            row = self.where.get(chash)
-            if row is None:
-                fresh.append(i)
-                continue
-            if self.approx is None:
-                self.rows[row] = vectors[i]
-            elif not self._linked[row]:
-                self._waiting.append((row, vectors[i : i + 1]))
-            self.alive[row] = True
-            self.block[row], self.slot[row] = number, i
-        if not fresh:
-            return
-        start = len(self.hashes)
-        end = start + len(fresh)
-        if end > len(self.alive):
-            size = max(16, 2 * len(self.alive), end)
-            if self.approx is None:
-                self.rows = _grown(self.rows, size)
-            self.alive = _grown(self.alive, size)
-            self.keys = _grown(self.keys, size)
-            self.block = _grown(self.block, size)
-            self.slot = _grown(self.slot, size)
-            self._linked = _grown(self._linked, size)
-        if self.approx is None:
-            self.rows[start:end] = vectors[fresh]
-        else:
-            self._waiting.extend((row, vectors[i : i + 1]) for row, i in enumerate(fresh, start))
-        self.alive[start:end] = True
-        self.block[start:end] = number
-        self.slot[start:end] = fresh
-        added = [hashes[i] for i in fresh]
-        self.keys[start:end] = np.frombuffer(b"".join(chash[:8] for chash in added), dtype=">u8")
-        for row, chash in enumerate(added, start):
-            self.hashes.append(chash)
-            self.where[chash] = row
-        if len(self._waiting) >= _LINK_BATCH:
-            self.link()
-
-    def kill(self, row: int) -> None:
-        """Mark a row dropped; the approximate index forgets it at once."""
-        self.alive[row] = False
-        if self.approx is not None and self._linked[row]:
-            self.approx.remove(np.array([row], dtype=np.intp))
-            self._linked[row] = False
-
-    def link(self) -> None:
-        """Put the rows read since the last call into the approximate index (one bulk add)."""
-        waiting, self._waiting = self._waiting, []
-        if self.approx is None or not waiting:
-            return
-        latest = {row: vector for row, vector in waiting if self.alive[row] and not self._linked[row]}
-        if latest:
-            rows = np.fromiter(latest, dtype=np.intp, count=len(latest))
-            self.approx.add(rows, np.concatenate(list(latest.values())))
-            self._linked[rows] = True
-
-
-_LINK_BATCH = 1 << 13
-"""Rows read before they are linked: a bulk add is faster than many small ones, and
-the vectors waiting (float32) stay small (12 MB at 384 wide)."""
-
-
-def _grown(array: npt.NDArray[G], size: int) -> npt.NDArray[G]:
-    grown = np.zeros((size, *array.shape[1:]), dtype=array.dtype)
-    grown[: len(array)] = array
-    return grown
-
-
-class VectorCache:
-    """Per-handle in-memory matrices, refreshed from the vectors keyspace's change log.
-
-    It also keeps the handle's memory of names (see :mod:`mnemosyne.recall.names`).
-    """
-
-    def __init__(self) -> None:
-        self._matrices: dict[tuple[bytes, str], Matrix] = {}
-        self._lock = threading.Lock()
-        self._names = NameMemory()
-
-    def names(self, txn: ReadTxn, postings: Postings) -> Names:
-        """Name lookups for ``txn``, served from this handle's memory where it is in step."""
-        return self._names.names(txn, postings)
-
-    def held(self) -> list[Matrix]:
-        """The matrices this handle holds now, one per tenant and model, as last refreshed.
-
-        For tests and diagnostics (whether a ranking went through the approximate
-        index, how many rows it holds); searches use :meth:`matrix`.
-
-        Returns:
-            The matrices, in the order they were first built.
-        """
-        with self._lock:
-            return list(self._matrices.values())
-
-    def matrix(
-        self, txn: ReadTxn, store: VectorStore, model: str, dim: int, approximate_from: int | None = None
-    ) -> Matrix:
-        """The up-to-date matrix of ``model`` as this transaction sees it.
-
-        Approximate when the model's blocks could hold ``approximate_from`` vectors
-        or more (None: always exact); a matrix that crosses that line is read anew.
-        """
-        scope = store.scope
-        approximate = approximate_from is not None and store.capacity(txn, model) >= approximate_from
-        with self._lock:
-            found = self._matrices.get((scope, model))
-            if found is None or found.dim != dim or (found.approx is not None) != approximate:
-                found = Matrix(dim, approximate)
-                self._matrices[(scope, model)] = found
-            for seq, change in store.log_since(txn, model, found.seq):
-                if change == b"*":  # the vectors were rebuilt: start over
-                    found = Matrix(dim, approximate)
-                    self._matrices[(scope, model)] = found
-                found.seq = seq
-                kind, rest = change[:1], change[1:]
-                if len(rest) != 4:
-                    continue  # not a change this version writes
-                data = store.block(txn, model, rest)
-                hashes, vectors = parse_block(data) if data is not None else ([], None)
-                if kind == b"-":
-                    # Rows of the block that are no longer there were dropped.
-                    live = set(hashes)
-                    for chash in found.blocks.get(rest, []):
-                        row = found.where.get(chash)
-                        if chash not in live and row is not None:
-                            found.kill(row)
-                if vectors is not None and vectors.shape[1:] == (dim,):
-                    found.add(int.from_bytes(rest, "big"), hashes, vectors)
-                found.blocks[rest] = [chash for chash in hashes if chash != _DEAD]
-            found.link()
-            return found
