@@ -17,12 +17,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from checkpointer import bench_checkpointer
+from checkpointer import bench_checkpointer, bench_checkpointer_postgres
 from commit_cpu import bench_commit_cpu
 from core_runs import bench_history, bench_merge, bench_size
 from feature_runs import bench_claims, bench_integrity, bench_recall
 from harness import write_table
 from postgres import bench_postgres
+from serve_load import bench_serve
 from staleness import bench_staleness
 from startup import bench_startup
 from sync import bench_sync
@@ -63,9 +64,12 @@ def main() -> None:
         bench_recall(root, max(sizes), args.rounds)
         bench_startup(root, 7 if args.quick else 21)
         bench_checkpointer(root, 40 if args.quick else 300)
+        bench_checkpointer_postgres(40 if args.quick else 300)
         bench_postgres(root, [1_000, 5_000] if args.quick else [10_000, 100_000], args.rounds)
         bench_sync(root, 300 if args.quick else 10_000, (300, 1_000) if args.quick else (1_000, 100_000))
         bench_viewer(root, 300 if args.quick else 10_000, 3_000 if args.quick else 100_000, 5 if args.quick else 30)
+        # mnemo serve: 32 clients for 60 s on 100k memories, and get and search against the HTTP floor.
+        bench_serve(root, 3_000 if args.quick else 100_000, 8 if args.quick else 32, 5.0 if args.quick else 60.0)
         # The staleness table prints itself (docs/recall.md, "Does it return stale facts?").
         bench_staleness(root, 60 if args.quick else 300, minilm_subjects=30 if args.quick else 100)
     finally:

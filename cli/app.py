@@ -57,6 +57,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("cmd_recall", "config_app"),
     "mcp": ("cmd_mcp", "mcp"),
     "ui": ("cmd_ui", "ui"),
+    "serve": ("cmd_serve", "serve"),
+    "token": ("cmd_token", "token_app"),
     "remote": ("cmd_remote", "remote_app"),
     "clone": ("cmd_remote", "clone"),
     "fetch": ("cmd_remote", "fetch"),
@@ -141,7 +143,8 @@ app = typer.Typer(
     epilog=exits.EPILOG + " "
     "Environment: MNEMO_DIR (the store), MNEMO_AUTHOR (who writes), MNEMO_EMBEDDER "
     "(the embedder for search, context and reindex in this process instead of the "
-    "store's setting: auto, none, hash, hash-DIM or minilm).",
+    "store's setting: auto, none, hash, hash-DIM or minilm), MNEMO_TOKEN (the token clone, "
+    "fetch, pull and push send to a store served over HTTP).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

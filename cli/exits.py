@@ -1,15 +1,6 @@
 """The exit codes of ``mnemo``, and which library error maps to which."""
 
-from mnemosyne import (
-    ClaimConflict,
-    CorruptObject,
-    InvalidInput,
-    MergeConflict,
-    MnemoError,
-    NotFound,
-    RefConflict,
-    StorageFull,
-)
+from mnemosyne import MnemoError, errors
 
 OK = 0
 PROBLEM = 1
@@ -19,26 +10,16 @@ NOT_FOUND = 3
 REF_CONFLICT = 4
 CORRUPT = 5
 STORAGE_FULL = 6
-
-_BY_ERROR: tuple[tuple[type[MnemoError], int], ...] = (
-    (NotFound, NOT_FOUND),  # Redacted too: it subclasses NotFound
-    (InvalidInput, INVALID),
-    (ClaimConflict, INVALID),
-    (MergeConflict, INVALID),
-    (RefConflict, REF_CONFLICT),
-    (CorruptObject, CORRUPT),
-    (StorageFull, STORAGE_FULL),
-)
+ACCESS_DENIED = 7
+"""A served store refused the token (missing, revoked, expired) or its role."""
 
 EPILOG = (
     "Exit codes: 0 ok, 1 problem found, 2 invalid input or usage, 3 not found, "
-    "4 ref moved (retry), 5 corrupt object or damaged store file, 6 storage full."
+    "4 ref moved (retry), 5 corrupt object or damaged store file, 6 storage full, "
+    "7 access denied (a served store's token)."
 )
 
 
 def exit_code(error: MnemoError) -> int:
-    """The exit code for a library error."""
-    for kind, code in _BY_ERROR:
-        if isinstance(error, kind):
-            return code
-    return PROBLEM
+    """The exit code for a library error (the library keeps the table: ``mnemosyne.errors.EXIT_CODES``)."""
+    return errors.exit_code(error)

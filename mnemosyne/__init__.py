@@ -5,8 +5,9 @@ Every memory is an immutable, hashed :class:`Node`; every change is a
 branched and read as of any moment. :class:`Store` is a whole store,
 :class:`Repo` one tenant of it.
 
-The recall and backup parts (numpy, the embedders) are imported when first
-used, so ``import mnemosyne`` stays quick for a process that never searches.
+The recall and backup parts (numpy, the embedders) and the client of a
+served store (:func:`connect`, httpx) are imported when first used, so
+``import mnemosyne`` stays quick for a process that never searches.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from mnemosyne.api.repo import Repo
 from mnemosyne.api.retry import with_retry
 from mnemosyne.api.store import Store
 from mnemosyne.errors import (
+    AccessDenied,
     ClaimConflict,
     CorruptObject,
     InvalidInput,
@@ -57,6 +59,7 @@ from mnemosyne.model.results import (
     Contradiction,
     Diff,
     Fact,
+    History,
     Hit,
     MergeResult,
     PendingRecall,
@@ -70,10 +73,12 @@ from mnemosyne.model.version import VERSION as __version__
 
 if TYPE_CHECKING:
     from mnemosyne.api.backup import export_store, import_store
+    from mnemosyne.integrations.client import connect
     from mnemosyne.model.jsonform import from_json, to_json
     from mnemosyne.recall.embedders import Embedder, HashEmbedder, default_embedder
 
 _LAZY = {
+    "connect": "mnemosyne.integrations.client",
     "to_json": "mnemosyne.model.jsonform",
     "from_json": "mnemosyne.model.jsonform",
     "export_store": "mnemosyne.api.backup",
@@ -97,6 +102,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AccessDenied",
     "Blame",
     "BlameLine",
     "Change",
@@ -119,6 +125,7 @@ __all__ = [
     "FsckReport",
     "GcReport",
     "HashEmbedder",
+    "History",
     "Hit",
     "ImportReport",
     "InvalidInput",
@@ -149,6 +156,7 @@ __all__ = [
     "TimelineChange",
     "Version",
     "__version__",
+    "connect",
     "default_embedder",
     "export_store",
     "from_json",

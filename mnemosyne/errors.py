@@ -47,6 +47,37 @@ class StorageFull(MnemoError):
     """The disk or the storage map cannot grow to hold the write; nothing was written."""
 
 
+class AccessDenied(MnemoError):
+    """A served store refused the request: no token, one it does not honour, or a role too low.
+
+    A token it does not honour is unknown, revoked or expired: the server does not say which.
+    """
+
+
+EXIT_CODES: tuple[tuple[type[MnemoError], int], ...] = (
+    (NotFound, 3),  # Redacted too: it subclasses NotFound
+    (InvalidInput, 2),
+    (ClaimConflict, 2),
+    (MergeConflict, 2),
+    (RefConflict, 4),
+    (CorruptObject, 5),
+    (StorageFull, 6),
+    (AccessDenied, 7),
+)
+"""The exit code of each error (docs/cli.md, "Exit codes"); any other ``MnemoError`` is 1.
+
+Kept with the errors, so the command line and the HTTP server's error bodies agree.
+"""
+
+
+def exit_code(error: MnemoError) -> int:
+    """The exit code ``mnemo`` gives ``error`` (1 for a kind without one of its own)."""
+    for kind, code in EXIT_CODES:
+        if isinstance(error, kind):
+            return code
+    return 1
+
+
 def one_line(error: BaseException) -> str:
     """An error's message on a single line (its class name when it has none), as every face reports it."""
     parts = [part.strip() for part in str(error).splitlines() if part.strip()]

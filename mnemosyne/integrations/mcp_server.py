@@ -520,11 +520,13 @@ def build_server(
     author: str | None = None,
     fallback_author: str = DEFAULT_AUTHOR,
     allow_erase: bool = False,
+    writable: bool = True,
 ) -> MCPServer:
     """An MCP server exposing ``repo``'s tools and resources; run it with ``.run("stdio")``.
 
     A store open read-only (``repo.readonly``) gets the reading tools only: a tool
-    that could only fail is not offered.
+    that could only fail is not offered. So does a server built with
+    ``writable=False`` (``mnemo serve`` builds one for read tokens).
 
     Args:
         repo: the open store, bound to one tenant; the caller closes it after the server stops.
@@ -533,6 +535,7 @@ def build_server(
         author: who writes; None to use the MCP client's name (its ``clientInfo``).
         fallback_author: who writes when neither ``author`` nor a client name is known.
         allow_erase: also register ``forget``, which erases memories for real.
+        writable: offer the writing tools (when the store is open for writing).
 
     Raises:
         NotFound: ``branch`` names no branch.
@@ -547,8 +550,9 @@ def build_server(
     # delete removes from the snapshot (history keeps it), forget erases; a second call
     # changes nothing more.
     removal = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True)
+    writes = writable and not repo.readonly
     offered: list[tuple[Callable[..., Any], str, ToolAnnotations]] = []
-    if not repo.readonly:
+    if writes:
         offered.append((tools.remember, "remember", write))
     offered += [
         (tools.recall, "recall", READ),
@@ -561,7 +565,7 @@ def build_server(
         (tools.log, "log", READ),
         (tools.facts, "facts", READ),
     ]
-    if not repo.readonly:
+    if writes:
         offered += [(tools.delete, "delete", removal), (tools.verify, "verify", write)]
         if allow_erase:
             offered.append((tools.forget, "forget", removal))

@@ -1,0 +1,622 @@
+"""A Python client of a served store (``mnemo serve``): ``mnemosyne.connect(url, token=...)``.
+
+The handle it returns, a :class:`ServedRepo`, has :class:`~mnemosyne.Repo`'s
+method names, arguments and result types for what an agent does (commit, get,
+nodes, log, history, blame, diff, facts, timeline, search, context, verify,
+branches, merge, forget), each result decoded from the one JSON form, and
+raises the library's errors (``NotFound``, ``RefConflict``, …) from the
+server's error bodies, plus :class:`~mnemosyne.AccessDenied` for a token
+refused. So an agent loop moves from a local store to a served one by changing
+the line that opens it::
+
+    repo = Repo.open("agent.mnemo")                              # local
+    repo = mnemosyne.connect("http://127.0.0.1:7777", token=TOKEN)  # served
+
+A commit with ``parent=`` is sent with ``If-Match``: the server writes it only
+if the branch is still there, else ``RefConflict`` and nothing is written, as
+locally. Streams (``log``, ``nodes``) are read as the caller iterates. Needs
+``httpx`` (``pip install 'mnemosyne[client]'``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+import msgspec
+
+from mnemosyne.errors import (
+    AccessDenied,
+    ClaimConflict,
+    CorruptObject,
+    InvalidInput,
+    MergeConflict,
+    MnemoError,
+    NotFound,
+    Redacted,
+    RefConflict,
+    StorageFull,
+)
+from mnemosyne.model.access import Role, Token
+from mnemosyne.model.choices import ClaimPolicy, MergeStrategy, SearchMode
+from mnemosyne.model.defaults import CONTEXT_BUDGET, CONTEXT_K, SEARCH_K
+from mnemosyne.model.jsonform import from_builtins, node_builtins
+from mnemosyne.model.objects import Commit, Node
+from mnemosyne.model.reports import ForgetReport
+from mnemosyne.model.results import (
+    Blame,
+    CommitResult,
+    Context,
+    Contradiction,
+    Diff,
+    Fact,
+    Hit,
+    MergeResult,
+    ReadRecord,
+    Version,
+)
+from mnemosyne.model.times import TimeLike, as_time, rfc3339
+from mnemosyne.model.validation import check_json
+
+T = TypeVar("T")
+Rev = str | Commit
+"""A revision: its text, or a :class:`Commit`."""
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds a request may take (the first search after a bulk load indexes first)."""
+
+_ERRORS: dict[str, type[MnemoError]] = {
+    cls.__name__: cls
+    for cls in (
+        AccessDenied,
+        ClaimConflict,
+        CorruptObject,
+        InvalidInput,
+        MergeConflict,
+        MnemoError,
+        NotFound,
+        Redacted,
+        RefConflict,
+        StorageFull,
+    )
+}
+_FULL_ID = re.compile(r"[0-9a-f]{64}")
+_decode = msgspec.json.Decoder()
+
+
+def connect(
+    url: str, *, token: str, tenant: str | None = None, timeout: float = DEFAULT_TIMEOUT
+) -> ServedRepo:
+    """A handle on one tenant of the store served at ``url``, used as a :class:`Repo` is.
+
+    Args:
+        url: where ``mnemo serve`` listens (``http://127.0.0.1:7777``; a path
+            before ``/v1`` is kept, for a server behind a reverse proxy).
+        token: the token (``mnemo token create``): it names the tenant and the role.
+        tenant: the tenant expected (default: the token's own).
+        timeout: seconds one request may take.
+
+    Raises:
+        AccessDenied: the server does not honour the token.
+        NotFound: nothing answers at ``url``, or ``tenant`` is not the token's.
+    """
+    return ServedRepo(url, token=token, tenant=tenant, timeout=timeout)
+
+
+def _rev(value: Rev | None) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Commit):
+        return value.id
+    raise InvalidInput(f"a revision is text or a Commit, not {type(value).__name__}")
+
+
+def _time(value: TimeLike | None, what: str) -> str | None:
+    when = as_time(value, what)
+    return rfc3339(when) if when is not None else None
+
+
+def _duration(value: timedelta | None) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, timedelta) or value < timedelta(0):
+        raise InvalidInput("verified_within must be a non-negative timedelta")
+    return f"{int(value.total_seconds())}s"
+
+
+def _path(value: str, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{what} must be non-empty text")
+    return quote(value, safe="")
+
+
+def _raise(response: httpx.Response) -> None:
+    """Raise the library error an error response carries."""
+    try:
+        error = _decode.decode(response.content)["error"]
+        kind = _ERRORS.get(error["kind"], MnemoError)
+        message = str(error["message"])
+    except (msgspec.DecodeError, KeyError, TypeError):
+        kind = NotFound if response.status_code == 404 else MnemoError
+        message = f"HTTP {response.status_code} from {response.request.url.copy_with(query=None)}"
+    if response.status_code == 412:
+        kind = RefConflict
+    raise kind(message)
+
+
+class _Lines(Iterator[T]):
+    """The results of a JSON Lines response, decoded as the caller iterates; closed at the end."""
+
+    def __init__(self, response: httpx.Response, cls: type[T]) -> None:
+        self._response = response
+        self._lines = response.iter_lines()
+        self._cls = cls
+
+    def __next__(self) -> T:
+        try:
+            for line in self._lines:
+                if not line:
+                    continue
+                value = _decode.decode(line)
+                if isinstance(value, dict) and set(value) == {"error"}:
+                    kind = _ERRORS.get(value["error"].get("kind"), MnemoError)
+                    raise kind(str(value["error"].get("message")))
+                return from_builtins(value, self._cls, "the server's answer")
+        except BaseException:
+            self.close()
+            raise
+        self.close()
+        raise StopIteration
+
+    def close(self) -> None:
+        """Stop reading: the connection goes back to the pool."""
+        self._response.close()
+
+    def __del__(self) -> None:
+        self._response.close()
+
+
+class ServedRepo:
+    """One tenant of a served store, with :class:`~mnemosyne.Repo`'s methods for an agent's work.
+
+    Open one with :func:`connect`; close it (or use it as a context manager) to
+    release its connections. Safe to share between threads.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str,
+        tenant: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        """Use :func:`connect` (``transport``: an httpx transport, for tests)."""
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise InvalidInput(f"a served store's URL starts with http:// or https://, not {url!r}")
+        if not isinstance(token, str) or not token:
+            raise InvalidInput("give the token: connect(url, token=...)")
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.url,
+            headers={"authorization": f"Bearer {token}"},
+            timeout=timeout,
+            transport=transport,
+        )
+        try:
+            self.token: Token = self._json("GET", "/v1/whoami", Token)
+            if tenant is not None and tenant != self.token.tenant:
+                raise NotFound(f"no tenant {tenant!r} (this token reaches tenant {self.token.tenant!r})")
+        except BaseException:
+            self._http.close()
+            raise
+        self._base = f"/v1/tenants/{quote(self.token.tenant, safe='')}"
+
+    # -- the handle ----------------------------------------------------------------
+
+    @property
+    def tenant(self) -> str:
+        """The tenant this handle reaches (its token's)."""
+        return self.token.tenant
+
+    @property
+    def role(self) -> Role:
+        """The token's role: ``read``, ``write`` or ``admin``."""
+        return self.token.role
+
+    @property
+    def readonly(self) -> bool:
+        """Whether writes are refused (a read token)."""
+        return self.token.role == "read"
+
+    def close(self) -> None:
+        """Release the connections."""
+        self._http.close()
+
+    def __enter__(self) -> ServedRepo:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<ServedRepo {self.url} tenant={self.tenant}>"
+
+    # -- transport -----------------------------------------------------------------
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        stream: bool = False,
+    ) -> httpx.Response:
+        query = {key: _param(value) for key, value in (params or {}).items() if value is not None}
+        content = msgspec.json.encode(body) if body is not None else None
+        extra = dict(headers or {})
+        if content is not None:
+            extra["content-type"] = "application/json"
+        request = self._http.build_request(method, path, params=query, content=content, headers=extra)
+        try:
+            response = self._http.send(request, stream=stream)
+        except httpx.ConnectError as error:
+            raise NotFound(f"cannot reach {self.url}: {error}") from None
+        except httpx.TimeoutException:
+            raise MnemoError(f"{self.url} did not answer in time ({method} {path.split('?')[0]})") from None
+        except httpx.HTTPError as error:
+            raise MnemoError(f"{self.url}: {type(error).__name__}: {error}") from None
+        if response.status_code >= 400:
+            if stream:
+                response.read()
+                response.close()
+            _raise(response)
+        return response
+
+    def _json(self, method: str, path: str, cls: type[T] | Any, **kwargs: Any) -> Any:
+        response = self._send(method, path, **kwargs)
+        return from_builtins(_decode.decode(response.content), cls, "the server's answer")
+
+    def _lines(self, path: str, cls: type[T], params: Mapping[str, Any]) -> Iterator[T]:
+        return _Lines(self._send("GET", path, params=params, stream=True), cls)
+
+    # -- writing -------------------------------------------------------------------
+
+    def commit(
+        self,
+        put: Iterable[Node] = (),
+        delete: Iterable[str] = (),
+        *,
+        message: str = "",
+        author: str | None = None,
+        branch: str | None = None,
+        parent: Rev | None = None,
+        meta: dict[str, Any] | None = None,
+        allow_empty: bool = False,
+        on_claim_conflict: ClaimPolicy = "refuse",
+    ) -> CommitResult:
+        """Record nodes and removals as one atomic commit (see :meth:`Repo.commit`).
+
+        ``author`` defaults to the token's name. ``parent`` is sent as ``If-Match``.
+
+        Raises:
+            RefConflict: ``parent`` was given and the branch has moved past it.
+        """
+        nodes = [node_builtins(node) if isinstance(node, Node) else node for node in put]
+        for node in nodes:
+            if not isinstance(node, dict):
+                raise InvalidInput("put takes Node objects")
+        if meta is not None:
+            check_json(meta, "meta")  # NaN would travel as null: refused here, as Repo.commit refuses it
+        body = {
+            "put": nodes,
+            "delete": list(delete),
+            "message": message,
+            "author": author,
+            "branch": branch,
+            "meta": meta,
+            "allow_empty": allow_empty,
+            "on_claim_conflict": on_claim_conflict,
+        }
+        headers = {}
+        if parent is not None:
+            expected = _rev(parent)
+            if expected is None or not _FULL_ID.fullmatch(expected):
+                expected = self.resolve(parent).id
+            headers["if-match"] = f'"{expected}"'
+        return self._json("POST", f"{self._base}/commits", CommitResult, body=body, headers=headers)  # type: ignore[no-any-return]
+
+    def verify(
+        self, *ids: str, by: str | None = None, note: str | None = None, branch: str | None = None
+    ) -> Commit:
+        """Record that the current versions of ``ids`` were re-confirmed (see :meth:`Repo.verify`)."""
+        body = {"ids": list(ids), "by": by, "note": note, "branch": branch}
+        return self._json("POST", f"{self._base}/verify", Commit, body=body)  # type: ignore[no-any-return]
+
+    # -- reading -------------------------------------------------------------------
+
+    def resolve(self, rev: Rev = "HEAD", *, as_of: TimeLike | None = None) -> Commit:
+        """The commit a revision names (see :meth:`Repo.resolve`)."""
+        path = f"{self._base}/commits/{_path(_rev(rev) or '', 'rev')}"
+        return self._json("GET", path, Commit, params={"as_of": _time(as_of, "as_of")})  # type: ignore[no-any-return]
+
+    def get(
+        self, id: str, *, at: Rev | None = None, as_of: TimeLike | None = None, include_expired: bool = False
+    ) -> Node | None:
+        """The version of ``id`` in a snapshot, or None when absent (see :meth:`Repo.get`).
+
+        Raises:
+            Redacted: the version there was erased.
+        """
+        params = {"at": _rev(at), "as_of": _time(as_of, "as_of"), "include_expired": include_expired or None}
+        try:
+            return self._json("GET", f"{self._base}/nodes/{_path(id, 'id')}", Node, params=params)  # type: ignore[no-any-return]
+        except Redacted:
+            raise
+        except NotFound as error:
+            if str(error).startswith(f"{id} is not in "):
+                return None
+            raise
+
+    def nodes(
+        self,
+        *,
+        at: Rev | None = None,
+        as_of: TimeLike | None = None,
+        prefix: str | None = None,
+        include_expired: bool = False,
+        allowed_for: str | None = None,
+        max_sensitivity: str | None = None,
+        verified_within: timedelta | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[Node]:
+        """The nodes of a snapshot, by id, streamed (see :meth:`Repo.nodes`; ``limit``: a page)."""
+        params = {
+            "at": _rev(at),
+            "as_of": _time(as_of, "as_of"),
+            "prefix": prefix,
+            "include_expired": include_expired or None,
+            "allowed_for": allowed_for,
+            "max_sensitivity": max_sensitivity,
+            "verified_within": _duration(verified_within),
+            "after": after,
+            "limit": limit,
+        }
+        return self._lines(f"{self._base}/nodes", Node, params)
+
+    def log(
+        self,
+        *,
+        at: Rev | None = None,
+        node: str | None = None,
+        limit: int | None = None,
+        as_of: TimeLike | None = None,
+    ) -> Iterator[Commit]:
+        """Commits reachable from ``at``, newest first, streamed (see :meth:`Repo.log`)."""
+        params = {"at": _rev(at), "node": node, "limit": limit, "as_of": _time(as_of, "as_of")}
+        return self._lines(f"{self._base}/log", Commit, params)
+
+    def history(self, id: str, *, at: Rev | None = None, limit: int | None = None) -> list[Version]:
+        """Every version of ``id`` in ``at``'s history, newest first (see :meth:`Repo.history`)."""
+        path = f"{self._base}/history/{_path(id, 'id')}"
+        return self._json("GET", path, list[Version], params={"at": _rev(at), "limit": limit})  # type: ignore[no-any-return]
+
+    def blame(self, id: str, *, at: Rev | None = None) -> Blame:
+        """Who wrote the current version of ``id``, when, from what (see :meth:`Repo.blame`)."""
+        path = f"{self._base}/blame/{_path(id, 'id')}"
+        return self._json("GET", path, Blame, params={"at": _rev(at)})  # type: ignore[no-any-return]
+
+    def diff(self, a: Rev | None, b: Rev, *, as_of: TimeLike | None = None) -> Diff:
+        """What changed from revision ``a`` (None: the empty snapshot) to ``b`` (see :meth:`Repo.diff`)."""
+        params = {"a": _rev(a), "b": _rev(b), "as_of": _time(as_of, "as_of")}
+        return self._json("GET", f"{self._base}/diff", Diff, params=params)  # type: ignore[no-any-return]
+
+    def facts(
+        self,
+        subject: str,
+        predicate: str | None = None,
+        *,
+        valid_at: TimeLike | None = None,
+        as_of: TimeLike | None = None,
+        at: Rev | None = None,
+        verified_within: timedelta | None = None,
+    ) -> list[Fact]:
+        """The claims in force on ``subject`` at ``valid_at`` (see :meth:`Repo.facts`)."""
+        path = f"{self._base}/facts/{_path(subject, 'subject')}"
+        if predicate is not None:
+            path += f"/{_path(predicate, 'predicate')}"
+        params = {
+            "valid_at": _time(valid_at, "valid_at"),
+            "as_of": _time(as_of, "as_of"),
+            "at": _rev(at),
+            "verified_within": _duration(verified_within),
+        }
+        return self._json("GET", path, list[Fact], params=params)  # type: ignore[no-any-return]
+
+    def timeline(
+        self, subject: str, predicate: str, *, as_of: TimeLike | None = None, at: Rev | None = None
+    ) -> list[Fact]:
+        """Every claim on one (subject, predicate), by ``valid_from`` (see :meth:`Repo.timeline`)."""
+        path = f"{self._base}/timeline/{_path(subject, 'subject')}/{_path(predicate, 'predicate')}"
+        params = {"as_of": _time(as_of, "as_of"), "at": _rev(at)}
+        return self._json("GET", path, list[Fact], params=params)  # type: ignore[no-any-return]
+
+    def contradictions(self, *, at: Rev | None = None, recorded: bool = False) -> list[Contradiction]:
+        """Open contradictions at ``at`` (see :meth:`Repo.contradictions`)."""
+        params = {"at": _rev(at), "recorded": recorded or None}
+        return self._json("GET", f"{self._base}/contradictions", list[Contradiction], params=params)  # type: ignore[no-any-return]
+
+    # -- recall --------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = SEARCH_K,
+        at: Rev | None = None,
+        as_of: TimeLike | None = None,
+        prefix: str | None = None,
+        valid_at: TimeLike | None = None,
+        kind: str | None = None,
+        meta: dict[str, Any] | None = None,
+        mode: SearchMode = "hybrid",
+        run_id: str | None = None,
+        allowed_for: str | None = None,
+        max_sensitivity: str | None = None,
+        verified_within: timedelta | None = None,
+    ) -> list[Hit]:
+        """Recall memories by words and meaning, from one snapshot (see :meth:`Repo.search`)."""
+        body = {
+            "query": query,
+            "k": k,
+            "at": _rev(at),
+            "as_of": _time(as_of, "as_of"),
+            "prefix": prefix,
+            "valid_at": _time(valid_at, "valid_at"),
+            "kind": kind,
+            "meta": meta,
+            "mode": mode,
+            "run_id": run_id,
+            "allowed_for": allowed_for,
+            "max_sensitivity": max_sensitivity,
+            "verified_within": _duration(verified_within),
+        }
+        return self._json("POST", f"{self._base}/search", list[Hit], body=body)  # type: ignore[no-any-return]
+
+    def context(
+        self,
+        query: str,
+        budget_tokens: int = CONTEXT_BUDGET,
+        *,
+        k: int = CONTEXT_K,
+        at: Rev | None = None,
+        as_of: TimeLike | None = None,
+        prefix: str | None = None,
+        valid_at: TimeLike | None = None,
+        run_id: str | None = None,
+        allowed_for: str | None = None,
+        max_sensitivity: str | None = None,
+        verified_within: timedelta | None = None,
+    ) -> Context:
+        """The smallest cited context for ``query`` that fits the budget (see :meth:`Repo.context`)."""
+        body = {
+            "query": query,
+            "budget_tokens": budget_tokens,
+            "k": k,
+            "at": _rev(at),
+            "as_of": _time(as_of, "as_of"),
+            "prefix": prefix,
+            "valid_at": _time(valid_at, "valid_at"),
+            "run_id": run_id,
+            "allowed_for": allowed_for,
+            "max_sensitivity": max_sensitivity,
+            "verified_within": _duration(verified_within),
+        }
+        return self._json("POST", f"{self._base}/context", Context, body=body)  # type: ignore[no-any-return]
+
+    def reads(self, run_id: str) -> list[ReadRecord]:
+        """What searches and contexts recorded under ``run_id`` returned (see :meth:`Repo.reads`)."""
+        path = f"{self._base}/reads/{_path(run_id, 'run_id')}"
+        return self._json("GET", path, list[ReadRecord])  # type: ignore[no-any-return]
+
+    # -- branches ------------------------------------------------------------------
+
+    def _branches(self) -> tuple[str, list[tuple[str, Commit | None]]]:
+        found = _decode.decode(self._send("GET", f"{self._base}/branches").content)
+        tips: list[tuple[str, Commit | None]] = []
+        for entry in found["branches"]:
+            commit = entry["commit"]
+            tips.append((str(entry["name"]), None if commit is None else from_builtins(commit, Commit)))
+        return str(found["head"]), tips
+
+    @property
+    def head(self) -> str:
+        """The name of the current branch."""
+        return self._branches()[0]
+
+    def branches(self) -> list[str]:
+        """Names of the branches that have commits, sorted."""
+        return [name for name, commit in self._branches()[1] if commit is not None]
+
+    def branch_tips(self) -> list[tuple[str, Commit]]:
+        """Each branch with the commit at its tip, sorted by name."""
+        return [(name, commit) for name, commit in self._branches()[1] if commit is not None]
+
+    def tip(self, branch: str) -> str | None:
+        """The id of the commit at ``branch``'s tip; None when it has no commits."""
+        try:
+            found = _decode.decode(
+                self._send("GET", f"{self._base}/branches/{_path(branch, 'branch')}").content
+            )
+        except NotFound:
+            return None
+        return str(found["commit"]["id"])
+
+    def branch(
+        self, name: str, *, at: Rev | None = None, orphan: bool = False, author: str | None = None
+    ) -> Commit | None:
+        """Create branch ``name`` at ``at`` (default: HEAD); the commit it starts at (:meth:`Repo.branch`)."""
+        body = {"name": name, "at": _rev(at), "orphan": orphan, "author": author}
+        found = _decode.decode(self._send("POST", f"{self._base}/branches", body=body).content)
+        return from_builtins(found["commit"], Commit | None, "the server's answer")  # type: ignore[arg-type]
+
+    def delete_branch(self, name: str, *, author: str | None = None) -> Commit | None:
+        """Delete a branch; the commit it pointed at (see :meth:`Repo.delete_branch`)."""
+        del author  # the server records the token's name
+        found = _decode.decode(self._send("DELETE", f"{self._base}/branches/{_path(name, 'branch')}").content)
+        return from_builtins(found["commit"], Commit | None, "the server's answer")  # type: ignore[arg-type]
+
+    def merge(
+        self,
+        source: Rev,
+        *,
+        into: str | None = None,
+        resolutions: Mapping[str, str | Node] | None = None,
+        strategy: MergeStrategy | None = None,
+        message: str | None = None,
+        author: str | None = None,
+        allow_unrelated_histories: bool = False,
+    ) -> MergeResult:
+        """Merge revision ``source`` into ``into``; conflicts come back as data (see :meth:`Repo.merge`)."""
+        sent = None
+        if resolutions is not None:
+            sent = {
+                key: node_builtins(value) if isinstance(value, Node) else value
+                for key, value in resolutions.items()
+            }
+        body = {
+            "source": _rev(source),
+            "into": into,
+            "resolutions": sent,
+            "strategy": strategy,
+            "message": message,
+            "author": author,
+            "allow_unrelated_histories": allow_unrelated_histories,
+        }
+        return self._json("POST", f"{self._base}/merge", MergeResult, body=body)  # type: ignore[no-any-return]
+
+    # -- erasure -------------------------------------------------------------------
+
+    def forget(
+        self, id: str, reason: str, *, author: str | None = None, version: str | None = None
+    ) -> ForgetReport:
+        """Erase every version of ``id`` (or one) for real; needs an admin token (see :meth:`Repo.forget`)."""
+        body = {"ids": [id], "reason": reason, "author": author, "version": version}
+        found = _decode.decode(self._send("POST", f"{self._base}/forget", body=body).content)
+        return from_builtins(found["reports"][0], ForgetReport, "the server's answer")
+
+
+def _param(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        return rfc3339(value)
+    return str(value)

@@ -1,0 +1,397 @@
+"""The ASGI application of ``mnemo serve``: routing, tokens, bodies, errors, streaming.
+
+One process holds one :class:`Store` open and a warm :class:`Repo` per tenant;
+every request is checked against the store's tokens (revocation is seen by the
+next request), then its blocking work (the token check, the library call and
+the rendering of its JSON) runs in one worker thread, so the event loop only
+moves bytes. Ids in paths are percent-encoded (``/`` as ``%2F``): routing reads
+the raw path, segment by segment. Every error is one JSON shape
+``{"error": {"kind", "message", "exit_code"}}`` with the status of its kind,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, unquote_to_bytes
+
+from mnemosyne import AccessDenied, InvalidInput, MnemoError, NotFound, Repo, Store, to_json
+from mnemosyne.errors import one_line
+from mnemosyne.integrations.server.bodies import read_body
+from mnemosyne.integrations.server.openapi import document
+from mnemosyne.integrations.server.responses import (
+    JSON,
+    JSON_LINES,
+    MSGPACK,
+    HttpError,
+    Receive,
+    Response,
+    Scope,
+    Send,
+    chunk,
+    error_kind,
+    error_response,
+    json_response,
+    send_response,
+    status_of,
+)
+from mnemosyne.integrations.server.routes import ROUTES, Call, Reply, Route
+from mnemosyne.model.access import Token, allows
+from mnemosyne.model.version import VERSION
+
+DEFAULT_MAX_BODY = 8 * 1024 * 1024
+"""Bytes a request body may hold by default (``mnemo serve --max-body``)."""
+
+WORKERS = 32
+"""Worker threads running requests' blocking work (searches and contexts: two per core at most)."""
+
+T = TypeVar("T")
+
+
+def bearer(headers: list[tuple[bytes, bytes]]) -> str:
+    """The token of an ``Authorization: Bearer …`` header.
+
+    Raises:
+        HttpError: 401, no such header, or another scheme.
+    """
+    given = [value for key, value in headers if key == b"authorization"]
+    if not given:
+        raise HttpError(
+            401,
+            AccessDenied,
+            "this server needs a token: send 'Authorization: Bearer TOKEN' "
+            "(make one with 'mnemo token create --tenant T --role read|write|admin')",
+            **{"www-authenticate": 'Bearer realm="mnemo"'},
+        )
+    scheme, _, token = given[0].decode("latin-1").strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise HttpError(
+            401,
+            AccessDenied,
+            "the Authorization header must be 'Bearer TOKEN'",
+            **{"www-authenticate": 'Bearer realm="mnemo", error="invalid_request"'},
+        )
+    return token.strip()
+
+
+class Tenants:
+    """The served store and a warm ``Repo`` per tenant, opened on first use, closed at the end.
+
+    Args:
+        store: the store, open; closed by :meth:`close`.
+        embedder: the embedder every tenant's searches use (a name), or None for
+            the store's setting.
+    """
+
+    def __init__(self, store: Store, *, embedder: str | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self._repos: dict[str, Repo] = {}
+        self._lock = threading.Lock()
+
+    def repo(self, tenant: str) -> Repo:
+        """The tenant's ``Repo`` (the same one for every request).
+
+        Raises:
+            NotFound: no such tenant.
+        """
+        with self._lock:
+            found = self._repos.get(tenant)
+            if found is None:
+                found = Repo.open(self.store, tenant=tenant, embedder=self.embedder)
+                self._repos[tenant] = found
+            return found
+
+    def forget(self, tenant: str, repo: Repo) -> None:
+        """Drop a cached handle whose tenant was dropped (it is opened again when asked for)."""
+        with self._lock:
+            if self._repos.get(tenant) is repo:
+                del self._repos[tenant]
+        repo.close()
+
+    def authenticate(self, headers: list[tuple[bytes, bytes]]) -> Token:
+        """The token a request carries, if the store honours it.
+
+        Raises:
+            HttpError: 401, no token, or one that is unknown, revoked or expired.
+        """
+        token = self.store.check_token(bearer(headers))
+        if token is None:
+            raise HttpError(
+                401,
+                AccessDenied,
+                "the token is unknown, revoked or expired",
+                **{"www-authenticate": 'Bearer realm="mnemo", error="invalid_token"'},
+            )
+        return token
+
+    def close(self) -> None:
+        """Close every tenant's handle, then the store."""
+        with self._lock:
+            repos, self._repos = list(self._repos.values()), {}
+        for repo in repos:
+            repo.close()
+        self.store.close()
+
+
+def _segments(raw: bytes) -> list[str]:
+    """The decoded segments of a raw path (``%2F`` stays inside its segment).
+
+    Raises:
+        HttpError: 400, a segment that is not UTF-8 once decoded.
+    """
+    try:
+        return [unquote_to_bytes(part).decode("utf-8") for part in raw.split(b"/")[1:]]
+    except UnicodeDecodeError:
+        raise HttpError(400, InvalidInput, "the path is not UTF-8 text once percent-decoded") from None
+
+
+_COMPILED = [(route, route.path.split("/")[1:]) for route in ROUTES]
+
+
+def match(method: str, segments: list[str]) -> tuple[Route, dict[str, str]]:
+    """The route a request names, and its path parameters.
+
+    Raises:
+        HttpError: 404 (no such path) or 405 (the path takes other methods).
+    """
+    allowed: list[str] = []
+    for route, pattern in _COMPILED:
+        if len(pattern) != len(segments):
+            continue
+        params: dict[str, str] = {}
+        for want, got in zip(pattern, segments, strict=True):
+            if want.startswith("{"):
+                if not got:
+                    break
+                params[want[1:-1]] = got
+            elif want != got:
+                break
+        else:
+            if route.method == method:
+                return route, params
+            allowed.append(route.method)
+    if allowed:
+        raise HttpError(
+            405,
+            InvalidInput,
+            f"{method} is not allowed here (allowed: {', '.join(allowed)})",
+            allow=", ".join(allowed),
+        )
+    raise HttpError(404, NotFound, "no such route (see /v1/openapi.json)")
+
+
+def query_of(route: Route, raw: bytes) -> dict[str, str]:
+    """The query parameters of a request, each at most once, each one the route takes.
+
+    Raises:
+        HttpError: 400, naming what is wrong and the parameters the route takes.
+    """
+    try:
+        pairs = parse_qsl(raw.decode("latin-1"), keep_blank_values=True, encoding="utf-8", errors="strict")
+    except (UnicodeDecodeError, ValueError):
+        raise HttpError(
+            400, InvalidInput, "the query string is not UTF-8 text once percent-decoded"
+        ) from None
+    taken = {param.name for param in route.query}
+    found: dict[str, str] = {}
+    for name, value in pairs:
+        if name not in taken:
+            offered = ", ".join(f"?{param.name}=" for param in route.query) or "none"
+            raise HttpError(400, InvalidInput, f"this route takes no ?{name}= (it takes {offered})")
+        if name in found:
+            raise HttpError(400, InvalidInput, f"give ?{name}= once")
+        found[name] = value
+    for param in route.query:
+        if param.required and param.name not in found:
+            raise HttpError(400, InvalidInput, f"?{param.name}= is required: {param.description}")
+    return found
+
+
+class Api:
+    """The HTTP/JSON API under ``/v1`` (the MCP endpoint is mounted beside it).
+
+    Args:
+        tenants: the served store and its tenants.
+        max_body: the most bytes a request body may hold.
+        log: where one-line reports of unexpected failures go.
+    """
+
+    def __init__(
+        self, tenants: Tenants, *, max_body: int = DEFAULT_MAX_BODY, log: Callable[[str], None] | None = None
+    ) -> None:
+        self.tenants = tenants
+        self.max_body = max_body
+        self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.openapi: bytes | None = None
+        self.recall_limiter: asyncio.Semaphore | None = None
+        # A pool of its own rather than anyio's: run_in_executor hands work over in about
+        # three quarters of the time (bench/serve_load.py measures the hop against the floor).
+        self.pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="mnemo-serve")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer one HTTP request (ASGI)."""
+        method = scope["method"]
+        headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or [])
+        label = "?"
+        try:
+            segments = _segments(scope.get("raw_path") or scope["path"].encode())
+            if segments[:1] != ["v1"]:
+                raise HttpError(404, NotFound, "no such route (the API is under /v1; see /v1/openapi.json)")
+            if segments == ["v1", "health"]:
+                response = json_response(200, {"status": "ok", "version": VERSION})
+            elif segments == ["v1", "openapi.json"]:
+                response = Response(200, [(b"content-type", JSON)], self._openapi())
+            elif segments == ["v1", "whoami"]:
+                token = await self.in_thread(self.tenants.authenticate, headers)
+                response = json_response(200, token)
+                response.headers.append((b"x-mnemo-max-body", str(self.max_body).encode()))
+            else:
+                route, params = match(method, segments)
+                label = f"{route.method} {route.path}"
+                query = query_of(route, scope.get("query_string") or b"")
+                raw = await self._body(receive, headers) if route.body is not None or route.wire else b""
+                if route.recall:
+                    async with self._recall_limiter():
+                        response = await self.in_thread(self._run, route, params, query, raw, headers)
+                else:
+                    response = await self.in_thread(self._run, route, params, query, raw, headers)
+        except HttpError as error:
+            response = error_response(error.status, error.kind, str(error), error.headers)
+        except MnemoError as error:
+            response = error_response(status_of(error), error_kind(error), one_line(error))
+        except Exception as error:  # a bug: one line here, one line there, never a traceback
+            self.log(f"error: {label}: {type(error).__name__}: {one_line(error)}")
+            response = error_response(500, MnemoError, f"internal error ({type(error).__name__})")
+        await send_response(response, send)
+
+    async def in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a worker thread: the event loop never waits on the store."""
+        return await asyncio.get_running_loop().run_in_executor(self.pool, functools.partial(fn, *args))
+
+    def close(self) -> None:
+        """Stop the worker threads (once the server has stopped)."""
+        self.pool.shutdown(wait=True)
+
+    def _recall_limiter(self) -> asyncio.Semaphore:
+        """How many searches and contexts run at once: two per core.
+
+        Each builds arrays over every memory that matches; with one per client (32
+        clients, 32 worker threads) the server's memory doubled under load, for no
+        speed: they share the cores. The others wait their turn on the event loop.
+        """
+        if self.recall_limiter is None:
+            self.recall_limiter = asyncio.Semaphore(2 * (os.cpu_count() or 1))
+        return self.recall_limiter
+
+    def _openapi(self) -> bytes:
+        if self.openapi is None:
+            self.openapi = to_json(document()).encode()
+        return self.openapi
+
+    async def _body(self, receive: Receive, headers: list[tuple[bytes, bytes]]) -> bytes:
+        """The request body, read up to the limit.
+
+        Raises:
+            HttpError: 413, a body larger than the limit (declared or sent).
+        """
+        too_large = HttpError(
+            413, InvalidInput, f"the request body is larger than this server takes ({self.max_body:,} bytes)"
+        )
+        declared = next((value for key, value in headers if key == b"content-length"), None)
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            raise too_large
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise HttpError(400, InvalidInput, "the client went away before sending its body")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                raise too_large
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
+
+    def _run(
+        self,
+        route: Route,
+        params: dict[str, str],
+        query: dict[str, str],
+        raw: bytes,
+        headers: list[tuple[bytes, bytes]],
+    ) -> Response:
+        """Check the token, call the handler and render its reply: all of a request's blocking work."""
+        token = self.tenants.authenticate(headers)
+        tenant = params["tenant"]
+        if tenant != token.tenant:
+            # The same answer as for a tenant that does not exist: a token learns of no other.
+            raise HttpError(404, NotFound, f"no tenant {tenant!r}")
+        if not allows(token.role, route.role):
+            raise HttpError(
+                403,
+                AccessDenied,
+                f"a {token.role} token cannot do this: it needs {_article(route.role)} {route.role} token",
+            )
+        body = read_body(raw, route.body) if route.body is not None else raw if route.wire else None
+        if_match = next((value.decode("latin-1") for key, value in headers if key == b"if-match"), None)
+        for attempt in (1, 2):
+            repo = self.tenants.repo(tenant)
+            call = Call(repo, token, tenant, params, query, body, _etag_value(if_match))
+            try:
+                return self._rendered(route, route.handler(call))
+            except NotFound:
+                # A handle whose tenant was dropped (and made again) since it opened: once more, afresh.
+                if attempt == 2 or not _dropped(repo):
+                    raise
+                self.tenants.forget(tenant, repo)
+        raise AssertionError("unreachable")
+
+    def _rendered(self, route: Route, reply: Reply) -> Response:
+        headers = [(b"cache-control", b"no-store")]
+        if reply.etag is not None:
+            headers.append((b"etag", f'"{reply.etag}"'.encode()))
+        if reply.location is not None:
+            headers.append((b"location", reply.location.encode()))
+        if reply.raw is not None:
+            limit = (
+                b"x-mnemo-max-body",
+                str(self.max_body).encode(),
+            )  # how a pushing client sizes its requests
+            return Response(reply.status, [(b"content-type", MSGPACK), limit, *headers], reply.raw)
+        if reply.lines is not None:
+            rest = iter(reply.lines)
+            first, done = chunk(rest)
+            return Response(200, [(b"content-type", JSON_LINES), *headers], first, None if done else rest)
+        return Response(reply.status, [(b"content-type", JSON), *headers], to_json(reply.value).encode())
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
+def _dropped(repo: Repo) -> bool:
+    return repo.dropped
+
+
+def _etag_value(header: str | None) -> str | None:
+    """The commit id an ``If-Match`` header names (``"ID"``, ``W/"ID"`` or ``*``).
+
+    Raises:
+        HttpError: 400, several tags (one tip is expected).
+    """
+    if header is None:
+        return None
+    value = header.strip()
+    if "," in value:
+        raise HttpError(400, InvalidInput, "If-Match: give one tag, the tip read (or *)")
+    return value.removeprefix("W/").strip('"')
