@@ -1,5 +1,10 @@
 """Benchmarks for remotes: a push of many new commits to a path remote, and a no-op fetch.
 
+The same history then travels over HTTP, to and from a real ``mnemo serve``
+process: a push into the empty store it serves, a fetch of all of it into an
+empty local store, each beside the in-process push (one run each, in turn), with
+the requests each took (counted in the client), and a no-op fetch.
+
 Call :func:`bench_sync` from ``bench/run.py`` (rows go to the same table):
 
     from sync import bench_sync
@@ -11,17 +16,23 @@ or run it alone: ``python bench/sync.py [--commits N] [--noop 1000,100000]``.
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from harness import make_node, row
 
-from mnemosyne import Repo
+from mnemosyne import Repo, Store
+from mnemosyne.admin.http_remote import HttpRemote
 
 
 def _history(path: Path, commits: int, per_commit: int) -> Repo:
@@ -41,21 +52,123 @@ def _history(path: Path, commits: int, per_commit: int) -> Repo:
 
 
 def bench_push(root: Path, commits: int, per_commit: int = 8) -> None:
-    """Push ``commits`` new commits (about ``commits * (per_commit + 3)`` objects) to an empty path remote."""
+    """Push ``commits`` new commits (about ``commits * (per_commit + 3)`` objects) to an empty path remote.
+
+    Then the same over HTTP: a push to a served empty store, and a fetch of it
+    all from there into an empty local store; rates side by side.
+    """
     with _history(root / "push-local", commits, per_commit) as local:
         Repo.init(root / "push-remote").close()
         local.store.add_remote("bench", root / "push-remote")
         t0 = time.perf_counter()
         report = local.push("bench")
         elapsed = time.perf_counter() - t0
-    (part,) = report.tenants
-    rate = part.objects / elapsed
+        (part,) = report.tenants
+        rate = part.objects / elapsed
+        row(
+            "push to a path remote, objects/s",
+            f"{part.commits} commits, {part.objects} objects",
+            f"{rate:,.0f}",
+            ">= 20,000",
+            rate >= 20_000,
+        )
+        _over_http(root, local, rate)
+
+
+class _Server:
+    """``mnemo serve`` over a store, its stderr in a file."""
+
+    def __init__(self, path: Path, log: Path) -> None:
+        self.log = log
+        env = {**os.environ, "MNEMO_EMBEDDER": "none"}
+        command = [sys.executable, "-m", "mnemo_cli", "--repo", str(path), "serve", "--port", "0"]
+        with log.open("w") as sink:
+            self.process = subprocess.Popen(command, stderr=sink, stdout=subprocess.DEVNULL, env=env)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            found = re.search(r"on (http://\S+)/v1 ", log.read_text())
+            if found:
+                self.url = found.group(1)
+                return
+            time.sleep(0.05)
+        self.process.kill()
+        raise RuntimeError(f"mnemo serve did not start: {log.read_text()}")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=60)
+
+
+class _Requests:
+    """Counts the requests the remotes' HTTP client sends."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._send = HttpRemote._send
+        counter = self
+
+        def counted(remote: HttpRemote, *args: Any) -> bytes:
+            counter.count += 1
+            return counter._send(remote, *args)
+
+        HttpRemote._send = counted  # type: ignore[method-assign]
+
+    def close(self) -> None:
+        HttpRemote._send = self._send  # type: ignore[method-assign]
+
+
+def _over_http(root: Path, local: Repo, in_process: float, rounds: int = 7) -> None:
+    """The same history pushed to, and fetched from, a served store; a no-op fetch; requests counted."""
+    served = root / "push-served"
+    with Store.init(served) as store:
+        token = store.create_token("default", "write", name="bench").token
+    server = _Server(served, root / "push-served.log")
+    requests = _Requests()
+    try:
+        local.store.add_remote("served", server.url)
+        t0 = time.perf_counter()
+        pushed = local.push("served", token=token).tenants[0]
+        push_rate = pushed.objects / (time.perf_counter() - t0)
+        push_requests, requests.count = requests.count, 0
+        fetcher = Repo.init(root / "fetch-local", sync=False)
+        fetcher.store.add_remote("served", server.url)
+        t0 = time.perf_counter()
+        fetched = fetcher.fetch("served", token=token).tenants[0]
+        fetch_rate = fetched.objects / (time.perf_counter() - t0)
+        fetch_requests, requests.count = requests.count, 0
+        samples = []
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            fetcher.fetch("served", token=token)
+            samples.append(time.perf_counter() - t0)
+        noop_requests = requests.count // rounds
+        fetcher.close()
+    finally:
+        requests.close()
+        server.stop()
+    n = f"{pushed.commits} commits, {pushed.objects} objects"
+    row("push over HTTP (mnemo serve), objects/s", n, f"{push_rate:,.0f}")
+    row("fetch over HTTP (mnemo serve), objects/s", n, f"{fetch_rate:,.0f}")
     row(
-        "push to a path remote, objects/s",
-        f"{part.commits} commits, {part.objects} objects",
-        f"{rate:,.0f}",
-        ">= 20,000",
-        rate >= 20_000,
+        "push over HTTP / push to a path remote, objects/s (one run each)",
+        n,
+        f"{push_rate:,.0f} / {in_process:,.0f} = {push_rate / in_process:.2f}",
+        ">= 0.5",
+        push_rate / in_process >= 0.5,
+    )
+    row(
+        "fetch over HTTP / push to a path remote, objects/s (one run each)",
+        n,
+        f"{fetch_rate:,.0f} / {in_process:,.0f} = {fetch_rate / in_process:.2f}",
+        ">= 0.5",
+        fetch_rate / in_process >= 0.5,
+    )
+    row("requests: push over HTTP / fetch over HTTP", n, f"{push_requests} / {fetch_requests}")
+    ms = statistics.median(samples) * 1e3
+    row(
+        "no-op fetch over HTTP (median ms, requests)",
+        f"{pushed.commits} commits",
+        f"{ms:.2f}, {noop_requests}",
     )
 
 

@@ -1,10 +1,14 @@
 """Commands that share history between stores: ``remote``, ``clone``, ``fetch``, ``pull``, ``push``.
 
-A remote is another store (a directory, or a URL such as ``postgresql://…``),
-named in this store. History moves by hash: the receiving store gets exactly
-the objects it lacks, checks each one's hash, and moves its refs last.
+A remote is another store (a directory, or a URL such as ``postgresql://…``, or
+a store ``mnemo serve`` serves, ``http://…``), named in this store. History
+moves by hash: the receiving store gets exactly the objects it lacks, checks
+each one's hash, and moves its refs last. A served store takes a token: from
+``MNEMO_TOKEN`` (read here, passed to the library), else from the file named
+with ``--token-file``; never from the URL.
 """
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +16,6 @@ import typer
 
 from mnemosyne import Repo, SyncReport, TenantSync
 from mnemosyne.model.choices import MergeStrategy
-from mnemosyne.model.defaults import DEFAULT_TENANT
 
 from . import exits
 from .cmd_merge import report_merge
@@ -29,9 +32,28 @@ BranchArg = Annotated[
 AllTenantsOpt = Annotated[
     bool,
     typer.Option(
-        "--all-tenants", help="Every tenant, each into its namesake, not only the one --tenant selects."
+        "--all-tenants",
+        help="Every tenant, each into its namesake, not only the one --tenant selects (not over HTTP).",
     ),
 ]
+TokenFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--token-file",
+        metavar="PATH",
+        help="For a store served over HTTP: a file holding the token to send (its path is kept; "
+        "MNEMO_TOKEN, when set, is sent instead).",
+        show_default=False,
+    ),
+]
+
+TOKEN_ENV = "MNEMO_TOKEN"
+"""The token sent to a remote served over HTTP (before its token file)."""
+
+
+def _token() -> str | None:
+    return os.environ.get(TOKEN_ENV) or None
+
 
 remote_app = typer.Typer(
     name="remote",
@@ -51,13 +73,15 @@ def remote_list(
 
     \b
       mnemo remote add origin ../shared.mnemo   name another store
+      mnemo remote add hub http://hub:7777 --token-file ~/.hub.token
+                                                a store mnemo serve serves
       mnemo remote -v                           list them with their locations
       mnemo remote remove origin                forget it and its remote-tracking refs
 
     Remotes belong to the whole store: every tenant fetches from and pushes to
-    its namesake there.
+    its namesake there (over HTTP, the tenant its token reaches).
 
-    JSON Lines: {"name", "location"}.
+    JSON Lines: {"name", "location", "token_file"}.
     """  # noqa: D301 (\b keeps Click from rewrapping the next paragraph)
     if ctx.invoked_subcommand is not None:
         return
@@ -66,22 +90,37 @@ def remote_list(
     for found in repo.store.remotes():
         if settings.json:
             emit(found)
+        elif not verbose:
+            say(found.name)
         else:
-            say(f"{found.name}\t{found.location}" if verbose else found.name)
+            token = f"\t(token file {found.token_file})" if found.token_file else ""
+            say(f"{found.name}\t{found.location}{token}")
 
 
 @remote_app.command("add")
 def remote_add(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(metavar="NAME", help="The remote's name (no '/').")],
-    location: Annotated[str, typer.Argument(metavar="URL", help="A store directory, or a store URL.")],
+    location: Annotated[
+        str,
+        typer.Argument(
+            metavar="URL", help="A store directory, a store URL, or http://HOST:PORT (mnemo serve)."
+        ),
+    ],
+    token_file: TokenFileOpt = None,
 ) -> None:
     """Name another store as remote NAME (a path is kept absolute; exit 2 if NAME exists).
 
-    JSON: {"name", "location"}.
+    A store served over HTTP (mnemo serve: URL as it prints it, without /v1)
+    is reached with a token, never written in the URL: MNEMO_TOKEN when set,
+    else the one in --token-file PATH (read at each use; keep it chmod 600).
+    The token names the tenant there: fetch needs a read token, push a write
+    one (admin when it carries erasures).
+
+    JSON: {"name", "location", "token_file"}.
     """
     settings = state(ctx)
-    added = settings.open(ctx).store.add_remote(name, location)
+    added = settings.open(ctx).store.add_remote(name, location, token_file=token_file)
     if settings.json:
         emit(added)
 
@@ -104,9 +143,13 @@ def remote_remove(
 
 def clone(
     ctx: typer.Context,
-    source: Annotated[str, typer.Argument(metavar="URL", help="The store to clone: a directory or a URL.")],
+    source: Annotated[
+        str,
+        typer.Argument(metavar="URL", help="The store to clone: a directory, a URL, or http://HOST:PORT."),
+    ],
     path: Annotated[str, typer.Argument(metavar="PATH", help="Where to create the new store.")],
     all_tenants: AllTenantsOpt = False,
+    token_file: TokenFileOpt = None,
     author: AuthorOpt = None,
 ) -> None:
     """Create a store at PATH holding the history of the store at URL.
@@ -116,6 +159,10 @@ def clone(
     branch, checked out. One tenant (--tenant, else default) is cloned, or
     every one with --all-tenants. PATH must not exist, or be empty, or hold a
     store with nothing in it yet. A clone that fails leaves nothing at PATH.
+
+    From a store mnemo serve serves (http://HOST:PORT), the token (MNEMO_TOKEN,
+    else --token-file PATH, which origin keeps for later fetches and pushes)
+    names the one tenant cloned, which --tenant defaults to.
 
     A clone killed part-way leaves PATH marked as an unfinished clone: every
     command there warns, 'mnemo fsck' reports it (exit 1), and running the same
@@ -127,9 +174,11 @@ def clone(
     repo = Repo.clone(
         source,
         path,
-        tenant=settings.tenant or DEFAULT_TENANT,
+        tenant=settings.tenant,
         all_tenants=all_tenants,
         author=author_or_default(author),
+        token=_token(),
+        token_file=token_file,
     )
     ctx.call_on_close(repo.close)
     tracked = repo.remote_branches()
@@ -160,14 +209,16 @@ def fetch(
     Exactly the objects this store lacks are copied and each is hash-checked;
     redaction records come too, and what they erased there is erased here. Local
     branches do not move: merge NAME/BRANCH (or use pull). A remote-tracking ref
-    whose branch is gone there is deleted.
+    whose branch is gone there is deleted. A remote served over HTTP takes a
+    read token (MNEMO_TOKEN, else its token file) and answers in a few round
+    trips besides the objects themselves.
 
     JSON: {"kind", "remote", "location", "tenants": [{"tenant", "commits",
     "objects", "bytes", "redactions", "refs": [{"ref", "old", "new", "forced"}]}]}.
     """
     settings = state(ctx)
     repo = settings.open(ctx)
-    report = repo.fetch(remote, all_tenants=all_tenants, author=author_or_default(author))
+    report = repo.fetch(remote, all_tenants=all_tenants, author=author_or_default(author), token=_token())
     _report_sync(settings, report)
 
 
@@ -214,6 +265,7 @@ def pull(
         strategy=strategy,
         author=author_or_default(author),
         allow_unrelated_histories=allow_unrelated,
+        token=_token(),
     )
     if settings.json:
         emit(report)
@@ -241,13 +293,22 @@ def push(
     it lacks (erasing those bytes there too). Its branch then moves in one
     transaction, only forward: when it has commits this branch lacks, the push
     is refused (exit 4): pull, then push again, or --force to drop them there.
-    Of two pushes racing to one branch, one lands and the other exits 4.
+    Of two pushes racing to one branch, one lands and the other exits 4. A
+    remote served over HTTP takes a write token (MNEMO_TOKEN, else its token
+    file), and an admin token when the push carries erasures it lacks (exit 7).
 
     JSON: as fetch, with "kind": "push" and "refs" naming the remote's branch.
     """
     settings = state(ctx)
     repo = settings.open(ctx)
-    report = repo.push(remote, branch, force=force, all_tenants=all_tenants, author=author_or_default(author))
+    report = repo.push(
+        remote,
+        branch,
+        force=force,
+        all_tenants=all_tenants,
+        author=author_or_default(author),
+        token=_token(),
+    )
     _report_sync(settings, report)
 
 

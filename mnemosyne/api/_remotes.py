@@ -2,12 +2,15 @@
 
 A remote is another store, named in this store's configuration with where it
 is (anything :meth:`Store.open` opens: a directory path, a ``postgresql://``
-URL); a caller already holding the other store open may pass it as ``other``.
-History moves by hash (:mod:`mnemosyne.admin.transfer`): the receiving side
-gets exactly the objects it lacks, each hashed on arrival, and its refs move
-last. A fetch moves remote-tracking refs (``refs/remotes/NAME/BRANCH``) here; a
-push moves the remote's branch by compare-and-swap, only forward unless forced.
-A transfer concerns one tenant, or every tenant with ``all_tenants``.
+URL), or a store ``mnemo serve`` serves (``http://…``: one tenant, reached with
+a token, :mod:`mnemosyne.admin.http_remote`); a caller already holding the other
+store open may pass it as ``other``. History moves by hash
+(:mod:`mnemosyne.admin.transfer`), the same steps in a process or over HTTP:
+the receiving side gets exactly the objects it lacks, each hashed on arrival,
+and its refs move last. A fetch moves remote-tracking refs
+(``refs/remotes/NAME/BRANCH``) here; a push moves the remote's branch by
+compare-and-swap, only forward unless forced. A transfer concerns one tenant,
+or every tenant with ``all_tenants`` (not over HTTP, where a token reaches one).
 
 Every read and write of a tenant, on either side, goes through a tenant
 handle, so each transaction checks that the tenant is still the one it was
@@ -17,20 +20,30 @@ bound to. :class:`~mnemosyne.api.repo.Repo`'s ``fetch``, ``push``, ``pull``,
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mnemosyne.admin.transfer import Sent, transfer
+from mnemosyne.admin import wire
+from mnemosyne.admin.transfer import (
+    LocalDestination,
+    LocalSender,
+    Offer,
+    Sender,
+    Sent,
+    exchange,
+    transfer,
+)
 from mnemosyne.api._branch_service import BranchService
 from mnemosyne.api._handle import Clock, Handle
 from mnemosyne.api.store import Location, Store, store_path
-from mnemosyne.errors import InvalidInput, NotFound, RefConflict
+from mnemosyne.errors import AccessDenied, InvalidInput, NotFound, RefConflict
 from mnemosyne.index.view import WriteView
 from mnemosyne.model.choices import MergeStrategy
-from mnemosyne.model.defaults import DEFAULT_BRANCH
+from mnemosyne.model.defaults import DEFAULT_AUTHOR, DEFAULT_BRANCH, DEFAULT_TENANT
 from mnemosyne.model.objects import Commit
 from mnemosyne.model.reports import PullReport, RefUpdate, SyncReport, TenantSync
 from mnemosyne.store import remote_config, tenancy
@@ -39,6 +52,7 @@ from mnemosyne.store.kv.datafile import DATA_FILE, is_lmdb_file
 from mnemosyne.store.refs import BRANCH_PREFIX, REMOTE_PREFIX, check_branch_name
 
 if TYPE_CHECKING:
+    from mnemosyne.admin.http_remote import HttpRemote
     from mnemosyne.history.branches import Resolution
 
 ORIGIN = "origin"
@@ -46,13 +60,20 @@ ORIGIN = "origin"
 
 
 def fetch(
-    here: Store, handle: Handle, remote: str, *, other: Store | None, all_tenants: bool, author: str
+    here: Store,
+    handle: Handle,
+    remote: str,
+    *,
+    other: Store | None,
+    all_tenants: bool,
+    author: str,
+    token: str | None = None,
 ) -> SyncReport:
     """Bring in a remote's branches as remote-tracking refs (the work of :meth:`Repo.fetch`)."""
-    location, there, opened = _open(here, remote, other, readonly=True)
+    location, there, opened = _open(here, remote, other, readonly=True, token=token)
     try:
-        tenants = there.tenants() if all_tenants else [handle.tenant]
-        parts = [_fetch_tenant(here, handle, there, remote, tenant, author) for tenant in tenants]
+        tenants = _tenants(there, remote, handle, all_tenants)
+        parts = [_fetch_tenant(here, handle, there, remote, tenant, author)[0] for tenant in tenants]
     finally:
         if opened:
             there.close()
@@ -69,6 +90,7 @@ def push(
     other: Store | None,
     all_tenants: bool,
     author: str,
+    token: str | None = None,
 ) -> SyncReport:
     """Send a branch and move the remote's branch of that name (the work of :meth:`Repo.push`)."""
     if branch is not None:
@@ -80,8 +102,10 @@ def push(
                 view.txn
             ):
                 raise NotFound(f"no branch named {name!r} to push")
-    location, there, opened = _open(here, remote, other, readonly=False)
+    location, there, opened = _open(here, remote, other, readonly=False, token=token)
     try:
+        if all_tenants:
+            _tenants(there, remote, handle, all_tenants)  # refused over HTTP
         tenants = here.tenants() if all_tenants else [handle.tenant]
         parts = [
             _push_tenant(here, handle, there, remote, tenant, branch, force, author, skip_empty=all_tenants)
@@ -105,6 +129,7 @@ def pull(
     strategy: MergeStrategy | None,
     resolutions: Mapping[str, Resolution] | None,
     allow_unrelated: bool = False,
+    token: str | None = None,
 ) -> PullReport:
     """:func:`fetch`, then merge ``REMOTE/BRANCH`` into the current branch (the work of :meth:`Repo.pull`).
 
@@ -115,7 +140,7 @@ def pull(
         check_branch_name(branch)
     if not isinstance(allow_unrelated, bool):  # told before anything is fetched
         raise InvalidInput("allow_unrelated_histories must be True or False")
-    fetched = fetch(here, handle, remote, other=other, all_tenants=False, author=author)
+    fetched = fetch(here, handle, remote, other=other, all_tenants=False, author=author, token=token)
     with handle.read() as view:
         name = branch or view.refs.head_branch(view.txn)
         tracking = f"{remote}/{name}"
@@ -145,30 +170,48 @@ def clone(
     source: Location | Store,
     path: Location,
     *,
-    tenant: str,
+    tenant: str | None,
     all_tenants: bool,
     clock: Clock,
     author: str,
-) -> Store:
+    token: str | None = None,
+    token_file: Location | None = None,
+) -> tuple[Store, str]:
     """A new store at ``path`` holding the history of ``source`` (the work of :meth:`Repo.clone`).
 
-    A clone that fails leaves nothing at ``path``. One killed part-way leaves a
-    store marked as an unfinished clone (:class:`remote_config.UnfinishedClone`,
-    written with the store's first records): the same clone run again resumes
-    it, fetching only what is still missing, and clears the mark last.
+    The store and the tenant cloned (``tenant``; when None, the default one, or
+    over HTTP the one the token reaches). A clone that fails leaves nothing at
+    ``path``. One killed part-way leaves a store marked as an unfinished clone
+    (:class:`remote_config.UnfinishedClone`, written with the store's first
+    records): the same clone run again resumes it, fetching only what is still
+    missing, and clears the mark last.
     """
-    tenancy.check_tenant_name(tenant)
+    if tenant is not None:
+        tenancy.check_tenant_name(tenant)
     target = store_path(path)
     existed = target.exists()
+    kept: str | None = None
+    other: Store | HttpRemote
     if isinstance(source, Store):
         other, location = source, None
     else:
         location = remote_config.location_text(source)
-        if "://" not in location and Path(location).resolve() == target.resolve():
-            raise InvalidInput(f"{location} is the store being cloned into")
-        other = Store.open(location, readonly=True)
+        if token_file is not None:
+            if not remote_config.is_http(location):
+                raise InvalidInput("a token file is for a store served over HTTP (mnemo serve)")
+            kept = _path_text(token_file)
+        if remote_config.is_http(location):
+            if all_tenants:
+                raise InvalidInput(_ONE_TENANT.format(what="clone", remote=location))
+            other = _connect(location, ORIGIN, token, kept)
+            tenant = tenant or other.tenant
+        else:
+            if "://" not in location and Path(location).resolve() == target.resolve():
+                raise InvalidInput(f"{location} is the store being cloned into")
+            other = Store.open(location, readonly=True)
+    tenant = tenant or DEFAULT_TENANT
     try:
-        return _clone_into(other, location, target, tenant, all_tenants, clock, author)
+        return _clone_into(other, location, target, tenant, all_tenants, clock, author, kept), tenant
     except BaseException:
         if not existed:
             shutil.rmtree(target, ignore_errors=True)  # a failed clone leaves nothing behind
@@ -181,14 +224,93 @@ def clone(
 # -- the parts ------------------------------------------------------------------------
 
 
-def _open(here: Store, remote: str, other: Store | None, *, readonly: bool) -> tuple[str, Store, bool]:
-    """``(location as shown, open store, whether this call opened it)`` of a remote."""
+_ONE_TENANT = (
+    "{remote} is served over HTTP, where a token reaches one tenant: {what} without --all-tenants "
+    "(all_tenants), one tenant at a time, each with its own token"
+)
+
+
+def _open(
+    here: Store, remote: str, other: Store | None, *, readonly: bool, token: str | None
+) -> tuple[str, Store | HttpRemote, bool]:
+    """``(location as shown, the remote opened, whether this call opened it)`` of a remote."""
     remote_config.check_remote_name(remote)
     if other is not None:
         known = {found.name: found.location for found in here.remotes()}.get(remote)
         return known or other.where, other, False
     location = here.remote_location(remote)
+    if remote_config.is_http(location):
+        token_file = next((found.token_file for found in here.remotes() if found.name == remote), None)
+        return location, _connect(location, remote, token, token_file), True
     return remote_config.shown(location), Store.open(location, readonly=readonly), True
+
+
+def _connect(url: str, remote: str, token: str | None, token_file: str | None) -> HttpRemote:
+    """The served store at ``url``, reached with ``token``, else the one in ``token_file``.
+
+    Raises:
+        AccessDenied: no token given, or the server does not honour it.
+        InvalidInput: a token file that cannot be read, or httpx is not installed.
+        NotFound: nothing answers at ``url``.
+    """
+    if token is not None and not isinstance(token, str):
+        raise InvalidInput(f"token must be text, not {type(token).__name__}")
+    if token is None:
+        if token_file is None:
+            raise AccessDenied(
+                f"remote {remote!r} ({url}) is served over HTTP and needs a token: set MNEMO_TOKEN, or give "
+                "the remote a token file (remote add NAME URL --token-file PATH); in Python, token= or "
+                "token_file="
+            )
+        token = _read_token(remote, token_file)
+    try:
+        from mnemosyne.admin.http_remote import HttpRemote
+    except ImportError:
+        raise InvalidInput(
+            f"remote {remote!r} is served over HTTP, which needs httpx: pip install 'mnemosyne[client]'"
+        ) from None
+    return HttpRemote(url, token, name=remote)
+
+
+def _read_token(remote: str, path: str) -> str:
+    try:
+        text = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise InvalidInput(
+            f"remote {remote!r}: cannot read its token file {path}: {error.strerror}"
+        ) from None
+    except UnicodeDecodeError:
+        raise InvalidInput(f"remote {remote!r}: its token file {path} is not text") from None
+    if not text:
+        raise InvalidInput(f"remote {remote!r}: its token file {path} is empty")
+    return text
+
+
+def _path_text(path: Location) -> str:
+    if not isinstance(path, str | os.PathLike) or not os.fspath(path):
+        raise InvalidInput("token_file must be the path of a file")
+    text = os.path.abspath(os.fspath(path))
+    if not Path(text).is_file():
+        raise InvalidInput(f"token file {text}: no such file")
+    return str(text)
+
+
+def _tenants(there: Store | HttpRemote, remote: str, handle: Handle, all_tenants: bool) -> list[str]:
+    """The tenants a fetch from ``there`` concerns: this handle's, or (not over HTTP) every one there."""
+    if not all_tenants:
+        return [handle.tenant]
+    if not isinstance(there, Store):
+        raise InvalidInput(_ONE_TENANT.format(what="fetch and push", remote=f"remote {remote!r}"))
+    return there.tenants()
+
+
+def _reaches(there: HttpRemote, remote: str, tenant: str) -> None:
+    """Refuse a tenant other than the one the remote's token reaches."""
+    if there.tenant != tenant:
+        raise NotFound(
+            f"remote {remote!r} has no tenant {tenant!r} that its token reaches (the token is for "
+            f"tenant {there.tenant!r})"
+        )
 
 
 def _tenant(here: Store, handle: Handle, tenant: str) -> Handle:
@@ -207,25 +329,34 @@ def _source(handle: Handle, there: Store, remote: str, tenant: str) -> Handle:
 
 
 def _fetch_tenant(
-    here: Store, handle: Handle, there: Store, remote: str, tenant: str, author: str
-) -> TenantSync:
+    here: Store, handle: Handle, there: Store | HttpRemote, remote: str, tenant: str, author: str
+) -> tuple[TenantSync, Offer]:
+    """Fetch one tenant; what the remote offered too (its head and branches, for a clone)."""
     local = _tenant(here, handle, tenant)
+    if isinstance(there, Store):
+        with _source(handle, there, remote, tenant).read() as source:
+            return _fetch_from(LocalSender(source), local, handle, remote, tenant, author)
+    _reaches(there, remote, tenant)
+    return _fetch_from(there, local, handle, remote, tenant, author)
+
+
+def _fetch_from(
+    sender: Sender, local: Handle, handle: Handle, remote: str, tenant: str, author: str
+) -> tuple[TenantSync, Offer]:
     now = handle.now()
-    with _source(handle, there, remote, tenant).read() as source:
-        branches = list(source.refs.branches(source.txn))
-        sent, moved = transfer(
-            source,
-            local,
-            [tip for _, tip in branches],
-            lambda view: _track(view, remote, branches, now, author),
-        )
-    return _part(tenant, sent, moved)
+    destination = LocalDestination(local)
+    done = exchange(sender, destination, None)  # every branch there
+    branches = done.offer.branches
+    done.sent.commits, moved = destination.finish(
+        done.commits, lambda view: _track(view, remote, branches, now, author)
+    )
+    return _part(tenant, done.sent, moved), done.offer
 
 
 def _push_tenant(
     here: Store,
     handle: Handle,
-    there: Store,
+    there: Store | HttpRemote,
     remote: str,
     tenant: str,
     branch: str | None,
@@ -247,10 +378,21 @@ def _push_tenant(
             ):
                 raise InvalidInput(f"branch {name!r} has no commits yet: nothing to push")
             raise NotFound(f"no branch named {name!r} to push")
-        receiving = handle.on(there.kv, tenant, create=True, where=there.where)
-        sent, moved = transfer(
-            source, receiving, [tip], lambda view: _move_branch(view, remote, name, tip, force, now, author)
-        )
+        if isinstance(there, Store):
+            receiving = handle.on(there.kv, tenant, create=True, where=there.where)
+            sent, moved = transfer(
+                source,
+                receiving,
+                [tip],
+                lambda view: move_branch(view, remote, name, tip, force, now, author),
+            )
+        else:
+            _reaches(there, remote, tenant)
+            done = exchange(LocalSender(source), there, [tip])
+            who = None if author == DEFAULT_AUTHOR else author  # the server then names the token's
+            move = wire.Move(remote=remote, branch=name, tip=tip, force=force, author=who)
+            done.sent.commits, moved = there.finish(done.commits, move)
+            sent = done.sent
     # Where the remote's branch now is, as a fetch would record it.
     local.write(lambda view: _track_one(view, remote, name, tip, now, author, "push"))
     return _part(tenant, sent, [moved] if moved is not None else [])
@@ -298,7 +440,7 @@ def _track(
     return [update for update in found if update is not None]
 
 
-def _move_branch(
+def move_branch(
     view: WriteView, remote: str, branch: str, tip: bytes, force: bool, now: datetime, author: str
 ) -> RefUpdate | None:
     """Move the remote's ``branch`` to ``tip`` by compare-and-swap: forward only, unless forced."""
@@ -320,20 +462,28 @@ def _move_branch(
 
 
 def _clone_into(
-    other: Store,
+    other: Store | HttpRemote,
     location: str | None,
     target: Path,
     tenant: str,
     all_tenants: bool,
     clock: Clock,
     author: str,
+    token_file: str | None,
 ) -> Store:
-    tenants = other.tenants() if all_tenants else [tenant]
-    if tenant not in other.tenants():
-        raise NotFound(f"the store cloned has no tenant {tenant!r}")
-    wanted = remote_config.UnfinishedClone(
-        source=location if location is not None else other.where, tenant=tenant, all_tenants=all_tenants
-    )
+    if isinstance(other, Store):
+        tenants = other.tenants() if all_tenants else [tenant]
+        if tenant not in other.tenants():
+            raise NotFound(f"the store cloned has no tenant {tenant!r}")
+        source = location if location is not None else other.where
+    else:
+        if tenant != other.tenant:
+            raise NotFound(
+                f"the store cloned has no tenant {tenant!r} that the token reaches (the token is for "
+                f"tenant {other.tenant!r})"
+            )
+        tenants, source = [tenant], other.url
+    wanted = remote_config.UnfinishedClone(source=source, tenant=tenant, all_tenants=all_tenants)
     store = _destination(target, wanted)
     try:
 
@@ -342,12 +492,14 @@ def _clone_into(
                 remote_config.begin_clone(txn, wanted)
                 if location is not None:
                     remote_config.put(txn, ORIGIN, location)
+                if token_file is not None:
+                    remote_config.put_token_file(txn, ORIGIN, token_file)
 
         store.kv.transact(begin)
         for name in tenants:
             handle = Handle.open(store.kv, name, create=True, where=store.where, clock=clock)
-            fetch(store, handle, ORIGIN, other=other, all_tenants=False, author=author)
-            _check_out(handle, _source(handle, other, ORIGIN, name), author)
+            _, offer = _fetch_tenant(store, handle, other, ORIGIN, name, author)
+            _check_out(handle, offer, author)
         store.kv.transact(remote_config.finish_clone)
         return store
     except BaseException:
@@ -398,11 +550,10 @@ def _same_clone(found: remote_config.UnfinishedClone, wanted: remote_config.Unfi
     )
 
 
-def _check_out(local: Handle, source: Handle, author: str) -> None:
-    """Make the cloned store's current branch a local branch here, and the current one."""
-    with source.read() as view:
-        head = view.refs.head_branch(view.txn) or DEFAULT_BRANCH
-        tip = view.refs.read(view.txn, BRANCH_PREFIX + head)
+def _check_out(local: Handle, offer: Offer, author: str) -> None:
+    """Make the cloned store's current branch (as the fetch found it) a local branch here, the current one."""
+    head = offer.head or DEFAULT_BRANCH
+    tip = dict(offer.branches).get(head)
     now = local.now()
 
     def work(view: WriteView) -> None:

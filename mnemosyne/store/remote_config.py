@@ -3,8 +3,11 @@
 A remote is store-wide, like a setting: every tenant of the store may fetch from
 and push to it, each into its own tenant there. The value is the remote's
 location as :meth:`mnemosyne.Store.open` takes it: an absolute directory path,
-or a URL (``postgresql://…``). What was fetched lands per tenant in
-remote-tracking refs (``refs/remotes/<name>/<branch>``), owned by
+or a URL (``postgresql://…``), or the URL of a served store (``http://…``,
+``https://…``, as ``mnemo serve`` prints it). A served store is reached with a
+token, never kept in its URL: the path of a file holding it may be kept beside
+the remote (``meta`` · ``remote-token-file/<name>``). What was fetched lands per
+tenant in remote-tracking refs (``refs/remotes/<name>/<branch>``), owned by
 :class:`~mnemosyne.store.refs.RefStore`.
 
 A store that a clone is still making carries a record of that clone
@@ -19,6 +22,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -27,6 +31,7 @@ from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
 from mnemosyne.store.kv.location import is_postgres_url, shown_url
 
 _PREFIX = b"remote/"
+_TOKEN_FILE = b"remote-token-file/"  # outside the remote/ prefix: never listed as a remote
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
 _CLONE_KEY = b"clone-unfinished"  # outside the remote/ prefix: never listed as a remote
 
@@ -84,7 +89,39 @@ def location_text(location: object) -> str:
     text = os.fspath(location)
     if not isinstance(text, str) or not text:
         raise InvalidInput("a remote's location must be a non-empty path or URL")
+    if is_http(text):
+        return check_http_url(text)
     return text if "://" in text else os.path.abspath(text)
+
+
+def is_http(location: str) -> bool:
+    """Whether ``location`` is the URL of a served store (``http://`` or ``https://``)."""
+    return location.lower().startswith(("http://", "https://"))
+
+
+def check_http_url(url: str) -> str:
+    """Return the URL of a served store as kept (without a trailing ``/``), else raise.
+
+    Raises:
+        InvalidInput: a URL holding a user or a token (``remote -v`` prints the
+            URL: the token goes in a file or the environment instead), a query,
+            a fragment, or no host.
+    """
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError as error:
+        raise InvalidInput(f"{url!r} is not a URL a served store answers at ({error})") from None
+    if parts.username is not None or parts.password is not None:
+        raise InvalidInput(
+            "a served store's URL holds no user or token (it is printed by 'remote -v'): give the "
+            "token in MNEMO_TOKEN or a file ('--token-file PATH'; token_file= or token= in Python)"
+        )
+    if not parts.hostname:
+        raise InvalidInput(f"{url!r} names no host")
+    if parts.query or parts.fragment:
+        raise InvalidInput(f"{url!r}: a served store's URL takes no query or fragment")
+    return url.rstrip("/")
 
 
 def shown(location: str) -> str:
@@ -161,13 +198,27 @@ def put(txn: WriteTxn, name: str, location: str, *, replace: bool = False) -> No
 
 
 def delete(txn: WriteTxn, name: str) -> None:
-    """Forget remote ``name``.
+    """Forget remote ``name`` (and the path of its token file).
 
     Raises:
         NotFound: no remote by that name.
     """
     if not txn.delete(Space.META, _PREFIX + check_remote_name(name).encode()):
         raise NotFound(f"no remote named {name!r}")
+    txn.delete(Space.META, _TOKEN_FILE + name.encode())
+
+
+def put_token_file(txn: WriteTxn, name: str, path: str) -> None:
+    """Keep the path of the file holding remote ``name``'s token (the token itself is never kept)."""
+    if not isinstance(path, str) or not path or "\x00" in path:
+        raise InvalidInput("a token file's path must be non-empty text")
+    txn.put(Space.META, _TOKEN_FILE + check_remote_name(name).encode(), path.encode())
+
+
+def token_file(txn: ReadTxn, name: str) -> str | None:
+    """The path of the file holding remote ``name``'s token, if one was given."""
+    value = txn.get(Space.META, _TOKEN_FILE + check_remote_name(name).encode())
+    return _text(value) if value is not None else None
 
 
 def every(txn: ReadTxn) -> Iterator[tuple[str, str]]:
