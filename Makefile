@@ -16,7 +16,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test,embed,langgraph,mcp,postgres,ui]'
+	$(BIN)/python -m pip install --quiet -e '.[test,embed,langgraph,mcp,postgres,ui,serve,client]'
 	touch $(STAMP)
 
 demo: $(STAMP)

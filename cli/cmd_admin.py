@@ -15,7 +15,7 @@ from mnemosyne.model.defaults import DEFAULT_TENANT
 from . import exits
 from .cmd_recall import progress_bar
 from .render import emit, note, say, short
-from .state import State, state
+from .state import State, index_cache, state
 
 TenantArg = Annotated[str, typer.Argument(metavar="NAME", help="The tenant name ([a-z0-9][a-z0-9_-]*).")]
 
@@ -30,7 +30,8 @@ tenant_app = typer.Typer(
 
 def _open_store(ctx: typer.Context, settings: State, *, readonly: bool) -> Store:
     """The whole store, closed when the command ends (whatever --tenant says)."""
-    store = Store.open(settings.store_path(), readonly=readonly)
+    path = settings.store_path()
+    store = Store.open(path, readonly=readonly, index_cache=index_cache(path))
     ctx.call_on_close(store.close)
     return store
 

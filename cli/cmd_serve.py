@@ -27,7 +27,7 @@ from mnemosyne import InvalidInput, MnemoError, Store
 from mnemosyne.model.defaults import DEFAULT_TENANT
 
 from .render import note
-from .state import EMBEDDER_ENV, state
+from .state import EMBEDDER_ENV, index_cache, state
 
 _SERVE_MODULES = {"uvicorn", "h11", "click", "anyio", "sniffio", "idna"}
 _SIZE = re.compile(r"(\d+)([KMG]?)i?B?", re.IGNORECASE)
@@ -154,7 +154,8 @@ def serve(
             f"mnemo serve needs the 'serve' extra ({error.name} is missing): pip install 'mnemosyne[serve]'"
         ) from None
     family, address = _address(host)
-    store = Store.open(settings.store_path(), readonly="auto")
+    path = settings.store_path()
+    store = Store.open(path, readonly="auto", index_cache=index_cache(path))
     try:
         now = datetime.now(UTC)
         live = [token for token in store.tokens() if not token.expired(now)]

@@ -1,7 +1,8 @@
 """What every command shares: the global options, finding and opening the store, the author.
 
 Only the CLI reads the environment (``MNEMO_DIR``, ``MNEMO_AUTHOR``,
-``MNEMO_EMBEDDER``) and the current directory; the library gets plain values.
+``MNEMO_EMBEDDER``, ``MNEMO_INDEX_CACHE``, ``XDG_CACHE_HOME``) and the current
+directory; the library gets plain values.
 """
 
 import getpass
@@ -23,6 +24,30 @@ STORE_DIR = ".mnemo"
 
 EMBEDDER_ENV = "MNEMO_EMBEDDER"
 """When set, the embedder every opened store uses in this process, instead of its setting."""
+
+INDEX_CACHE_ENV = "MNEMO_INDEX_CACHE"
+"""Where the saved approximate index of a large store is kept (``none``: nowhere)."""
+
+
+def index_cache(location: Path | str) -> Path | None:
+    """The ``index_cache`` to open a store with: ``MNEMO_INDEX_CACHE``, else a default.
+
+    A store directory keeps its index inside itself unless ``MNEMO_INDEX_CACHE``
+    names another directory; a PostgreSQL store keeps it in
+    ``$XDG_CACHE_HOME/mnemosyne/index`` (``~/.cache/mnemosyne/index``), so every
+    ``mnemo`` process on this machine maps it instead of building it.
+    ``MNEMO_INDEX_CACHE=none`` keeps none (each process builds its own).
+    """
+    given = os.environ.get(INDEX_CACHE_ENV, "")
+    if given == "none":
+        return None
+    if given:
+        return Path(given).expanduser()
+    if postgres_url(str(location)) is None:
+        return None
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
+    return Path(cache) / "mnemosyne" / "index"
+
 
 AuthorOpt = Annotated[
     str | None,
@@ -128,7 +153,12 @@ class State:
             embedder ``MNEMO_EMBEDDER`` names when it is set.
         """
         path = self.store_path()
-        repo = Repo.open(path, tenant=tenant or self.tenant or DEFAULT_TENANT, readonly=readonly)
+        repo = Repo.open(
+            path,
+            tenant=tenant or self.tenant or DEFAULT_TENANT,
+            readonly=readonly,
+            index_cache=index_cache(path),
+        )
         ctx.call_on_close(repo.close)
         unfinished = repo.store.unfinished_clone
         if unfinished is not None:

@@ -21,6 +21,7 @@ OWNERS: dict[str, set[str]] = {
     "store/settings.py": {"META"},
     "store/pending.py": {"META"},
     "store/remote_config.py": {"META"},
+    "store/tokens.py": {"META"},
     "index/graph.py": {"INDEX"},
     "index/changes.py": {"INDEX"},
     "index/recall_queue.py": {"RECALL"},

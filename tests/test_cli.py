@@ -522,7 +522,7 @@ def test_the_app_module_registers_exactly_the_issue_commands() -> None:
     group = typer.main.get_command(app)
     built = {name: group.get_command(None, name) for name in group.list_commands(None)}  # type: ignore[attr-defined]
     assert all(command is not None and command.name == name for name, command in built.items())
-    groups = {"tenant", "config", "remote"}
+    groups = {"tenant", "config", "remote", "token"}
     assert {name for name, command in built.items() if hasattr(command, "commands")} == groups
     names = sorted(name for name in COMMANDS if name not in groups)
     assert names == sorted(
@@ -558,6 +558,7 @@ def test_the_app_module_registers_exactly_the_issue_commands() -> None:
             "reads",
             "mcp",
             "ui",
+            "serve",
             "clone",
             "fetch",
             "pull",

@@ -50,6 +50,11 @@ class ErasureService:
                     found[value] = record
         return found
 
+    def erasures(self) -> int:
+        """The work of :meth:`Repo.erasures`."""
+        with self._handle.read() as view:
+            return view.objects.erasures(view.txn)
+
     def forget_expired(self, reason: str, author: str) -> ForgetReport:
         """The work of :meth:`Repo.forget_expired`."""
         _check_reason(reason)

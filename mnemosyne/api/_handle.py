@@ -19,7 +19,7 @@ from typing import Self, TypeVar
 from mnemosyne.errors import InvalidInput
 from mnemosyne.history.revisions import Rev, resolve
 from mnemosyne.index.view import Stores, View, WriteView
-from mnemosyne.store.kv.base import KV, ReadTxn, WriteTxn
+from mnemosyne.store.kv.base import KV, ReadTxn, Space, WriteTxn
 from mnemosyne.store.refs import BRANCH_PREFIX
 from mnemosyne.store.tenancy import check_bound, open_tenant
 
@@ -108,6 +108,23 @@ class Handle:
     def read(self) -> _Viewing:
         """A view of one snapshot (refused when the tenant was dropped since): a context manager."""
         return _Viewing(self)
+
+    def view(
+        self, fn: Callable[[View], T], scans: list[tuple[Space, bytes, bytes | None, bool]] | None = None
+    ) -> T:
+        """Run ``fn`` on a view of one snapshot, after the same check as :meth:`read`.
+
+        ``fn`` may run more than once (no side effects): a backend may try it first
+        on a cheaper snapshot (PostgreSQL: one statement, no transaction; see
+        ``KV.view``). For short reads such as a ``get``, which that makes one round trip;
+        ``scans`` that ``fn`` will make are read in that round trip too.
+        """
+
+        def work(txn: ReadTxn) -> T:
+            check_bound(txn, self.tenant, self.stores.scope)
+            return fn(View(self.stores, txn))
+
+        return self.kv.view(work, fn.__code__, scans)
 
     def write(self, fn: Callable[[WriteView], T]) -> T:
         """Run ``fn`` in one write transaction (the backend may run it again: no side effects)."""

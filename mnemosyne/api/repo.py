@@ -22,17 +22,18 @@ parameter so record time is testable.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from mnemosyne.api import _remotes
+from mnemosyne.api import _remote_side, _remotes
 from mnemosyne.api._branch_service import BranchService
 from mnemosyne.api._erasure_service import ErasureService
 from mnemosyne.api._handle import Clock, Handle, Resource, system_clock
-from mnemosyne.api._history_service import HistoryService
+from mnemosyne.api._history_service import HistoryService, Ids
 from mnemosyne.api._maintenance_service import MaintenanceService
 from mnemosyne.api._recall_service import RecallService, Scope
 from mnemosyne.api.store import Location, Store
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
         Contradiction,
         Diff,
         Fact,
+        History,
         Hit,
         MergeResult,
         PendingRecall,
@@ -106,7 +108,7 @@ class Repo(Resource):
         self._handle = handle
         self._history = HistoryService(handle)
         self._branches = BranchService(handle)
-        self._recall = RecallService(handle)
+        self._recall = RecallService(handle, store.index_location)
         self._erasure = ErasureService(handle, store.compact)
         self._maintenance = MaintenanceService(handle)
 
@@ -122,6 +124,7 @@ class Repo(Resource):
         max_map_size: int = DEFAULT_MAX_MAP_SIZE,
         sync: bool = True,
         embedder: Embedder | str | None = None,
+        index_cache: str | os.PathLike[str] | None = None,
     ) -> Repo:
         """Create a new store in the directory ``path`` and open its default tenant.
 
@@ -130,7 +133,9 @@ class Repo(Resource):
         Raises:
             InvalidInput: if a store (or any other file) is already there.
         """
-        store = Store.init(path, map_size=map_size, max_map_size=max_map_size, sync=sync)
+        store = Store.init(
+            path, map_size=map_size, max_map_size=max_map_size, sync=sync, index_cache=index_cache
+        )
         return cls._bound(store, DEFAULT_TENANT, False, clock, embedder, owned=True)
 
     @classmethod
@@ -146,6 +151,7 @@ class Repo(Resource):
         max_map_size: int = DEFAULT_MAX_MAP_SIZE,
         sync: bool = True,
         embedder: Embedder | str | None = None,
+        index_cache: str | os.PathLike[str] | None = None,
     ) -> Repo:
         """Open one tenant of a store: a store at a location, or one already open.
 
@@ -169,12 +175,15 @@ class Repo(Resource):
             embedder: the embedder for semantic search (an ``Embedder`` or a name:
                 ``hash``, ``hash-DIM``, ``minilm``, ``none``); default: the store's
                 ``embedder`` setting.
+            index_cache: a directory for the saved approximate index of semantic
+                search (default: inside a store directory; none for PostgreSQL:
+                see :meth:`Store.open`).
 
         Raises:
             NotFound: no store at ``path``, or an unknown tenant without ``create``.
             InvalidInput: a store of a newer format, or a bad tenant name; with an
                 open ``Store``, an opening option (``readonly``, ``map_size``,
-                ``max_map_size``, ``sync``) other than the store's own.
+                ``max_map_size``, ``sync``, ``index_cache``) other than the store's own.
         """
         tenancy.check_tenant_name(tenant)
         if isinstance(path, Store):
@@ -185,6 +194,7 @@ class Repo(Resource):
                     ("map_size", map_size, DEFAULT_MAP_SIZE),
                     ("max_map_size", max_map_size, DEFAULT_MAX_MAP_SIZE),
                     ("sync", sync, True),
+                    ("index_cache", index_cache, None),
                 )
                 if given != default and not (name == "readonly" and not given)
             ]
@@ -194,7 +204,14 @@ class Repo(Resource):
                     f"not to Repo.open of a store already open"
                 )
             return cls._bound(path, tenant, create, clock, embedder, owned=False)
-        store = Store.open(path, readonly=readonly, map_size=map_size, max_map_size=max_map_size, sync=sync)
+        store = Store.open(
+            path,
+            readonly=readonly,
+            map_size=map_size,
+            max_map_size=max_map_size,
+            sync=sync,
+            index_cache=index_cache,
+        )
         return cls._bound(store, tenant, create, clock, embedder, owned=True)
 
     @classmethod
@@ -208,10 +225,12 @@ class Repo(Resource):
         source: Location | Store,
         path: Location,
         *,
-        tenant: str = DEFAULT_TENANT,
+        tenant: str | None = None,
         all_tenants: bool = False,
         clock: Clock = system_clock,
         author: str = DEFAULT_AUTHOR,
+        token: str | None = None,
+        token_file: Location | None = None,
     ) -> Repo:
         """Create a store at ``path`` holding the history of the store at ``source``; open it.
 
@@ -219,9 +238,14 @@ class Repo(Resource):
         instead, for one not reachable by location: no remote is recorded then).
         Every branch arrives as a remote-tracking ref ``origin/BRANCH``, and the
         source's current branch as a local branch, checked out. One tenant is
-        cloned (``tenant``), or every one with ``all_tenants``; the handle returned
-        is bound to ``tenant``. ``path`` must not exist, or be an empty directory,
-        or hold a store with nothing in it yet.
+        cloned (``tenant``, default ``"default"``), or every one with
+        ``all_tenants``; the handle returned is bound to ``tenant``. ``path`` must
+        not exist, or be an empty directory, or hold a store with nothing in it yet.
+
+        ``source`` may be a store ``mnemo serve`` serves (``http://host:7777``):
+        then the token (``token``, else the one in ``token_file``, whose path
+        ``origin`` keeps for later fetches and pushes; the token itself is never
+        kept) names the one tenant cloned, which ``tenant`` defaults to.
 
         A clone that fails leaves nothing at ``path``. One killed part-way leaves
         a store marked unfinished (:attr:`Store.unfinished_clone`; ``fsck``
@@ -231,13 +255,22 @@ class Repo(Resource):
         Raises:
             InvalidInput: a store holding anything is already at ``path`` (other
                 than an unfinished clone of the same source, tenant and
-                ``all_tenants``), or anything else is.
-            NotFound: no store at ``source``, or it has no such tenant.
+                ``all_tenants``), or anything else is; ``all_tenants`` over HTTP.
+            NotFound: no store at ``source``, or it has no such tenant (over
+                HTTP: not the token's).
+            AccessDenied: a served store without a token, or one it refuses.
         """
-        store = _remotes.clone(
-            source, path, tenant=tenant, all_tenants=all_tenants, clock=clock, author=author
+        store, cloned = _remotes.clone(
+            source,
+            path,
+            tenant=tenant,
+            all_tenants=all_tenants,
+            clock=clock,
+            author=author,
+            token=token,
+            token_file=token_file,
         )
-        return cls._bound(store, tenant, False, clock, None, owned=True)
+        return cls._bound(store, cloned, False, clock, None, owned=True)
 
     @classmethod
     def _bound(
@@ -265,6 +298,7 @@ class Repo(Resource):
 
     def close(self) -> None:
         """Release the handle; a handle that opened its store closes the store too."""
+        self._recall.forget_vectors()  # and the saved index files it maps
         if self._owned:
             self.store.close()
 
@@ -285,6 +319,16 @@ class Repo(Resource):
     def readonly(self) -> bool:
         """Whether the handle refuses writes."""
         return self._handle.readonly
+
+    @property
+    def dropped(self) -> bool:
+        """Whether this handle's tenant was dropped (or dropped and made again) since it opened.
+
+        Such a handle refuses every read and write with ``NotFound``: a process that
+        keeps handles (a server) opens the tenant again.
+        """
+        with self.store.kv.read() as txn:
+            return tenancy.lookup(txn, self.tenant) != self._handle.scope
 
     def now(self) -> datetime:
         """The store's clock, in UTC: the time record times and expiry are judged by.
@@ -450,6 +494,47 @@ class Repo(Resource):
         return self._history.nodes(
             at, as_of, prefix, include_expired, allowed_for, max_sensitivity, verified_within, after
         )
+
+    def ids(self, *, at: Rev | None = None, as_of: TimeLike | None = None, prefix: str | None = None) -> Ids:
+        """The ids in a snapshot (default: HEAD), in order, optionally under ``prefix``, reading no node.
+
+        Cheaper than :meth:`nodes` where only ids are wanted (a listing to page
+        through, then :meth:`histories` of a page): every id in the tree is listed,
+        an expired or erased version's too, as no node is read to judge it. The
+        iterator's ``commit`` is the commit listed (None on a branch with no
+        commits yet): pass it as ``at`` to read the same snapshot again.
+        """
+        return self._history.ids(at, as_of, prefix)
+
+    def histories(
+        self,
+        ids: Iterable[str],
+        *,
+        at: Rev | None = None,
+        as_of: TimeLike | None = None,
+        limit: int | None = None,
+        include_expired: bool = False,
+    ) -> dict[str, History]:
+        """Each of ``ids`` in a snapshot (default: HEAD) with its history, all in one read.
+
+        What :meth:`get` and :meth:`history` say of each id, from one snapshot:
+        on PostgreSQL a few round trips for any number of ids, where each
+        ``history`` costs about four. A face that shows many items with their
+        times (a page of search results) reads them this way.
+
+        Args:
+            ids: the node ids (each once in the answer, in the order given).
+            at: a revision; default HEAD.
+            as_of: read the branch as it was at this record time, per its reflog.
+            limit: at most this many versions of each id, the newest.
+            include_expired: give ``node`` even past its ``expires_at`` (judged at
+                ``as_of`` when given, else now).
+
+        Returns:
+            Per id, a :class:`History`: ``node`` as :meth:`get` reads it (None when
+            absent, expired or erased) and ``versions`` as :meth:`history` gives them.
+        """
+        return self._history.histories(ids, at, as_of, limit, include_expired)
 
     def log(
         self,
@@ -926,6 +1011,19 @@ class Repo(Resource):
         """
         return self._erasure.redactions(hashes)
 
+    def erasures(self) -> int:
+        """A count that grows with every erasure in this tenant: one read, whatever it keeps.
+
+        Every version :meth:`forget` (or ``forget_expired``) erases adds one, and so
+        does every redaction record a restore or a remote brings; nothing takes
+        any away. A face that keeps what it read notes the count when it reads and
+        serves what it kept while both the count and :meth:`tip` are unchanged: a
+        cheaper check than :meth:`redactions` of everything kept, as erasure leaves
+        trees and tips as they were. A store made before the count existed starts
+        it at 0.
+        """
+        return self._erasure.erasures()
+
     def forget(
         self, id: str, reason: str, *, author: str = DEFAULT_AUTHOR, version: str | None = None
     ) -> ForgetReport:
@@ -982,7 +1080,10 @@ class Repo(Resource):
         Raises:
             InvalidInput: ``compact`` while another handle or process has the store open.
         """
-        return self._erasure.gc(grace, compact, expire_reflog)
+        report = self._erasure.gc(grace, compact, expire_reflog)
+        if compact:
+            self._recall.forget_vectors()  # let go of index files compaction replaced
+        return report
 
     # -- maintenance ---------------------------------------------------------
 
@@ -1033,6 +1134,7 @@ class Repo(Resource):
         store: Store | None = None,
         all_tenants: bool = False,
         author: str = DEFAULT_AUTHOR,
+        token: str | None = None,
     ) -> SyncReport:
         """Bring in the history of a remote's branches, as remote-tracking refs ``REMOTE/BRANCH``.
 
@@ -1046,15 +1148,25 @@ class Repo(Resource):
             remote: the remote's name (see :meth:`Store.add_remote`).
             store: that remote, already open (then its location is not opened).
             all_tenants: fetch every tenant of the remote (created here when
-                absent), not only this handle's.
+                absent), not only this handle's (not over HTTP: a token reaches one).
             author: recorded in the reflog entries.
+            token: for a remote served over HTTP, the token to send (a read
+                token of this tenant there); default: the one in the remote's
+                token file. Ignored for other remotes.
 
         Raises:
             NotFound: no such remote, or it has no tenant of this name.
             CorruptObject: an object's bytes do not match its hash.
+            AccessDenied: a served remote without a token, or one it refuses.
         """
         return _remotes.fetch(
-            self.store, self._handle, remote, other=store, all_tenants=all_tenants, author=author
+            self.store,
+            self._handle,
+            remote,
+            other=store,
+            all_tenants=all_tenants,
+            author=author,
+            token=token,
         )
 
     def push(
@@ -1066,6 +1178,7 @@ class Repo(Resource):
         store: Store | None = None,
         all_tenants: bool = False,
         author: str = DEFAULT_AUTHOR,
+        token: str | None = None,
     ) -> SyncReport:
         """Send ``branch`` (default: the current one) to the remote and move its branch of that name there.
 
@@ -1082,13 +1195,18 @@ class Repo(Resource):
             force: move the remote's branch even when commits leave its history.
             store: that remote, already open.
             all_tenants: push ``branch`` (default: each tenant's current branch) of
-                every tenant; tenants without commits are skipped.
-            author: recorded in the reflog entries on both sides.
+                every tenant; tenants without commits are skipped (not over HTTP).
+            author: recorded in the reflog entries on both sides (over HTTP, the
+                default names the token's name there).
+            token: for a remote served over HTTP, the token to send: a write
+                token of this tenant there, or an admin one when the push carries
+                erasures the remote lacks; default: the one in the remote's token file.
 
         Raises:
             RefConflict: the remote's branch has commits this one lacks, without ``force``.
             NotFound: no such remote or branch.
             InvalidInput: the branch has no commits yet.
+            AccessDenied: a served remote without a token, or one it refuses.
         """
         return _remotes.push(
             self.store,
@@ -1099,6 +1217,7 @@ class Repo(Resource):
             other=store,
             all_tenants=all_tenants,
             author=author,
+            token=token,
         )
 
     def pull(
@@ -1112,6 +1231,7 @@ class Repo(Resource):
         message: str | None = None,
         author: str = DEFAULT_AUTHOR,
         allow_unrelated_histories: bool = False,
+        token: str | None = None,
     ) -> PullReport:
         """:meth:`fetch`, then :meth:`merge` ``REMOTE/BRANCH`` into the current branch.
 
@@ -1123,6 +1243,7 @@ class Repo(Resource):
         mistyped remote: another agent's whole memory) is refused unless
         ``allow_unrelated_histories``; the current branch does not move, and
         the fetch stands (its objects and ``REMOTE/BRANCH``), as git keeps it.
+        ``token`` is the fetch's (see :meth:`fetch`).
 
         Raises:
             NotFound: no such remote, or it has no such branch.
@@ -1140,8 +1261,33 @@ class Repo(Resource):
             strategy=strategy,
             resolutions=resolutions,
             allow_unrelated=allow_unrelated_histories,
+            token=token,
         )
 
     def remote_branches(self, remote: str | None = None) -> list[tuple[str, Commit]]:
         """Each remote-tracking ref (``REMOTE/BRANCH``, of ``remote`` only) with its commit, by name."""
         return _remotes.tracking_refs(self._handle, remote)
+
+    def answer_transfer(self, step: str, request: bytes, *, author: str = DEFAULT_AUTHOR) -> bytes:
+        """This tenant's answer to one step of a fetch from it or a push to it over HTTP.
+
+        What ``mnemo serve`` answers at ``POST /v1/tenants/{tenant}/transfer/{step}``:
+        ``request`` and the answer are msgpack messages of
+        :mod:`mnemosyne.admin.wire`. Steps ``offer``, ``plan`` and ``read`` send
+        history (a fetch from here); ``survey``, ``lacking``, ``redact``, ``store``
+        and ``finish`` receive it (a push here), each in a transaction of its
+        own, objects hashed on arrival and the branch moved last by
+        compare-and-swap. Deciding who may run which step is the caller's.
+
+        Args:
+            step: the step's name.
+            request: its message.
+            author: who moves a branch in ``finish`` when the message names nobody.
+
+        Raises:
+            InvalidInput: an unknown step, or a request that is not its message.
+            NotFound: a commit or object asked for that is not here.
+            RefConflict: ``finish`` would move the branch off commits it has, unforced.
+            CorruptObject: an object sent does not match its hash.
+        """
+        return _remote_side.answer(self._handle, step, request, author=author)

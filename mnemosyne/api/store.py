@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import errno
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal, NoReturn
 
 from mnemosyne.api._handle import Clock, Handle, Resource, read_clock, system_clock
 from mnemosyne.errors import InvalidInput, NotFound, StorageFull
+from mnemosyne.model.access import NewToken, Role, Token
 from mnemosyne.model.defaults import DEFAULT_AUTHOR
 from mnemosyne.model.reports import CompactReport, ExportReport, ImportReport, Remote
-from mnemosyne.store import remote_config, settings, tenancy
+from mnemosyne.store import remote_config, settings, tenancy, tokens
 from mnemosyne.store.kv.base import KV, WriteTxn
 from mnemosyne.store.kv.datafile import DATA_FILE, is_lmdb_file
 from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV, discard_new_store
@@ -31,6 +33,8 @@ from mnemosyne.store.refs import REMOTE_PREFIX
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from mnemosyne.recall.index_files import IndexLocation
 
 Location = str | os.PathLike[str]
 """Where a store is: a directory path, or a ``postgresql://`` URL."""
@@ -65,6 +69,19 @@ def _postgres(url: str, **options: bool) -> tuple[KV, str]:
     return kv, kv.display
 
 
+def _index_cache(given: object) -> Path | None:
+    """The ``index_cache`` option as a directory path (None: not given).
+
+    Raises:
+        InvalidInput: neither a path nor None.
+    """
+    if given is None:
+        return None
+    if not isinstance(given, str | os.PathLike) or not os.fspath(given):
+        raise InvalidInput(f"index_cache must be a directory path, not {given!r}")
+    return Path(os.fspath(given)).absolute()
+
+
 def store_path(location: Location) -> Path:
     """The directory a location names.
 
@@ -88,11 +105,14 @@ class Store(Resource):
     and stop working once it is closed.
     """
 
-    def __init__(self, kv: KV, path: Path | None, url: str | None = None) -> None:
+    def __init__(
+        self, kv: KV, path: Path | None, url: str | None = None, index_cache: Path | None = None
+    ) -> None:
         """Use :meth:`init`, :meth:`open` or :meth:`in_memory` instead."""
         self._kv = kv
         self.path = path
         self._url = url
+        self._index_cache = index_cache
 
     # -- opening ----------------------------------------------------------------------
 
@@ -104,6 +124,7 @@ class Store(Resource):
         map_size: int = DEFAULT_MAP_SIZE,
         max_map_size: int = DEFAULT_MAX_MAP_SIZE,
         sync: bool = True,
+        index_cache: str | os.PathLike[str] | None = None,
     ) -> Store:
         """Create a new store in the directory ``location`` (and any missing parents).
 
@@ -112,16 +133,18 @@ class Store(Resource):
             map_size: initial LMDB map size in bytes (the file grows only as written).
             max_map_size: the map doubles on demand up to this size.
             sync: flush every commit to disk before returning (see :meth:`open`).
+            index_cache: where to keep the saved approximate index (see :meth:`open`).
 
         Raises:
             InvalidInput: a store, or anything else, is already there.
             NotFound: a PostgreSQL server that cannot be reached, or has no such database.
             StorageFull: the disk is full (nothing of the store is left behind).
         """
+        cache = _index_cache(index_cache)
         url = postgres_url(location)
         if url is not None:
             kv, shown = _postgres(url, create=True, sync=sync)
-            return cls._initialised(kv, None, shown)
+            return cls._initialised(kv, None, shown, cache)
         where = store_path(location)
         if where.exists():
             if not where.is_dir():
@@ -144,13 +167,13 @@ class Store(Resource):
             raise InvalidInput(f"cannot create {where}: {exc.strerror or exc}") from None
         try:
             kv = LmdbKV(where, create=True, map_size=map_size, max_map_size=max_map_size, sync=sync)
-            return cls._initialised(kv, where, None)
+            return cls._initialised(kv, where, None, cache)
         except StorageFull:
             discard_new_store(where, directory=made)  # a full disk leaves nothing half-made
             raise
 
     @classmethod
-    def _initialised(cls, kv: KV, where: Path | None, url: str | None) -> Store:
+    def _initialised(cls, kv: KV, where: Path | None, url: str | None, cache: Path | None = None) -> Store:
         """A new store on ``kv``: its meta records written, or refused when a store is there."""
         try:
             label = url or str(where)
@@ -164,7 +187,7 @@ class Store(Resource):
         except BaseException:
             kv.close()
             raise
-        return cls(kv, where, url)
+        return cls(kv, where, url, cache)
 
     @classmethod
     def open(
@@ -175,6 +198,7 @@ class Store(Resource):
         map_size: int = DEFAULT_MAP_SIZE,
         max_map_size: int = DEFAULT_MAX_MAP_SIZE,
         sync: bool = True,
+        index_cache: str | os.PathLike[str] | None = None,
     ) -> Store:
         """Open an existing store.
 
@@ -189,18 +213,25 @@ class Store(Resource):
             max_map_size: the map grows on demand up to this size.
             sync: flush every commit to disk before returning (off: faster bulk
                 loads, and a crash may lose the latest commits, never the store).
+            index_cache: a directory to keep the saved approximate index of
+                semantic search in (see :attr:`index_location`), for stores past
+                ``recall.approximate_from``: any process opening the store with the
+                same directory maps it instead of building it. Default: inside a
+                store directory; none for a PostgreSQL store (each handle then
+                builds its own in memory at its first semantic search).
 
         Raises:
             NotFound: no store there.
-            InvalidInput: a store of a newer format.
+            InvalidInput: a store of a newer format, or an ``index_cache`` that is no path.
             CorruptObject: the store file is damaged.
         """
         if readonly not in (True, False, "auto"):
             raise InvalidInput(f"readonly must be True, False or 'auto', not {readonly!r}")
+        cache = _index_cache(index_cache)
         url = postgres_url(location)
         if url is not None:
             kv, shown = _postgres(url, readonly=readonly is True, sync=sync)
-            return cls._checked(kv, None, shown)
+            return cls._checked(kv, None, shown, cache)
         where = store_path(location)
         try:
             present = (where / DATA_FILE).is_file()
@@ -211,10 +242,10 @@ class Store(Resource):
         if readonly == "auto":
             readonly = not (os.access(where, os.W_OK) and os.access(where / DATA_FILE, os.W_OK))
         kv = LmdbKV(where, readonly=readonly, map_size=map_size, max_map_size=max_map_size, sync=sync)
-        return cls._checked(kv, where, None)
+        return cls._checked(kv, where, None, cache)
 
     @classmethod
-    def _checked(cls, kv: KV, where: Path | None, url: str | None) -> Store:
+    def _checked(cls, kv: KV, where: Path | None, url: str | None, cache: Path | None = None) -> Store:
         """An existing store on ``kv``, refused when it is none or of a newer format."""
         try:
             with kv.read() as txn:
@@ -222,7 +253,25 @@ class Store(Resource):
         except BaseException:
             kv.close()
             raise
-        return cls(kv, where, url)
+        return cls(kv, where, url, cache)
+
+    @property
+    def index_location(self) -> IndexLocation | None:
+        """Where the approximate index of semantic search is saved, and whether this handle writes it.
+
+        The ``index_cache`` given at opening (a cache that may hold several
+        stores' files, each named for its store), else the ``recall-index``
+        directory inside a store directory (written only by a writable handle),
+        else None (PostgreSQL without ``index_cache``, or in memory: each handle
+        builds its own index in memory). See docs/recall.md and ADR 32.
+        """
+        from mnemosyne.recall.index_files import IndexLocation
+
+        if self._index_cache is not None:
+            return IndexLocation.cache(self._index_cache, self.where)
+        if self.path is not None:
+            return IndexLocation.inside(self.path, writable=not self._kv.readonly)
+        return None
 
     @classmethod
     def in_memory(cls) -> Store:
@@ -289,7 +338,7 @@ class Store(Resource):
         self._kv.transact(work)
 
     def drop_tenant(self, name: str) -> int:
-        """Delete a whole tenant: its objects, refs, reflogs and indexes.
+        """Delete a whole tenant: its objects, refs, reflogs, indexes and access tokens.
 
         A tenant later created under the same name starts empty, in a new key
         scope. Handles still bound to the dropped tenant refuse every read and
@@ -302,7 +351,23 @@ class Store(Resource):
             InvalidInput: it is the default tenant, or a bad name.
             NotFound: no such tenant.
         """
-        return self._kv.transact(lambda txn: tenancy.drop(txn, name))
+        scopes: list[bytes] = []
+
+        def work(txn: WriteTxn) -> int:
+            scope = tenancy.lookup(txn, name)
+            scopes[:] = [scope] if scope is not None else []
+            dropped = tenancy.drop(txn, name)
+            tokens.drop_tenant(txn, name)  # a tenant made again later under the name is not theirs
+            return dropped
+
+        dropped = self._kv.transact(work)
+        location = self.index_location
+        if location is not None and location.writable:
+            from mnemosyne.recall import index_files
+
+            for scope in scopes:  # its saved index holds int8 copies of its vectors: it goes too
+                index_files.remove(location, scope)
+        return dropped
 
     def check_droppable(self, name: str) -> None:
         """Raise what :meth:`drop_tenant` would raise before deleting anything (nothing is written).
@@ -336,23 +401,43 @@ class Store(Resource):
 
     # -- remotes ----------------------------------------------------------------------
 
-    def add_remote(self, name: str, location: Location) -> Remote:
+    def add_remote(self, name: str, location: Location, *, token_file: Location | None = None) -> Remote:
         """Name another store as a remote of this one (store-wide: every tenant may use it).
 
         Args:
             name: its name here (``origin``, …): letters, digits, ``.``, ``_``, ``-``; no ``/``.
             location: where it is, as :meth:`open` takes it: a directory (kept as an
-                absolute path) or a URL (kept as given).
+                absolute path) or a URL (kept as given); or the URL of a store that
+                ``mnemo serve`` serves (``http://host:7777``), never holding a token.
+            token_file: for a served store, a file holding the token its fetches and
+                pushes send (its path is kept, made absolute; the token is read at
+                each use and never kept). Without one, pass ``token=`` to each call.
 
         Raises:
-            InvalidInput: a bad name, a remote of that name exists, or the location
-                is this store.
+            InvalidInput: a bad name, a remote of that name exists, the location
+                is this store or a URL holding a user or token, or a token file
+                for a remote that is not served over HTTP, or one that is not a file.
         """
         remote_config.check_remote_name(name)
         text = remote_config.location_text(location)
         remote_config.check_not_itself(self.path, self._url, text)
-        self._kv.transact(lambda txn: remote_config.put(txn, name, text))
-        return Remote(name=name, location=remote_config.shown(text))
+        kept = None
+        if token_file is not None:
+            if not remote_config.is_http(text):
+                raise InvalidInput("a token file is for a remote served over HTTP (mnemo serve)")
+            if not isinstance(token_file, str | os.PathLike) or not os.fspath(token_file):
+                raise InvalidInput("token_file must be the path of a file")
+            kept = os.path.abspath(os.fspath(token_file))
+            if not Path(kept).is_file():
+                raise InvalidInput(f"token file {kept}: no such file")
+
+        def work(txn: WriteTxn) -> None:
+            remote_config.put(txn, name, text)
+            if kept is not None:
+                remote_config.put_token_file(txn, name, kept)
+
+        self._kv.transact(work)
+        return Remote(name=name, location=remote_config.shown(text), token_file=kept)
 
     def remove_remote(self, name: str, *, author: str = DEFAULT_AUTHOR, clock: Clock = system_clock) -> int:
         """Forget a remote, and delete its remote-tracking refs in every tenant (reflogged).
@@ -396,7 +481,11 @@ class Store(Resource):
         """The store's remotes, in name order."""
         with self._kv.read() as txn:
             return [
-                Remote(name=name, location=remote_config.shown(where))
+                Remote(
+                    name=name,
+                    location=remote_config.shown(where),
+                    token_file=remote_config.token_file(txn, name),
+                )
                 for name, where in remote_config.every(txn)
             ]
 
@@ -423,6 +512,73 @@ class Store(Resource):
             location = remote_config.get(txn, name)
         remote_config.check_not_itself(self.path, self._url, location)
         return location
+
+    # -- access tokens ----------------------------------------------------------------
+
+    def create_token(
+        self,
+        tenant: str,
+        role: Role,
+        *,
+        name: str | None = None,
+        expires: timedelta | None = None,
+        clock: Clock = system_clock,
+    ) -> NewToken:
+        """Make an access token for a served store (``mnemo serve``): one tenant, one role.
+
+        The token's text is in the result and nowhere else: the store keeps only
+        an HMAC of it under a key of its own. Roles nest: ``read`` reads,
+        ``write`` also commits, verifies, branches and merges, ``admin`` also erases.
+
+        Args:
+            tenant: the one tenant the token reaches.
+            role: ``read``, ``write`` or ``admin``.
+            name: a name to list and revoke it by (unique among the store's tokens).
+            expires: how long it works (default: until revoked).
+            clock: where the creation time comes from.
+
+        Raises:
+            NotFound: no such tenant.
+            InvalidInput: a bad role, name or duration, or a name another token has.
+        """
+        tenancy.check_tenant_name(tenant)
+        if expires is not None and (not isinstance(expires, timedelta) or expires <= timedelta(0)):
+            raise InvalidInput("expires must be a positive timedelta")
+        now = read_clock(clock)
+        until = now + expires if expires is not None else None
+
+        def work(txn: WriteTxn) -> NewToken:
+            if tenancy.lookup(txn, tenant) is None:
+                raise NotFound(f"no tenant named {tenant!r} (create it with 'mnemo tenant create {tenant}')")
+            return tokens.create(txn, tenant=tenant, role=role, name=name, now=now, expires_at=until)
+
+        return self._kv.transact(work)
+
+    def tokens(self) -> list[Token]:
+        """Every access token of the store (never its text), by tenant, then name, then id."""
+        with self._kv.read() as txn:
+            return tokens.every(txn)
+
+    def revoke_token(self, id_or_name: str) -> Token:
+        """Delete a token, by its id or its name; a server refuses it from its next request on.
+
+        Returns:
+            The token revoked, as it was listed.
+
+        Raises:
+            NotFound: no token has that id or name.
+        """
+        return self._kv.transact(lambda txn: tokens.revoke(txn, id_or_name))
+
+    def check_token(self, text: str, *, clock: Clock = system_clock) -> Token | None:
+        """The token ``text`` is, when the store issued it and it has neither expired nor been revoked.
+
+        None otherwise, whatever the reason, so a caller cannot tell an unknown
+        token from a revoked one. One record read; digests compared in constant time.
+        """
+        now = read_clock(clock)
+        with self._kv.read() as txn:
+            return tokens.check(txn, text, now)
 
     # -- backup and compaction --------------------------------------------------------
 
@@ -473,10 +629,22 @@ class Store(Resource):
         other process; and room on its disk for the new copy, which is built
         beside the old one before it replaces it.
 
+        The saved approximate index (see :attr:`index_location`) is compacted
+        too: a file holding a row dropped since it was saved (an erased or
+        collected content's int8 vector) is rewritten without it, or deleted when
+        it cannot be (the next semantic search builds it again).
+
         Raises:
             InvalidInput: another handle or process has the store open, or it is read-only.
             StorageFull: the disk has no room for the new copy (the store is unchanged,
                 and no part of the copy is left).
         """
         before, after = self._kv.compact()
+        location = self.index_location
+        if location is not None:
+            from mnemosyne.recall.matrix import scrub
+
+            with self._kv.read() as txn:
+                scopes = {tenancy.lookup(txn, name) for name in tenancy.tenant_names(txn)}
+                scrub(txn, location, {scope for scope in scopes if scope is not None})
         return CompactReport(file_bytes_before=before, file_bytes_after=after)

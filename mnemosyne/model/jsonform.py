@@ -36,7 +36,7 @@ PROVENANCE_FIELDS = ("agent_step", "observation", "tool_call", "source")
 CLAIM_FIELDS = ("subject", "predicate", "value", "valid_from", "valid_to", "confidence", "evidence")
 CLAIM_TIME_FIELDS = ("valid_from", "valid_to")
 
-_COMPUTED: dict[type, tuple[str, ...]] = {Change: ("redacted",)}
+COMPUTED: dict[type, tuple[str, ...]] = {Change: ("redacted",)}
 """Properties that join an object's fields in its JSON form."""
 
 T = TypeVar("T")
@@ -65,7 +65,7 @@ def to_builtins(value: Any) -> Any:
         out = {name: to_builtins(getattr(value, name)) for name in value.__struct_fields__}
         if isinstance(value, Commit) and out.get("meta") is None:
             out["meta"] = {}
-        for name in _COMPUTED.get(type(value), ()):
+        for name in COMPUTED.get(type(value), ()):
             out[name] = to_builtins(getattr(value, name))
         return out
     if isinstance(value, list | tuple):

@@ -157,11 +157,15 @@ class Remote(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         name: its name here (``origin``, …).
         location: where it is, as :meth:`Store.open` takes it: a directory path or a URL
-            (shown without its password; the configuration keeps the URL as given).
+            (shown without its password; the configuration keeps the URL as given), or
+            the URL of a served store (``http://…``).
+        token_file: for a served store, the file its token is read from (None: the
+            token is passed to each call, or ``MNEMO_TOKEN`` on the command line).
     """
 
     name: str
     location: str
+    token_file: str | None = None
 
 
 class RefUpdate(msgspec.Struct, frozen=True, kw_only=True):

@@ -68,6 +68,25 @@ class Version(msgspec.Struct, frozen=True, kw_only=True):
     verified: Commit | None = None
 
 
+class History(msgspec.Struct, frozen=True, kw_only=True):
+    """One id as a snapshot holds it, with its history (``Repo.histories``).
+
+    Attributes:
+        id: the node id.
+        node: the version in the snapshot, as ``get`` reads it: None when the id
+            is not there, its version has expired (unless expired ones were asked
+            for) or was erased.
+        versions: the id's versions in the snapshot's history, newest first, as
+            ``history`` gives them. After a merge that kept this side's value over
+            a later one of the other side, the first is that later one: ``node``
+            is what the snapshot holds.
+    """
+
+    id: str
+    node: Node | None
+    versions: list[Version]
+
+
 class Change(msgspec.Struct, frozen=True):
     """One id that differs between two snapshots: ``old`` → ``new``.
 

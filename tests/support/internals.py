@@ -11,7 +11,7 @@ there goes through the hooks the library keeps for tests
 from __future__ import annotations
 
 from mnemosyne import Repo
-from mnemosyne.recall.vectors import VectorCache
+from mnemosyne.recall.matrix import VectorCache
 from mnemosyne.store.object_store import ObjectStore
 
 
