@@ -105,8 +105,8 @@ def bench_size(n: int, root: Path, rounds: int) -> None:
             "commit / raw LMDB (same keys and sizes, same-size database) ratio",
             n,
             f"{ratio:.2f}",
-            "<= 2.5",
-            ratio <= 2.5,
+            "<= 1.5",
+            ratio <= 1.5,
         )
         row(
             f"raw LMDB durable txn, same {len(counter.puts)} keys and sizes, empty database, median (µs)",

@@ -48,11 +48,14 @@ MIX = (("get", 30), ("search", 15), ("log", 15), ("blame", 10), ("commit", 30))
 WORDS = ["topic", "memory", "user", "said", "keeping", "something", "worth"]
 
 
-def _rss_kib(pid: int) -> int:
+def _status_kib(pid: int) -> dict[str, int]:
+    """The process's memory figures from ``/proc``: VmRSS, and its parts RssAnon and RssFile."""
+    found = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "RssAnon", "RssFile"):
+            found[name] = int(value.split()[0])
+    return found
 
 
 def _build(path: Path, memories: int, per_commit: int = 2_000) -> None:
@@ -127,7 +130,9 @@ def _side_by_side(url: str, token: str, path: Path, base: str, runs: int, block:
     )
 
 
-async def _load(url: str, token: str, base: str, clients: int, seconds: float, memories: int) -> dict[str, object]:
+async def _load(
+    url: str, token: str, base: str, clients: int, seconds: float, memories: int
+) -> dict[str, object]:
     import httpx
 
     latencies: dict[str, list[float]] = {name: [] for name, _ in MIX}
@@ -161,7 +166,10 @@ async def _load(url: str, token: str, base: str, clients: int, seconds: float, m
                     expected = 200
                 else:
                     written += 1
-                    node = {"id": f"load/c{number:02d}/{written:06d}", "content": f"client {number} wrote {written}"}
+                    node = {
+                        "id": f"load/c{number:02d}/{written:06d}",
+                        "content": f"client {number} wrote {written}",
+                    }
                     answer = await http.post(f"{base}/commits", json={"put": [node], "message": "load"})
                     expected = 201
                 latencies[op].append(time.perf_counter() - started)
@@ -197,15 +205,21 @@ def bench_serve(
         t0 = time.perf_counter()
         _, status, _ = warm.call("POST", f"{base}/search", b'{"query": "memory"}')
         assert status == 200, status
-        row("serve: first search, indexing every memory (s)", f"{memories}m", f"{time.perf_counter() - t0:.1f}")
+        row(
+            "serve: first search, indexing every memory (s)",
+            f"{memories}m",
+            f"{time.perf_counter() - t0:.1f}",
+        )
         for _ in range(50):  # warm: every route once and again
             warm.call("GET", f"{base}/nodes/{quote(node_id(7), safe='')}")
             warm.call("GET", f"{base}/blame/{quote(node_id(7), safe='')}")
             warm.call("GET", f"{base}/log?limit=20")
         _side_by_side(url, token, path, base, runs, 40)
-        warmed = _rss_kib(process.pid)
+        warm_status = _status_kib(process.pid)
+        warmed = warm_status["VmRSS"]
         found = asyncio.run(_load(url, token, base, clients, seconds, memories))
-        ended = _rss_kib(process.pid)
+        end_status = _status_kib(process.pid)
+        ended = end_status["VmRSS"]
     finally:
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=60)
@@ -241,11 +255,22 @@ def bench_serve(
         "<= 1.5",
         ended <= 1.5 * warmed,
     )
+    # Of which: private memory (the heap: caches, indexes) and the store's mapped file
+    # pages, which grow with the pages read and written and are the kernel's to reclaim.
+    for part, what in (("RssAnon", "private memory"), ("RssFile", "mapped store pages")):
+        before, after = warm_status.get(part, 0), end_status.get(part, 0)
+        row(
+            f"serve load: of which {what} ({part}), at the end / after warm-up (MiB)",
+            load,
+            f"{after / 1024:.0f} / {before / 1024:.0f}",
+        )
     row("serve: stopped by SIGTERM, exit code", "", f"{code}", "0", code == 0)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=60.0)

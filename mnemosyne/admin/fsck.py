@@ -27,8 +27,9 @@ def fsck(view: View) -> FsckReport:
     count = 0
     commits: list[bytes] = []
     try:
-        count, claims_possible = _check_objects(view, problems)
-        commits = _check_history(view, problems)
+        stored: set[bytes] = set()
+        count, claims_possible = _check_objects(view, problems, stored)
+        commits = _check_history(view, problems, stored)
         if not any(p.kind != "index" for p in problems):
             _check_indexes(view, problems, claims_possible)
         from mnemosyne.recall.check import check as recall_check  # numpy: loaded when fsck runs
@@ -53,12 +54,17 @@ def _unfinished_clone(view: View) -> list[Problem]:
     return [Problem(kind="missing", object=None, message=message)]
 
 
-def _check_objects(view: View, problems: list[Problem]) -> tuple[int, bool]:
-    """Re-hash and decode every object; return how many, and whether any may hold a claim."""
+def _check_objects(view: View, problems: list[Problem], stored: set[bytes]) -> tuple[int, bool]:
+    """Re-hash and decode every object; return how many, and whether any may hold a claim.
+
+    Adds the id of every stored object to ``stored``, so that following the trees
+    asks a set rather than storage (a read per node version).
+    """
     count = 0
     claims_possible = False  # no stored object holds a claim: the rebuild skips the claim index
     for oid, data in view.objects.scan(view.txn):
         count += 1
+        stored.add(oid)
         claims_possible = claims_possible or codec.CLAIM_TAG in data
         if codec.object_id(data) != oid:
             problems.append(Problem(kind="corrupt", object=oid.hex(), message="bytes do not match the hash"))
@@ -70,7 +76,7 @@ def _check_objects(view: View, problems: list[Problem]) -> tuple[int, bool]:
     return count, claims_possible
 
 
-def _check_history(view: View, problems: list[Problem]) -> list[bytes]:
+def _check_history(view: View, problems: list[Problem], stored: set[bytes]) -> list[bytes]:
     """Follow refs, reflogs, commits and trees; return the commits reached."""
     bad = {p.object for p in problems}
     tips = ref_tips(view)
@@ -88,7 +94,7 @@ def _check_history(view: View, problems: list[Problem]) -> list[bytes]:
         problems.append(Problem(kind="missing", object=None, message=f"history cannot be walked: {exc}"))
     seen: set[bytes] = set()
     for oid in commits:
-        _check_tree(view, view.commit(oid), seen, problems, bad)
+        _check_tree(view, view.commit(oid), seen, problems, bad, stored)
     return commits
 
 
@@ -122,7 +128,12 @@ def _check_indexes(view: View, problems: list[Problem], claims_possible: bool) -
 
 
 def _check_tree(
-    view: View, commit: CommitObject, seen: set[bytes], problems: list[Problem], bad: set[str | None]
+    view: View,
+    commit: CommitObject,
+    seen: set[bytes],
+    problems: list[Problem],
+    bad: set[str | None],
+    stored: set[bytes],
 ) -> None:
     stack = [commit.tree]
     while stack:
@@ -150,8 +161,8 @@ def _check_tree(
             if value not in seen:
                 seen.add(value)
                 if (
-                    value.hex() not in bad
-                    and not view.objects.contains(view.txn, value)
+                    value not in stored
+                    and value.hex() not in bad
                     and view.objects.redaction(view.txn, value) is None  # erased on purpose
                 ):
                     problems.append(
