@@ -324,10 +324,15 @@ def _rows(
         "searching process (saved index mapped past the threshold): peak RSS (VmHWM) (MiB)",
         n,
         f"{peak:,.0f}",
-        "<= 1024" if approximate else "",
-        peak <= 1024 if approximate else None,
     )
-    row("searching process: private memory (RssAnon) after (MiB)", n, f"{memory['RssAnon']:,.0f}")
+    private = float(memory["RssAnon"])
+    row(
+        "searching process: private memory (RssAnon) after (MiB)",
+        n,
+        f"{private:,.0f}",
+        "<= 1024" if approximate else "",
+        private <= 1024 if approximate else None,
+    )
     row("searching process: store pages mapped (RssFile) after (MiB)", n, f"{memory['RssFile']:,.0f}")
     for name, value in got["recall"].items():
         label = "no filter" if name == "none" else f"namespace passing {name}"
