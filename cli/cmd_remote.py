@@ -3,9 +3,9 @@
 A remote is another store (a directory, or a URL such as ``postgresql://…``, or
 a store ``mnemo serve`` serves, ``http://…``), named in this store. History
 moves by hash: the receiving store gets exactly the objects it lacks, checks
-each one's hash, and moves its refs last. A served store takes a token: from
-``MNEMO_TOKEN`` (read here, passed to the library), else from the file named
-with ``--token-file``; never from the URL.
+each one's hash, and moves its refs last. A served store takes a token: from the
+file named with ``--token-file`` when the remote has one, else from
+``MNEMO_TOKEN`` (read here, passed to the library); never from the URL.
 """
 
 import os
@@ -41,17 +41,26 @@ TokenFileOpt = Annotated[
     typer.Option(
         "--token-file",
         metavar="PATH",
-        help="For a store served over HTTP: a file holding the token to send (its path is kept; "
-        "MNEMO_TOKEN, when set, is sent instead).",
+        help="For a store served over HTTP: a file holding the token to send (its path is kept, and "
+        "the file is read at each use, before MNEMO_TOKEN).",
         show_default=False,
     ),
 ]
 
 TOKEN_ENV = "MNEMO_TOKEN"
-"""The token sent to a remote served over HTTP (before its token file)."""
+"""The token sent to a remote served over HTTP that names no token file of its own."""
 
 
-def _token() -> str | None:
+def _token(repo: Repo | None = None, remote: str | None = None, token_file: Path | None = None) -> str | None:
+    """``MNEMO_TOKEN``, unless the remote has a token file, which is then read instead.
+
+    A token file belongs to its one remote, and the variable to any remote without
+    one: a fetch from one served store never sends the token of another.
+    """
+    if token_file is not None:
+        return None
+    if repo is not None and any(r.name == remote and r.token_file for r in repo.store.remotes()):
+        return None
     return os.environ.get(TOKEN_ENV) or None
 
 
@@ -112,8 +121,8 @@ def remote_add(
     """Name another store as remote NAME (a path is kept absolute; exit 2 if NAME exists).
 
     A store served over HTTP (mnemo serve: URL as it prints it, without /v1)
-    is reached with a token, never written in the URL: MNEMO_TOKEN when set,
-    else the one in --token-file PATH (read at each use; keep it chmod 600).
+    is reached with a token, never written in the URL: the one in --token-file
+    PATH (read at each use; keep it chmod 600), else MNEMO_TOKEN.
     The token names the tenant there: fetch needs a read token, push a write
     one (admin when it carries erasures).
 
@@ -160,8 +169,8 @@ def clone(
     every one with --all-tenants. PATH must not exist, or be empty, or hold a
     store with nothing in it yet. A clone that fails leaves nothing at PATH.
 
-    From a store mnemo serve serves (http://HOST:PORT), the token (MNEMO_TOKEN,
-    else --token-file PATH, which origin keeps for later fetches and pushes)
+    From a store mnemo serve serves (http://HOST:PORT), the token (--token-file
+    PATH, which origin keeps for later fetches and pushes, else MNEMO_TOKEN)
     names the one tenant cloned, which --tenant defaults to.
 
     A clone killed part-way leaves PATH marked as an unfinished clone: every
@@ -177,7 +186,7 @@ def clone(
         tenant=settings.tenant,
         all_tenants=all_tenants,
         author=author_or_default(author),
-        token=_token(),
+        token=_token(token_file=token_file),
         token_file=token_file,
     )
     ctx.call_on_close(repo.close)
@@ -210,7 +219,7 @@ def fetch(
     redaction records come too, and what they erased there is erased here. Local
     branches do not move: merge NAME/BRANCH (or use pull). A remote-tracking ref
     whose branch is gone there is deleted. A remote served over HTTP takes a
-    read token (MNEMO_TOKEN, else its token file) and answers in a few round
+    read token (its token file, else MNEMO_TOKEN) and answers in a few round
     trips besides the objects themselves.
 
     JSON: {"kind", "remote", "location", "tenants": [{"tenant", "commits",
@@ -218,7 +227,9 @@ def fetch(
     """
     settings = state(ctx)
     repo = settings.open(ctx)
-    report = repo.fetch(remote, all_tenants=all_tenants, author=author_or_default(author), token=_token())
+    report = repo.fetch(
+        remote, all_tenants=all_tenants, author=author_or_default(author), token=_token(repo, remote)
+    )
     _report_sync(settings, report)
 
 
@@ -265,7 +276,7 @@ def pull(
         strategy=strategy,
         author=author_or_default(author),
         allow_unrelated_histories=allow_unrelated,
-        token=_token(),
+        token=_token(repo, remote),
     )
     if settings.json:
         emit(report)
@@ -294,8 +305,9 @@ def push(
     transaction, only forward: when it has commits this branch lacks, the push
     is refused (exit 4): pull, then push again, or --force to drop them there.
     Of two pushes racing to one branch, one lands and the other exits 4. A
-    remote served over HTTP takes a write token (MNEMO_TOKEN, else its token
-    file), and an admin token when the push carries erasures it lacks (exit 7).
+    remote served over HTTP takes a write token (its token file, else
+    MNEMO_TOKEN), and an admin token when the push carries erasures it lacks
+    (exit 7).
 
     JSON: as fetch, with "kind": "push" and "refs" naming the remote's branch.
     """
@@ -307,7 +319,7 @@ def push(
         force=force,
         all_tenants=all_tenants,
         author=author_or_default(author),
-        token=_token(),
+        token=_token(repo, remote),
     )
     _report_sync(settings, report)
 

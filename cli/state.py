@@ -36,7 +36,8 @@ def index_cache(location: Path | str) -> Path | None:
     names another directory; a PostgreSQL store keeps it in
     ``$XDG_CACHE_HOME/mnemosyne/index`` (``~/.cache/mnemosyne/index``), so every
     ``mnemo`` process on this machine maps it instead of building it.
-    ``MNEMO_INDEX_CACHE=none`` keeps none (each process builds its own).
+    ``MNEMO_INDEX_CACHE=none`` gives no cache: a PostgreSQL store's index is then
+    built by each process; a store directory keeps its own ``recall-index``.
     """
     given = os.environ.get(INDEX_CACHE_ENV, "")
     if given == "none":

@@ -317,10 +317,17 @@ def test_tokens_go_in_a_file_or_the_environment_and_grant_one_tenant_and_role(tm
             mnemo("--repo", str(clone), "push"), 7, "a read token cannot do this: it needs a write token"
         )
         assert mnemo("--repo", str(clone), "fetch").stdout == "Already up to date with origin.\n"
-        one_error(mnemo("--repo", str(clone), "fetch", token="mnemo_x\u00e9y"), 2, "the token is malformed")
+        # A remote's own token file wins over MNEMO_TOKEN, which is for remotes without one:
+        # one server's token is never sent to another.
+        done = mnemo("--repo", str(clone), "fetch", token=made["acme"])
+        assert done.exit_code == 0 and done.stdout == "Already up to date with origin.\n", done.output
+        assert mnemo("--repo", str(clone), "remote", "add", "plain", url).exit_code == 0
+        one_error(
+            mnemo("--repo", str(clone), "fetch", "plain", token="mnemo_x\u00e9y"), 2, "the token is malformed"
+        )
         # The acme token reaches acme only, whichever tenant the local store is in.
         one_error(
-            mnemo("--repo", str(clone), "fetch", token=made["acme"]),
+            mnemo("--repo", str(clone), "fetch", "plain", token=made["acme"]),
             3,
             "no tenant 'default' that its token reaches",
         )
@@ -346,6 +353,8 @@ def test_tokens_go_in_a_file_or_the_environment_and_grant_one_tenant_and_role(tm
                 repo.fetch(all_tenants=True, token=made["reader"])
     finally:
         stopped(server, *made.values())
-    one_error(mnemo("--repo", str(clone), "fetch", token=made["reader"]), 3, "cannot reach remote 'origin'")
+    one_error(
+        mnemo("--repo", str(clone), "fetch", "plain", token=made["reader"]), 3, "cannot reach remote 'plain'"
+    )
     with Repo.open(clone) as repo, pytest.raises(NotFound, match="cannot reach"):
         repo.pull(token=made["reader"])

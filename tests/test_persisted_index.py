@@ -231,6 +231,33 @@ def test_a_postgres_store_keeps_its_index_in_the_cache_given_and_an_erasure_rewr
     assert holding(cache, content_hash(node)) == []
 
 
+def test_compaction_and_a_drop_clean_the_store_directorys_own_index_when_a_cache_is_given(
+    tmp_path: Path,
+) -> None:
+    """A directory store searched once without ``index_cache`` and then with one has files in both."""
+    path = tmp_path / "store"
+    canary = f"lonely canary {uuid.uuid4().hex}"
+    node = Node(id="secret/1", content=canary)
+    with filled(path, count=300, more=[node]) as repo:  # saved in recall-index/
+        vector = stored_vector(repo, node)
+    unit = np.frombuffer(vector, dtype="<f4")
+    code = quantised(unit[None, :])[0].tobytes()
+    assert holding(path / "recall-index", code)
+    with reopened(path, index_cache=tmp_path / "cache") as repo:
+        repo.forget("secret/1", "asked to")
+        assert repo.gc(grace=timedelta(0), compact=True).compacted
+    assert holding(path, code) == [] and holding(path, content_hash(node)) == []
+    with Store.open(path) as store:
+        store.create_tenant("acme")
+    with Repo.open(path, tenant="acme", embedder=Topics()) as acme:  # saved in recall-index/
+        acme.commit([Node(id="x", content="item 5")])
+        acme.search("item 5", k=1, mode="semantic")
+    assert any(name.startswith("00000001-") for name in index_files(path))
+    with Store.open(path, index_cache=tmp_path / "cache") as store:
+        store.drop_tenant("acme")
+    assert not any(name.startswith("00000001-") for name in index_files(path))
+
+
 def test_dropping_a_tenant_deletes_its_saved_index(tmp_path: Path) -> None:
     path = tmp_path / "store"
     filled(path).close()

@@ -273,6 +273,22 @@ class Store(Resource):
             return IndexLocation.inside(self.path, writable=not self._kv.readonly)
         return None
 
+    def _index_locations(self) -> list[IndexLocation]:
+        """Every place a saved index of this store may be.
+
+        :attr:`index_location`, and the store directory's own ``recall-index``
+        when a cache was given instead: a directory store opened once with
+        ``index_cache`` and once without has files in both; compaction and
+        dropping a tenant clean both, so erased bytes leave wherever an earlier
+        handle saved them.
+        """
+        from mnemosyne.recall.index_files import IndexLocation
+
+        found = [self.index_location] if self.index_location is not None else []
+        if self._index_cache is not None and self.path is not None:
+            found.append(IndexLocation.inside(self.path, writable=not self._kv.readonly))
+        return found
+
     @classmethod
     def in_memory(cls) -> Store:
         """A store held in memory only: for tests and throwaway experiments."""
@@ -361,12 +377,12 @@ class Store(Resource):
             return dropped
 
         dropped = self._kv.transact(work)
-        location = self.index_location
-        if location is not None and location.writable:
-            from mnemosyne.recall import index_files
+        from mnemosyne.recall import index_files
 
-            for scope in scopes:  # its saved index holds int8 copies of its vectors: it goes too
-                index_files.remove(location, scope)
+        for location in self._index_locations():
+            if location.writable:
+                for scope in scopes:  # its saved index holds int8 copies of its vectors: it goes too
+                    index_files.remove(location, scope)
         return dropped
 
     def check_droppable(self, name: str) -> None:
@@ -640,10 +656,9 @@ class Store(Resource):
                 and no part of the copy is left).
         """
         before, after = self._kv.compact()
-        location = self.index_location
-        if location is not None:
-            from mnemosyne.recall.matrix import scrub
+        from mnemosyne.recall.matrix import scrub
 
+        for location in self._index_locations():
             with self._kv.read() as txn:
                 scopes = {tenancy.lookup(txn, name) for name in tenancy.tenant_names(txn)}
                 scrub(txn, location, {scope for scope in scopes if scope is not None})

@@ -161,11 +161,17 @@ class _Lines(Iterator[T]):
             for line in self._lines:
                 if not line:
                     continue
-                value = _decode.decode(line)
+                try:
+                    value = _decode.decode(line)
+                except msgspec.DecodeError:
+                    raise MnemoError(f"the server's answer is not JSON Lines: {line[:80]!r}") from None
                 if isinstance(value, dict) and set(value) == {"error"}:
                     kind = _ERRORS.get(value["error"].get("kind"), MnemoError)
                     raise kind(str(value["error"].get("message")))
                 return from_builtins(value, self._cls, "the server's answer")
+        except httpx.HTTPError as error:
+            self.close()
+            raise MnemoError(f"the server's answer was cut short: {type(error).__name__}: {error}") from None
         except BaseException:
             self.close()
             raise
@@ -273,7 +279,7 @@ class ServedRepo:
             raise MnemoError(f"{self.url} did not answer in time ({method} {path.split('?')[0]})") from None
         except httpx.HTTPError as error:
             raise MnemoError(f"{self.url}: {type(error).__name__}: {error}") from None
-        if response.status_code >= 400:
+        if response.status_code >= 300:  # a redirect is not followed: the URL (or a proxy) is wrong
             if stream:
                 response.read()
                 response.close()
@@ -281,8 +287,16 @@ class ServedRepo:
         return response
 
     def _json(self, method: str, path: str, cls: type[T] | Any, **kwargs: Any) -> Any:
-        response = self._send(method, path, **kwargs)
-        return from_builtins(_decode.decode(response.content), cls, "the server's answer")
+        return from_builtins(self._answer(self._send(method, path, **kwargs)), cls, "the server's answer")
+
+    def _answer(self, response: httpx.Response) -> Any:
+        """A response's JSON body, decoded (``MnemoError`` when it is none: a proxy's page, say)."""
+        try:
+            return _decode.decode(response.content)
+        except msgspec.DecodeError:
+            kind = response.headers.get("content-type", "no content type")
+            where = response.request.url.copy_with(query=None)
+            raise MnemoError(f"{where} answered with no JSON ({kind})") from None
 
     def _lines(self, path: str, cls: type[T], params: Mapping[str, Any]) -> Iterator[T]:
         return _Lines(self._send("GET", path, params=params, stream=True), cls)
@@ -530,7 +544,7 @@ class ServedRepo:
     # -- branches ------------------------------------------------------------------
 
     def _branches(self) -> tuple[str, list[tuple[str, Commit | None]]]:
-        found = _decode.decode(self._send("GET", f"{self._base}/branches").content)
+        found = self._answer(self._send("GET", f"{self._base}/branches"))
         tips: list[tuple[str, Commit | None]] = []
         for entry in found["branches"]:
             commit = entry["commit"]
@@ -553,9 +567,7 @@ class ServedRepo:
     def tip(self, branch: str) -> str | None:
         """The id of the commit at ``branch``'s tip; None when it has no commits."""
         try:
-            found = _decode.decode(
-                self._send("GET", f"{self._base}/branches/{_path(branch, 'branch')}").content
-            )
+            found = self._answer(self._send("GET", f"{self._base}/branches/{_path(branch, 'branch')}"))
         except NotFound:
             return None
         return str(found["commit"]["id"])
@@ -565,13 +577,13 @@ class ServedRepo:
     ) -> Commit | None:
         """Create branch ``name`` at ``at`` (default: HEAD); the commit it starts at (:meth:`Repo.branch`)."""
         body = {"name": name, "at": _rev(at), "orphan": orphan, "author": author}
-        found = _decode.decode(self._send("POST", f"{self._base}/branches", body=body).content)
+        found = self._answer(self._send("POST", f"{self._base}/branches", body=body))
         return from_builtins(found["commit"], Commit | None, "the server's answer")  # type: ignore[arg-type]
 
     def delete_branch(self, name: str, *, author: str | None = None) -> Commit | None:
         """Delete a branch; the commit it pointed at (see :meth:`Repo.delete_branch`)."""
         del author  # the server records the token's name
-        found = _decode.decode(self._send("DELETE", f"{self._base}/branches/{_path(name, 'branch')}").content)
+        found = self._answer(self._send("DELETE", f"{self._base}/branches/{_path(name, 'branch')}"))
         return from_builtins(found["commit"], Commit | None, "the server's answer")  # type: ignore[arg-type]
 
     def merge(
@@ -610,7 +622,7 @@ class ServedRepo:
     ) -> ForgetReport:
         """Erase every version of ``id`` (or one) for real; needs an admin token (see :meth:`Repo.forget`)."""
         body = {"ids": [id], "reason": reason, "author": author, "version": version}
-        found = _decode.decode(self._send("POST", f"{self._base}/forget", body=body).content)
+        found = self._answer(self._send("POST", f"{self._base}/forget", body=body))
         return from_builtins(found["reports"][0], ForgetReport, "the server's answer")
 
 

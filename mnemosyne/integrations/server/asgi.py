@@ -248,21 +248,28 @@ class Api:
             if segments == ["v1", "health"]:
                 response = json_response(200, {"status": "ok", "version": VERSION})
             elif segments == ["v1", "openapi.json"]:
-                response = Response(200, [(b"content-type", JSON)], self._openapi())
+                response = Response(
+                    200, [(b"content-type", JSON), (b"cache-control", b"no-store")], self._openapi()
+                )
             elif segments == ["v1", "whoami"]:
-                token = await self.in_thread(self.tenants.authenticate, headers)
-                response = json_response(200, token)
+                whom = await self.in_thread(self.tenants.authenticate, headers)
+                response = json_response(200, whom)
                 response.headers.append((b"x-mnemo-max-body", str(self.max_body).encode()))
             else:
                 route, params = match(method, segments)
                 label = f"{route.method} {route.path}"
                 query = query_of(route, scope.get("query_string") or b"")
-                raw = await self._body(receive, headers) if route.body is not None or route.wire else b""
+                token: Token | None = None
+                raw = b""
+                if route.body is not None or route.wire:
+                    # The token first: no body is read, nor a search's turn taken, for a stranger.
+                    token = await self.in_thread(self.tenants.authenticate, headers)
+                    raw = await self._body(receive, headers)
                 if route.recall:
                     async with self._recall_limiter():
-                        response = await self.in_thread(self._run, route, params, query, raw, headers)
+                        response = await self.in_thread(self._run, route, params, query, raw, headers, token)
                 else:
-                    response = await self.in_thread(self._run, route, params, query, raw, headers)
+                    response = await self.in_thread(self._run, route, params, query, raw, headers, token)
         except HttpError as error:
             response = error_response(error.status, error.kind, str(error), error.headers)
         except MnemoError as error:
@@ -329,9 +336,14 @@ class Api:
         query: dict[str, str],
         raw: bytes,
         headers: list[tuple[bytes, bytes]],
+        token: Token | None = None,
     ) -> Response:
-        """Check the token, call the handler and render its reply: all of a request's blocking work."""
-        token = self.tenants.authenticate(headers)
+        """Check the token (unless checked already), call the handler and render its reply.
+
+        All of a request's blocking work.
+        """
+        if token is None:
+            token = self.tenants.authenticate(headers)
         tenant = params["tenant"]
         if tenant != token.tenant:
             # The same answer as for a tenant that does not exist: a token learns of no other.

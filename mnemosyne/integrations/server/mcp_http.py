@@ -89,7 +89,7 @@ class McpEndpoint:
                 del self._served[(tenant, role)]
                 self.tenants.forget(tenant, found.repo)
             if self.task_group is None:
-                raise RuntimeError("the MCP endpoint serves only inside the application's lifespan")
+                raise MnemoError("the MCP endpoint serves only inside the application's lifespan")
 
             def built() -> tuple[Repo, Any]:
                 repo = self.tenants.repo(tenant)
