@@ -432,7 +432,18 @@ def _track_one(
 def _track(
     view: WriteView, remote: str, branches: list[tuple[str, bytes]], now: datetime, author: str
 ) -> list[RefUpdate]:
-    """Make the remote-tracking refs of ``remote`` mirror its branches (gone ones are deleted)."""
+    """Make the remote-tracking refs of ``remote`` mirror its branches (gone ones are deleted).
+
+    Raises:
+        InvalidInput: the remote named a branch no branch may be named, or a tip
+            this store does not hold (a served remote's answer is checked as input).
+    """
+    for name, tip in branches:
+        check_branch_name(name)
+        if not view.graph.has(view.txn, tip):
+            raise InvalidInput(
+                f"remote {remote!r} says its branch {name!r} is at {tip.hex()[:12]}, a commit it did not send"
+            )
     wanted = dict(branches)
     gone = [short.split("/", 1)[1] for short, _ in view.refs.tracking(view.txn, remote)]
     moves = [(name, wanted.get(name)) for name in sorted(set(wanted) | set(gone))]

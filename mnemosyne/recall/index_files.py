@@ -187,6 +187,8 @@ def read(location: IndexLocation, scope: bytes, model: str) -> tuple[Saved, Path
         return None
     if not header.graph.startswith(name + ".") or not header.codes.startswith(name + "."):
         return None
+    if any("/" in file or "\\" in file for file in (header.graph, header.codes)):
+        return None  # a name that leaves the index directory (a shared cache) is not ours
     graph, codes = location.path(header.graph), location.path(header.codes)
     try:
         if graph.stat().st_size != header.graph_bytes or codes.stat().st_size != header.codes_bytes:
