@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl, unquote_to_bytes
 from mnemosyne import AccessDenied, InvalidInput, MnemoError, NotFound, Repo, Store, to_json
 from mnemosyne.errors import one_line
 from mnemosyne.integrations.server.bodies import read_body
+from mnemosyne.integrations.server.calls import Call, Reply, Route
 from mnemosyne.integrations.server.openapi import document
 from mnemosyne.integrations.server.responses import (
     JSON,
@@ -42,7 +43,7 @@ from mnemosyne.integrations.server.responses import (
     send_response,
     status_of,
 )
-from mnemosyne.integrations.server.routes import ROUTES, Call, Reply, Route
+from mnemosyne.integrations.server.routes import ROUTES
 from mnemosyne.model.access import Token, allows
 from mnemosyne.model.version import VERSION
 
