@@ -47,7 +47,6 @@ from mnemosyne import (
     Redacted,
     RefConflict,
     Repo,
-    Version,
     with_retry,
 )
 from mnemosyne.integrations.langgraph.adapters import IndexEmbedder, run_provenance
@@ -61,16 +60,19 @@ from mnemosyne.integrations.langgraph.items import (
 from mnemosyne.integrations.langgraph.namespaces import (
     ROOT,
     check_filter,
-    decode_id,
     describe,
     describe_namespace,
     id_prefix,
     matches,
     node_id,
-    passes,
-    search_order,
 )
 from mnemosyne.integrations.langgraph.opening import OwnsItsRepo
+from mnemosyne.integrations.langgraph.store_search import (
+    ItemSearch,
+    item_of,
+    item_times,
+    store_item,
+)
 
 AUTHOR = "langgraph"
 """The default author of the commits a store makes."""
@@ -81,16 +83,7 @@ ERASE_REASON = "erased on delete from the LangGraph store"
 LISTED = 20
 """How many of a batch's writes its commit message names, one a line, below its summary."""
 
-Found = tuple[Node, ItemMeta, list[Version] | None]
-"""An item a search found: its node, its meta, and its history when read with it."""
-
-
 # -- the store ----------------------------------------------------------------
-
-
-def _removed(version: Version) -> bool:
-    """Whether the id was removed after this version (rather than replaced)."""
-    return version.ended_by is not None and version.superseded_by is None
 
 
 class MnemosyneStore(OwnsItsRepo, BaseStore):
@@ -177,6 +170,7 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
             "max_sensitivity": max_sensitivity,
             "verified_within": verified_within,
         }
+        self.searching = ItemSearch(repo, self.scope, self._histories)
         # One commit of this store at a time: the async methods run in worker threads, and
         # many at once racing on one tip would spend their retries on each other.
         self._writing = threading.Lock()
@@ -230,7 +224,9 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
             if isinstance(op, GetOp):
                 results.append(self._get(op, found, read))
             elif isinstance(op, SearchOp):
-                results.append(self._search(tip, op, read) if resolved else self._search_at(op, read))
+                results.append(
+                    self.searching.search(tip, op, read) if resolved else self._search_at(op, read)
+                )
             elif isinstance(op, ListNamespacesOp):
                 results.append(self._list_namespaces(at, resolved, op))
             else:
@@ -428,110 +424,17 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
             return None
         if op.refresh_ttl and meta.ttl is not None:
             read[node.id] = node
-        return _item(node, meta, known.versions)
+        return store_item(node, meta, known.versions)
 
     def _search_at(self, op: SearchOp, read: dict[str, Node]) -> list[SearchItem]:
         """A search that is its batch's only read: the branch is resolved by its first read."""
-        if self._ranks(op):
-            return self._search(self._tip(), op, read)
+        if self.searching.ranks(op):
+            return self.searching.search(self._tip(), op, read)
         try:
             listing = self.repo.ids(at=self.branch, prefix=id_prefix(tuple(op.namespace_prefix)))
         except NotFound:  # a branch with no commits yet
             return []
-        return self._search(listing.commit, op, read, list(listing))
-
-    def _ranks(self, op: SearchOp) -> bool:
-        """Whether a search reads every item (to rank them by its query, or to scope them)."""
-        return bool(op.query) or any(value is not None for value in self.scope.values())
-
-    def _search(
-        self, tip: Commit | None, op: SearchOp, read: dict[str, Node], ids: list[str] | None = None
-    ) -> list[SearchItem]:
-        """A search of the snapshot of ``tip`` (``ids``: the ids under its namespace there, listed)."""
-        if tip is None or not op.limit:
-            return []
-        prefix = tuple(op.namespace_prefix)
-        if self._ranks(op):
-            page, scores = self._ranked(tip, op, prefix)
-        else:
-            page, scores = self._in_order(tip, op, prefix, ids), {}
-        # Times for the page alone, read at once (those read with their node already have them).
-        missing = [node.id for node, _, versions in page if versions is None]
-        more = self._histories(missing, tip) if missing else {}
-        items: list[SearchItem] = []
-        for node, meta, versions in page:
-            if op.refresh_ttl and meta.ttl is not None:
-                read[node.id] = node
-            kept = versions if versions is not None else more[node.id].versions
-            item = _item(node, meta, kept, scores.get(node.id), search=True)
-            assert isinstance(item, SearchItem)
-            items.append(item)
-        return items
-
-    def _in_order(
-        self, tip: Commit, op: SearchOp, prefix: tuple[str, ...], ids: list[str] | None
-    ) -> list[Found]:
-        """The page of a search without a query, in (namespace, key) order, reading only what it needs.
-
-        The ids come from the tree alone; the nodes are read in order, a batch at a
-        time, until the page is full: a namespace of any size costs a few reads.
-        """
-        under = id_prefix(prefix)
-        if ids is None:
-            ids = list(self.repo.ids(at=tip, prefix=under))
-        ordered, digested = search_order(ids, under)
-        if digested:
-            ordered = self._placed(ordered, digested, tip)
-        wanted = op.offset + op.limit
-        passed: list[Found] = []
-        start, size, limit = 0, wanted, None
-        while start < len(ordered) and len(passed) < wanted:
-            batch = ordered[start : start + size]
-            # The first batch is usually the page: its histories come with it. Past it
-            # (filters, expired items), nodes alone, and the page's times after.
-            found = self._histories(batch, tip, limit=limit)
-            for nid in batch:
-                node = found[nid].node
-                meta = _item_of(node, prefix)
-                if node is not None and meta is not None and passes(node.content, op.filter):
-                    passed.append((node, meta, found[nid].versions if limit is None else None))
-            start += size
-            size, limit = max(2 * size, 64), 0
-        return passed[op.offset : wanted]
-
-    def _placed(self, ordered: list[str], digested: list[str], tip: Commit) -> list[str]:
-        """All ids in search order: those too long to be read as a namespace and key, placed by their meta."""
-        keyed: list[tuple[tuple[tuple[str, ...], str], str]] = []
-        for nid in ordered:
-            decoded = decode_id(nid)
-            assert decoded is not None  # readable, as search_order sorted out
-            keyed.append((decoded, nid))
-        found = self._histories(digested, tip, limit=0, expired=True)
-        for nid in digested:
-            meta = item_meta(found[nid].node)
-            if meta is not None:
-                keyed.append(((meta.namespace, meta.key), nid))
-        keyed.sort(key=lambda entry: entry[0])
-        return [nid for _, nid in keyed]
-
-    def _ranked(
-        self, tip: Commit, op: SearchOp, prefix: tuple[str, ...]
-    ) -> tuple[list[Found], dict[str, float]]:
-        """The page of a search with a query or a scope: every item read, ranked by the query."""
-        id_under = id_prefix(prefix)
-        found: list[Found] = []
-        for node in self.repo.nodes(at=tip, prefix=id_under, **self.scope):
-            meta = _item_of(node, prefix)
-            if meta is not None and passes(node.content, op.filter):
-                found.append((node, meta, None))
-        found.sort(key=lambda entry: (entry[1].namespace, entry[1].key))
-        scores: dict[str, float] = {}
-        if op.query and found:
-            hits = self.repo.search(op.query, k=len(found), at=tip, prefix=id_under, **self.scope)
-            scores = {hit.id: hit.score for hit in hits}
-            # Ranked first, best first; what recall did not rank keeps the stable order after.
-            found.sort(key=lambda entry: -scores.get(entry[0].id, -math.inf))
-        return found[op.offset : op.offset + op.limit], scores
+        return self.searching.search(listing.commit, op, read, list(listing))
 
     def _namespaces(self, at: Commit | str | None, resolved: bool) -> set[tuple[str, ...]]:
         """The namespaces holding items at ``at``: a commit (None: no commits), else the branch so named."""
@@ -540,7 +443,7 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
         namespaces: set[tuple[str, ...]] = set()
         try:
             for node in self.repo.nodes(at=at, prefix=ROOT + "/"):
-                meta = _item_of(node, ())
+                meta = item_of(node, ())
                 if meta is not None:
                     namespaces.add(meta.namespace)
         except NotFound:  # a branch with no commits yet
@@ -598,7 +501,7 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
         meta = item_meta(node)
         if node is None or meta is None or (meta.namespace, meta.key) != (tuple(namespace), key):
             return None
-        return _item(node, meta, self.repo.history(nid, at=commit))
+        return store_item(node, meta, self.repo.history(nid, at=commit))
 
     def delete(
         self, namespace: tuple[str, ...], key: str, *, erase: bool | None = None, reason: str | None = None
@@ -663,7 +566,7 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
                 continue
             if (meta.namespace, meta.key) != (tuple(namespace), key):
                 continue
-            created, _ = _times(versions[index:], version.hash)
+            created, _ = item_times(versions[index:], version.hash)
             items.append(
                 Item(
                     value=version.node.content,
@@ -695,53 +598,3 @@ def _message(said: Sequence[tuple[str, tuple[tuple[str, ...], str]]]) -> str:
     if len(said) > LISTED:
         lines.append(f"and {len(said) - LISTED} more")
     return first + "\n\n" + "\n".join(lines)
-
-
-def _item_of(node: Node | None, prefix: tuple[str, ...]) -> ItemMeta | None:
-    """The :class:`ItemMeta` of ``node`` if it is an item under namespace ``prefix``, else None.
-
-    An item's meta names it and its id is that name's: a node under
-    ``langgraph-store/`` whose meta names another item (not written by a store)
-    is none, as ``get`` of either name would not find it either.
-    """
-    meta = item_meta(node)
-    if meta is None or node is None or meta.namespace[: len(prefix)] != prefix:
-        return None
-    return meta if node.id == node_id(meta.namespace, meta.key) else None
-
-
-def _item(
-    node: Node, meta: ItemMeta, versions: Sequence[Version], score: float | None = None, search: bool = False
-) -> Item:
-    """The LangGraph item of ``node``, its times from ``versions`` (its history, newest first)."""
-    created, updated = _times(versions, node.hash)
-    if search:
-        return SearchItem(meta.namespace, meta.key, node.content, created, updated, score)
-    return Item(
-        value=node.content, key=meta.key, namespace=meta.namespace, created_at=created, updated_at=updated
-    )
-
-
-def _times(versions: Sequence[Version], current: str) -> tuple[datetime, datetime]:
-    """``created_at`` and ``updated_at`` of the version ``current`` among ``versions`` (newest first).
-
-    Created: the first version of the item's present life, which began after it
-    was last removed or had expired before it was written again. Updated: the
-    newest version of that life up to ``current`` that was not a TTL refresh.
-    """
-    start = next((i for i, v in enumerate(versions) if v.hash == current), 0)
-    life = versions[start:]
-    updated: datetime | None = None
-    created = life[0].commit.record_time if life else datetime.min
-    for index, version in enumerate(life):
-        meta = item_meta(version.node)
-        if updated is None and not (meta is not None and meta.refreshed):
-            updated = version.commit.record_time
-        created = version.commit.record_time
-        older = life[index + 1] if index + 1 < len(life) else None
-        if older is None or _removed(older):
-            break
-        expiry = older.node.expires_at if older.node is not None else None
-        if expiry is not None and expiry <= version.commit.record_time:
-            break
-    return created, updated if updated is not None else created
