@@ -89,8 +89,8 @@ from staleness_trace import (
 from staleness_trace import MAX_CORRECTIONS as MAX_CORRECTIONS
 
 SUBJECTS = 300
-"""People in the default trace. Each ``forget`` of a claim rebuilds the claim index from every commit
-(~0.4 s at this size, ~3 s at 1,000 people), so the 2% erasures bound the size of a ~3-minute run."""
+"""People in the default trace, sized for a ~3-minute run (``forget`` of a claim once rebuilt the claim
+index from every commit, ~3 s at 1,000 people; it now updates the commits that held the claim)."""
 MINILM_SUBJECTS = 100
 """People in the MiniLM trace by default: the store and the baseline embed every sentence and question."""
 HASH_DIM = 384

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from mnemosyne.errors import InvalidInput, NotFound, Redacted
 from mnemosyne.history.commits import apply_commit
-from mnemosyne.index.build import reindex
+from mnemosyne.index import claims
 from mnemosyne.index.view import WriteView
 from mnemosyne.model import codec
 from mnemosyne.model.objects import Claim, Commit, Node, Redaction
@@ -37,6 +37,34 @@ def versions_of(view: WriteView, node_id: str) -> list[bytes]:
     return seen
 
 
+def claim_keys(view: WriteView, node_id: str, hashes: list[bytes]) -> dict[bytes, str]:
+    """The claim index keys of the readable claim versions of ``node_id`` among ``hashes``, by hash.
+
+    Read before erasing: a key holds the claim's subject, predicate and start.
+    """
+    found: dict[bytes, str] = {}
+    for oid in hashes:
+        try:
+            node = view.node(oid)
+        except (NotFound, Redacted):
+            continue
+        if node.id == node_id and isinstance(node.content, Claim):
+            found[oid] = claims.claim_key(node_id, node.content)
+    return found
+
+
+def unindex_claims(view: WriteView, keys: dict[str, dict[bytes, str]], records: list[Redaction]) -> None:
+    """Take the claim versions just erased (``records``) out of every commit's claim tree.
+
+    ``keys``: :func:`claim_keys` of each id, read before erasing. Done before the
+    branch drops the ids, so that commit starts from claim trees without them.
+    """
+    gone = {bytes.fromhex(r.hash) for r in records}
+    claims.forget_versions(
+        view, {node_id: {h: k for h, k in found.items() if h in gone} for node_id, found in keys.items()}
+    )
+
+
 def erase(
     view: WriteView, node_id: str, hashes: list[bytes], *, author: str, reason: str, now: datetime
 ) -> tuple[list[Redaction], list[Redaction], bool]:
@@ -46,7 +74,7 @@ def erase(
         The new redaction records; the first records of versions erased before
         (they stand: records are append-only); and whether an erased version was
         a claim (the claim index, whose keys hold subject and predicate, must then
-        be rebuilt).
+        drop it: :func:`unindex_claims`).
     """
     from mnemosyne.recall.reads import ReadLog
     from mnemosyne.recall.recall_index import RecallIndex  # numpy: loaded when something is erased
@@ -112,10 +140,11 @@ def forget(
             raise InvalidInput(f"version {version!r} is ambiguous; give more hex characters")
     if not versions:
         raise NotFound(f"{node_id} has no {'such version' if version else 'versions'} in this store")
+    keys = claim_keys(view, node_id, versions)
     records, before, had_claim = erase(view, node_id, versions, author=author, reason=reason, now=now)
-    commit = drop_erased(view, {node_id: set(versions)}, author, f"forget {node_id}: {reason}", now)
     if had_claim:
-        reindex(view)  # so no claim-tree key names an erased claim (old chunks: gc's)
+        unindex_claims(view, {node_id: keys}, records)  # no claim-tree key names an erased claim
+    commit = drop_erased(view, {node_id: set(versions)}, author, f"forget {node_id}: {reason}", now)
     return ForgetReport(redactions=records, already_erased=before, commit=commit)
 
 
@@ -125,16 +154,18 @@ def forget_expired(view: WriteView, *, reason: str, author: str, now: datetime) 
     records: list[Redaction] = []
     before: list[Redaction] = []
     any_claim = False
+    keys: dict[str, dict[bytes, str]] = {}
     for node_id, hashes in found.items():
+        keys[node_id] = claim_keys(view, node_id, hashes)
         erased, earlier, had_claim = erase(view, node_id, hashes, author=author, reason=reason, now=now)
         records.extend(erased)
         before.extend(earlier)
         any_claim = any_claim or had_claim
+    if any_claim:
+        unindex_claims(view, keys, records)
     commit = drop_erased(
         view, {k: set(v) for k, v in found.items()}, author, f"forget expired: {reason}", now
     )
-    if any_claim:
-        reindex(view)
     return ForgetReport(redactions=records, already_erased=before, commit=commit)
 
 

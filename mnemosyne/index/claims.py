@@ -83,6 +83,68 @@ def update(
     return b"" if view.chunk(result).keys == () else result
 
 
+def forget_versions(view: WriteView, erased: dict[str, dict[bytes, str]]) -> int:
+    """Drop erased claim versions from the claim tree of every commit whose snapshot holds one.
+
+    ``erased`` maps ids to the claim index keys of their erased claim versions,
+    by hash (read before the bytes went). A commit's snapshot holds a version
+    when the newest change to its id along first parents set it, and the change
+    index has each commit's changes against its first parent: so the commits are
+    found from one scan of the commit graph, without reading a claim tree, and
+    each of their trees loses the key in one update. The trees being
+    history-independent, the result is what a rebuild gives, at a cost in the
+    commits that held the version rather than in the whole history. The old
+    chunks are gc's to remove.
+
+    Returns:
+        How many commit-graph entries now name another claim tree.
+    """
+    wanted = {node_id: keys for node_id, keys in erased.items() if keys}
+    if not wanted:
+        return 0
+    changed: dict[bytes, list[tuple[str, bytes | None]]] = {}
+    first: int | None = None  # the lowest generation of a commit that set an erased version
+    for node_id in wanted:
+        for generation, commit, value in view.changes.versions(view.txn, node_id):
+            changed.setdefault(commit, []).append((node_id, value))
+            if value is not None and value in wanted[node_id] and (first is None or generation < first):
+                first = generation
+    if first is None:
+        return 0
+    held: dict[bytes, tuple[tuple[str, bytes], ...]] = {}  # commit → erased versions its snapshot holds
+    trimmed: dict[tuple[bytes, tuple[str, ...]], bytes] = {}  # commits without claim changes share a tree
+    rewritten = 0
+    # A parent's generation is below its children's: parents come first, and no commit
+    # older than the first that set an erased version can hold one.
+    later = [item for item in view.graph.scan(view.txn) if item[1].generation >= first]
+    for oid, entry in sorted(later, key=lambda item: item[1].generation):
+        state = held.get(entry.parents[0], ()) if entry.parents else ()
+        if oid in changed:
+            ids = dict(state)
+            for node_id, value in changed[oid]:
+                if value is not None and value in wanted[node_id]:
+                    ids[node_id] = value
+                else:
+                    ids.pop(node_id, None)
+            state = tuple(sorted(ids.items()))
+        if not state:
+            continue
+        held[oid] = state
+        if not entry.claims:
+            continue
+        keys = tuple(sorted({wanted[node_id][value] for node_id, value in state}))
+        root = trimmed.get((entry.claims, keys))
+        if root is None:
+            root, _ = view.tree.update(entry.claims, [(key, None) for key in keys])
+            if root != entry.claims and view.chunk(root).keys == ():
+                root = b""
+            trimmed[entry.claims, keys] = root
+        if root != entry.claims:
+            view.graph.set_claims(view.txn, oid, entry, root)
+            rewritten += 1
+    return rewritten
+
+
 def _readable(view: View, oid: bytes) -> Node | None:
     """The node when it may be a claim; None when it is erased or certainly not a claim.
 
@@ -184,6 +246,84 @@ def times_of(view: View, oid: bytes) -> Times | None:
 
 def _live_times(times: Times | None, now: datetime) -> bool:
     return times is not None and (times.expires_at is None or times.expires_at > now)
+
+
+class Head(NamedTuple):
+    """What a valid-time filter needs of a node version, read without decoding (nor validating) it."""
+
+    kind: str
+    claim: tuple[str, str, Times] | None
+    """``(subject, predicate, times)`` of a claim; None for a note."""
+
+
+def head_of(view: View, oid: bytes) -> Head | None:
+    """The kind, and a claim's attribute and times, of the node version ``oid``; None when it was erased.
+
+    Raises:
+        CorruptObject: the bytes do not match the hash, or hold no node.
+    """
+    data = view.objects.raw(view.txn, oid)
+    if data is None:
+        return None
+    if CLAIM_TAG not in data:
+        return Head("note", None)  # a claim's bytes hold the tag; kinds are notes and claims
+    if object_id(data) != oid:
+        raise CorruptObject(f"object {oid.hex()} is corrupt: its bytes do not match its hash")
+    try:
+        raw = _untyped.decode(data)
+        kind, content, expires_at = raw[3], raw[2], raw[7]
+        if kind != "claim":
+            return Head(kind, None)
+        valid_to = content[5] if len(content) > 5 else None
+        times = Times(content[4], valid_to, expires_at)
+        claim = (content[1], content[2], times)
+    except (msgspec.DecodeError, IndexError, TypeError, KeyError) as exc:
+        raise CorruptObject(f"object {oid.hex()} should be a node ({exc})") from None
+    if not (
+        isinstance(times.valid_from, datetime) and isinstance(claim[0], str) and isinstance(claim[1], str)
+    ):
+        raise CorruptObject(f"object {oid.hex()} should be a claim")
+    return Head(kind, claim)
+
+
+def started(claim: tuple[str, str, Times], valid_at: datetime, now: datetime) -> bool:
+    """Whether a claim (a :class:`Head`'s) is live, has started and has not ended by ``valid_at``."""
+    times = claim[2]
+    if not _live_times(times, now) or times.valid_from > valid_at:
+        return False
+    return times.valid_to is None or times.valid_to > valid_at
+
+
+class InForce:
+    """Which claims of one snapshot are in force at one valid time, judged a version at a time.
+
+    The answer :func:`in_force` gives, without decoding nodes: a claim is in force
+    when it has :func:`started` and its start is the latest live start on its
+    attribute by ``valid_at``, which is read once per attribute (one reverse seek,
+    the times of the claims it passes read with :func:`times_of`).
+    """
+
+    def __init__(self, view: View, root: bytes, valid_at: datetime, now: datetime) -> None:
+        self.view, self.root, self.valid_at, self.now = view, root, valid_at, now
+        # (subject, predicate) → the time text of its latest live start by valid_at (None: none).
+        self.latest: dict[tuple[str, str], str | None] = {}
+
+    def holds(self, claim: tuple[str, str, Times]) -> bool:
+        """Whether a claim (a :class:`Head`'s) of the snapshot is in force."""
+        if not self.root or not started(claim, self.valid_at, self.now):
+            return False
+        subject, predicate, times = claim
+        attribute = (subject, predicate)
+        if attribute not in self.latest:
+            self.latest[attribute] = self._latest_start(attribute_prefix(subject, predicate))
+        return self.latest[attribute] == time_text(times.valid_from)
+
+    def _latest_start(self, prefix: str) -> str | None:
+        bound = prefix + time_text(self.valid_at) + "\x01"  # past every key starting at valid_at
+        for key, value in self.view.tree.items_reverse(self.root, prefix=prefix, last=bound):
+            if _live_times(times_of(self.view, value), self.now):
+                return split_key(key)[2]
+        return None
 
 
 def neighbours(

@@ -81,9 +81,9 @@ class CommitGraph:
         self.prefix = scope + _TAG
         self._steps: dict[bytes, Shape] = {}
         """Per commit: its shape. A function of the commit graph alone, which never changes (a
-        reindex after an erasure rewrites claims and open records only), so it is kept across
-        transactions: a commit's skip-pointer walk, and the ancestry checks of a history,
-        read no entry twice (on PostgreSQL each is a round trip)."""
+        reindex, or an erasure's :meth:`set_claims`, rewrites claims and open records only), so
+        it is kept across transactions: a commit's skip-pointer walk, and the ancestry checks of
+        a history, read no entry twice (on PostgreSQL each is a round trip)."""
 
     def shape(self, txn: ReadTxn, oid: bytes) -> Shape:
         """The shape of a commit in the graph, read once per handle (as :meth:`entry` reads it).
@@ -216,6 +216,29 @@ class CommitGraph:
                 if self.shape(txn, parent).generation > a.generation:
                     todo.append(parent)
         return False
+
+    def scan(self, txn: ReadTxn) -> list[tuple[bytes, GraphEntry]]:
+        """Every commit with its entry, in no particular order (one range read).
+
+        Raises:
+            CorruptObject: if an entry is damaged.
+        """
+        size = len(self.prefix)
+        found = []
+        for key, data in txn.scan(Space.INDEX, self.prefix):
+            try:
+                found.append((key[size:], _decoder.decode(data)))
+            except msgspec.DecodeError as exc:
+                raise CorruptObject(
+                    f"the commit graph entry of {key[size:].hex()} is damaged ({exc}); run 'mnemo reindex'"
+                ) from None
+        return found
+
+    def set_claims(self, txn: WriteTxn, oid: bytes, entry: GraphEntry, claims: bytes) -> None:
+        """Point a commit's entry (``entry``, as read) at another claim tree; its shape stays."""
+        txn.put(
+            Space.INDEX, self.prefix + oid, _encoder.encode(msgspec.structs.replace(entry, claims=claims))
+        )
 
     def entries(self, txn: ReadTxn) -> dict[bytes, bytes]:
         """Every entry as stored (to compare with a rebuild)."""

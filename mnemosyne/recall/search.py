@@ -75,7 +75,9 @@ def acceptor(
 
     The index gives each candidate's expiry, so a version is read (into
     ``loaded``) only for the filters that look inside it (kind, meta, claims in
-    force) or when ``strict``; the hits are read once ranked. When a freshness
+    force) or when ``strict``; the hits are read once ranked. A valid-time filter
+    with at most a kind besides reads no node: a version's raw bytes give its kind
+    and a claim's attribute and times (:class:`mnemosyne.index.claims.InForce`). When a freshness
     filter looks up when a version was last confirmed, the answer goes into
     ``confirmed``, so a hit need not look it up again.
 
@@ -86,6 +88,12 @@ def acceptor(
     now = expiry(filters.now)
     scoped = filters.scope.active
     read = strict or filters.kind is not None or bool(filters.meta) or filters.valid_at is not None or scoped
+    # Valid time (and kind) alone: judged from a version's raw bytes, no node decoded.
+    force = (
+        claims.InForce(view, filters.claim_root, filters.valid_at, filters.now)
+        if filters.valid_at is not None and not (strict or filters.meta or scoped)
+        else None
+    )
     judged: dict[bytes, bool] = {}  # both rankings often propose the same version
 
     def accept(node_id: str, oid: bytes, expires: int) -> bool:
@@ -99,6 +107,8 @@ def acceptor(
     def check(node_id: str, oid: bytes, expires: int) -> bool:
         if expires <= now:
             return False
+        if force is not None:
+            return weigh(node_id, oid, force)
         if not listed and view.tree.get(filters.root, node_id) != oid:
             return False  # deleted, superseded, or never in this snapshot
         if not fresh(node_id, oid):
@@ -124,6 +134,19 @@ def acceptor(
             return False
         loaded[oid] = node
         return True
+
+    def weigh(node_id: str, oid: bytes, force: claims.InForce) -> bool:
+        head = claims.head_of(view, oid)
+        if head is None:
+            return False  # erased
+        if filters.kind is not None and head.kind != filters.kind:
+            return False
+        # Whether it holds first: one seek per attribute, for every version of a timeline.
+        if head.claim is not None and not force.holds(head.claim):
+            return False
+        if not listed and view.tree.get(filters.root, node_id) != oid:
+            return False  # deleted, superseded, or never in this snapshot
+        return fresh(node_id, oid)
 
     def fresh(node_id: str, oid: bytes) -> bool:
         if filters.verified_since is None:
