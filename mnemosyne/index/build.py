@@ -151,8 +151,22 @@ def rebuild(view: View, claims_possible: bool = True) -> Rebuilt:
         for oid in order:
             commit = view.commit(oid)
             index_commit(target, oid, commit, commit_changes(view, commit), {}, claims_possible)
-        made = Stores(stores.scope).objects
-        return Rebuilt(target.graph.entries(txn), target.changes.entries(txn), dict(made.scan(txn)))
+        made = dict(Stores(stores.scope).objects.scan(txn))
+        # Only chunks the rebuilt claim trees name: an update may write a chunk it then
+        # replaces (a root of one child, collapsed), which no tree needs.
+        needed: set[bytes] = set()
+        for _, entry in target.graph.scan(txn):
+            pending = [entry.claims] if entry.claims else []
+            while pending:
+                oid = pending.pop()
+                if oid in needed:
+                    continue
+                needed.add(oid)
+                chunk = target.chunk(oid)
+                if chunk.level:
+                    pending.extend(chunk.values)
+        chunks = {oid: data for oid, data in made.items() if oid in needed}
+        return Rebuilt(target.graph.entries(txn), target.changes.entries(txn), chunks)
 
     return scratch.transact(replay)
 
