@@ -1217,7 +1217,7 @@ def test_an_index_without_id_words_is_upgraded_by_its_postings_alone(
         assert len(repo.search("apple river", k=20, mode="semantic")) == 12
         assert embedded == ["apple river"]  # the query alone
         assert side_items(repo, Space.VECTORS) == vectors_before
-        assert dict(side_items(repo, Space.RECALL))[SCOPE + b"f"] == b"3"
+        assert dict(side_items(repo, Space.RECALL))[SCOPE + b"f"] == b"4"
         assert repo.fsck().ok
 
 

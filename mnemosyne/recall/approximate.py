@@ -30,7 +30,9 @@ docs/adr/0032-persisted-approximate-index.md.
 
 from __future__ import annotations
 
+import sys
 import threading
+from importlib.util import find_spec
 
 import numpy as np
 import numpy.typing as npt
@@ -113,6 +115,7 @@ class Graph:
     """
 
     def __init__(self, dim: int, lookups: bool = True) -> None:
+        _before_usearch()
         from usearch.compiled import Index, MetricKind, MetricSignature, ScalarKind
 
         self.dim = dim
@@ -195,8 +198,23 @@ def new_graph(dim: int, lookups: bool = True) -> Graph:
     return Graph(dim, lookups)
 
 
+def _before_usearch() -> None:
+    """Load onnxruntime, when installed, before usearch's compiled module is first loaded.
+
+    onnxruntime's own module crashes the process (SIGSEGV) when it is loaded after
+    usearch's (usearch 2.26, onnxruntime 1.32, both from PyPI; either alone, or
+    onnxruntime first, is fine): a process that searched a large store and then
+    embeds with MiniLM (another store, another tenant, ``use_embedder``) would die.
+    Loading it first costs about 90 ms, once, in processes that use the
+    approximate index.
+    """
+    if "usearch.compiled" not in sys.modules and find_spec("onnxruntime") is not None:
+        import onnxruntime  # noqa: F401
+
+
 def graph_metadata(path: str) -> dict[str, object]:
     """What a saved index's header says (its width, row counts, …)."""
+    _before_usearch()
     from usearch.compiled import index_dense_metadata_from_path
 
     return dict(index_dense_metadata_from_path(path))

@@ -4,9 +4,12 @@ Each indexed node version is a document with a dense number, given in indexing
 order and never reused until the index is rebuilt. Postings are grouped by
 document number into segments of :data:`SEGMENT` documents: one key per (word,
 segment) whose value is a packed array of ``(document, tf, length)`` rows
-(little-endian u32, sorted by document). Catching up a batch of versions writes
-each touched word's segment once; scoring reads a word's few segments with
-``np.frombuffer`` and computes BM25 for all of them at once.
+(little-endian u32, sorted by document), and one key per word summarizes its
+segments (how many rows, the highest tf, the lowest length), which bounds what
+each segment can add to a score. Catching up a batch of versions writes each
+touched word's segment and summary once; ranking (:func:`lexical`) reads the
+summaries, then only the segments that can still change the top k (block-max
+MaxScore; ADR 37), with ``np.frombuffer``, BM25 computed over whole arrays.
 
 Each version's expiry is kept with it, so a search turns expired versions away
 without reading them.
@@ -15,6 +18,10 @@ Keys (behind the tenant scope) in the ``recall`` keyspace:
 ``d`` node hash → document number (u32), expiry (i64 µs), content hash ·
 ``r`` document number (u32) → node hash, expiry, node id ·
 ``t`` word 00 segment (u32) → postings ·
+``s`` word 00 → the word's segment summaries: a packed ``(segment, rows, highest tf,
+lowest length)`` row (little-endian u32) per segment, by segment (numbers only: they
+bound what a segment can add to a score, so a ranking skips segments that cannot
+matter; see :func:`lexical`) ·
 ``c`` content hash → ``(node hash, id, expiry)`` of every indexed version with it ·
 ``n`` → documents, words, next document number ·
 ``l`` sequence → a content hash whose versions changed, or ``*`` (everything
@@ -25,12 +32,10 @@ maps (see :mod:`mnemosyne.recall.names`).
 from __future__ import annotations
 
 import gc
-import math
 import struct
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
 
 import msgspec
 import numpy as np
@@ -40,10 +45,10 @@ from mnemosyne.errors import CorruptObject, NotFound
 from mnemosyne.index.view import View
 from mnemosyne.model.objects import Node
 from mnemosyne.model.times import micros
-from mnemosyne.recall.text import content_hash, document_words, words
+from mnemosyne.recall.text import content_hash, document_words
 from mnemosyne.store.kv.base import AppendLog, ReadTxn, Space, WriteTxn, last_number
 
-DOC, NUMBER, TERM, CONTENT, STATS, CHANGES = b"d", b"r", b"t", b"c", b"n", b"l"
+DOC, NUMBER, TERM, CONTENT, STATS, CHANGES, SUMMARY = b"d", b"r", b"t", b"c", b"n", b"l", b"s"
 SEGMENT = 2048
 """Documents per postings segment: bounds what one catch-up or erasure rewrites per word."""
 K1, B = 1.2, 0.75
@@ -54,8 +59,13 @@ NEVER = (1 << 63) - 1
 _STATS = struct.Struct(">QQQ")
 _DOC = struct.Struct(">Iq")  # document number, expiry; then the content hash
 _EXPIRY = struct.Struct(">q")
-_ROW = 3  # u32 fields per posting: document, tf, length
-_ROW_BYTES = 4 * _ROW
+ROW = 3
+"""u32 fields per posting: document, tf, length."""
+_ROW_BYTES = 4 * ROW
+SUMMARY_FIELDS = 4
+"""u32 fields per segment summary: segment, rows, highest tf, lowest length."""
+_SUMMARY_BYTES = 4 * SUMMARY_FIELDS
+_SUMMARY_ROW = struct.Struct("<IIII")
 # Tuples, not lists: a handle may keep many, and tuples of plain values leave the
 # garbage collector's books once it has looked at them.
 _VERSIONS = msgspec.msgpack.Decoder(tuple[tuple[bytes, str, int], ...])
@@ -116,6 +126,9 @@ class Postings:
     def _term_key(self, word: str, segment: int) -> bytes:
         return self.scope + TERM + word.encode() + b"\x00" + segment.to_bytes(4, "big")
 
+    def _summary_key(self, word: str) -> bytes:
+        return self.scope + SUMMARY + word.encode() + b"\x00"
+
     def number_key(self, number: int) -> bytes:
         """The key of a document-number record."""
         return self.scope + NUMBER + number.to_bytes(4, "big")
@@ -172,6 +185,23 @@ class Postings:
         """The packed postings of every segment of ``word``."""
         for _, value in txn.scan(Space.RECALL, self.scope + TERM + word.encode() + b"\x00"):
             yield value
+
+    def term_segment(self, txn: ReadTxn, word: str, segment: int) -> bytes | None:
+        """The packed postings of one segment of ``word``, or None."""
+        return txn.get(Space.RECALL, self._term_key(word, segment))
+
+    def summary(self, txn: ReadTxn, word: str) -> npt.NDArray[np.uint32] | None:
+        """``word``'s segment summaries as rows of (segment, rows, highest tf, lowest length).
+
+        None when the word has none: it is in no segment, or the index predates
+        summaries (layout 3, which a read-only handle may still search).
+        """
+        data = txn.get(Space.RECALL, self._summary_key(word))
+        if data is None:
+            return None
+        if len(data) % _SUMMARY_BYTES:
+            raise _damaged("a segment summary", ValueError(f"{len(data)} bytes is no whole number of rows"))
+        return np.frombuffer(data, dtype="<u4").reshape(-1, SUMMARY_FIELDS)
 
     def every_segment(self, txn: ReadTxn) -> Iterator[tuple[bytes, bytes]]:
         """Every postings key (after the scope and tag) and its packed rows."""
@@ -231,7 +261,7 @@ class Postings:
         those it did not reach with :meth:`drop_numbers`.
         """
         seq = self.last_change(txn)
-        families = [DOC, TERM, CONTENT, STATS, CHANGES, *([] if keep_numbers else [NUMBER])]
+        families = [DOC, TERM, SUMMARY, CONTENT, STATS, CHANGES, *([] if keep_numbers else [NUMBER])]
         for family in families:
             for key in [key for key, _ in txn.scan(Space.RECALL, self.scope + family)]:
                 txn.delete(Space.RECALL, key)
@@ -270,7 +300,7 @@ class Postings:
                 value = txn.get(Space.RECALL, key)
                 if value is None:
                     continue
-                numbers = np.frombuffer(value, dtype="<u4")[::_ROW]
+                numbers = np.frombuffer(value, dtype="<u4")[::ROW]
                 at = int(np.searchsorted(numbers, number))
                 if at == len(numbers) or int(numbers[at]) != number:
                     continue
@@ -279,6 +309,7 @@ class Postings:
                     txn.put(Space.RECALL, key, rest)
                 else:
                     txn.delete(Space.RECALL, key)
+                self._resummarize(txn, word, segment, rest)
             txn.delete(Space.RECALL, scope + DOC + oid)
             txn.delete(Space.RECALL, self.number_key(number))
             totals = self.stats(txn)
@@ -293,6 +324,39 @@ class Postings:
                 txn.put(Space.RECALL, key, _ENCODER.encode(versions))
             else:
                 txn.delete(Space.RECALL, key)
+
+    def _resummarize(self, txn: WriteTxn, word: str, segment: int, rest: bytes) -> None:
+        """Summarize a rewritten segment again from what is left of it (no row: drop its summary).
+
+        Computed afresh rather than left as an upper bound: nothing of the removed
+        row (its tf, its length) stays behind, and the word's key goes with its
+        last segment.
+        """
+        table = self.summary(txn, word)
+        if table is None:
+            return  # an index that predates summaries
+        key = self._summary_key(word)
+        keep = table[table[:, 0] != segment]
+        if rest:
+            rows = rows_of(rest)
+            mine = np.array([[segment, len(rows), rows[:, 1].max(), rows[:, 2].min()]], dtype="<u4")
+            keep = np.concatenate([keep, mine])
+            keep = keep[np.argsort(keep[:, 0], kind="stable")]
+        if len(keep):
+            txn.put(Space.RECALL, key, keep.astype("<u4").tobytes())
+        else:
+            txn.delete(Space.RECALL, key)
+
+
+def _summaries(rows: npt.NDArray[np.uint32], starts: list[int], segment: int) -> bytes:
+    """The packed summary of each run of rows (one word's rows in one segment) starting at ``starts``."""
+    at = np.asarray(starts, dtype=np.intp)
+    out = np.empty((len(at), SUMMARY_FIELDS), dtype="<u4")
+    out[:, 0] = segment
+    out[:, 1] = np.diff(np.append(at, len(rows)))
+    out[:, 2] = np.maximum.reduceat(rows[:, 1], at)
+    out[:, 3] = np.minimum.reduceat(rows[:, 2], at)
+    return out.tobytes()
 
 
 def _version(data: bytes) -> Version:
@@ -354,7 +418,7 @@ class Writer:
         self._words: list[str] = []  # the buffered documents' words, one after another
         self._terms = _Terms()
         self._lengths: list[int] = []
-        self._segments: dict[str, list[tuple[int, bytes]]] = {}  # fresh: word → its segments
+        self._segments: dict[str, list[tuple[int, bytes, bytes]]] = {}  # fresh: word → segments, summaries
         self._contents: dict[bytes, list[Version]] = {}  # fresh: the content map
 
     def add(self, nodes: list[tuple[bytes, Node]]) -> list[bytes]:
@@ -403,11 +467,22 @@ class Writer:
         self._flush()
         txn = self._txn
         if self._segments:
-            head = self._scope + TERM
+            head, summary_head = self._scope + TERM, self._scope + SUMMARY
+            ordered = sorted(self._segments)  # code point order is UTF-8 byte order
+            txn.put_many(
+                Space.RECALL,
+                [
+                    (
+                        summary_head + word.encode() + b"\x00",
+                        b"".join(row for _, _, row in self._segments[word]),
+                    )
+                    for word in ordered
+                ],
+            )
             items = [
                 (head + word.encode() + b"\x00" + segment.to_bytes(4, "big"), value)
-                for word in sorted(self._segments)  # code point order is UTF-8 byte order
-                for segment, value in self._segments[word]
+                for word in ordered
+                for segment, value, _ in self._segments[word]
             ]
             txn.put_many(Space.RECALL, items)
             self._segments = {}
@@ -436,7 +511,7 @@ class Writer:
         # One sort gives every (word, document) pair in word then document order, with its tf.
         pairs, tf = np.unique(terms * count + np.repeat(np.arange(count), lengths), return_counts=True)
         term, local = np.divmod(pairs, count)
-        rows = np.empty((len(pairs), _ROW), dtype="<u4")
+        rows = np.empty((len(pairs), ROW), dtype="<u4")
         rows[:, 0] = first + local
         rows[:, 1] = tf
         rows[:, 2] = lengths[local]
@@ -444,135 +519,59 @@ class Writer:
         ends = [*starts[1:], len(pairs)]
         segment = first // SEGMENT
         data = rows.tobytes()
-        bounds = zip(starts, ends, term[starts].tolist(), strict=True)
+        summaries = _summaries(rows, starts, segment)
+        bounds = zip(
+            starts, ends, term[starts].tolist(), range(0, len(summaries), _SUMMARY_BYTES), strict=True
+        )
         if self._fresh:
-            for start, end, word in bounds:
+            for start, end, word, at in bounds:
                 self._segments.setdefault(vocabulary[word], []).append(
-                    (segment, data[start * _ROW_BYTES : end * _ROW_BYTES])
+                    (
+                        segment,
+                        data[start * _ROW_BYTES : end * _ROW_BYTES],
+                        summaries[at : at + _SUMMARY_BYTES],
+                    )
                 )
             return
         resumed = first % SEGMENT != 0  # the segment holds earlier documents: append to them
         head, tail = self._scope + TERM, b"\x00" + segment.to_bytes(4, "big")
+        summary_head = self._scope + SUMMARY
         items: list[tuple[bytes, bytes]] = []
-        for start, end, word in bounds:
-            key = head + vocabulary[word].encode() + tail
+        for start, end, word, at in bounds:
+            encoded = vocabulary[word].encode()
+            key = head + encoded + tail
             value = data[start * _ROW_BYTES : end * _ROW_BYTES]
             if resumed:
                 before = self._txn.get(Space.RECALL, key)
                 if before is not None:
                     value = before + value
             items.append((key, value))
+            summary_key = summary_head + encoded + b"\x00"
+            known = self._txn.get(Space.RECALL, summary_key) or b""
+            items.append((summary_key, _summarized(known, summaries[at : at + _SUMMARY_BYTES])))
         items.sort()
         self._txn.put_many(Space.RECALL, items)
 
 
-# -- reading ----------------------------------------------------------------------
-
-
-def lexical(
-    view: View,
-    postings: Postings,
-    query: str,
-    accept: Accept,
-    limit: int,
-    number: Callable[[int], Version | None] | None = None,
-) -> list[tuple[bytes, str, float]]:
-    """BM25 over indexed and queued versions; the best ``limit`` accepted ones.
-
-    ``number`` looks up a document by number (default: read from ``view``; a
-    handle's :class:`~mnemosyne.recall.names.Names` remembers them).
-
-    Equal scores break by node hash. Scores are summed in the same order (words
-    sorted) whatever the layout, so they are equal bit for bit in every process.
-
-    Returns:
-        ``(node hash, node id, score)``, best first.
-    """
-    txn = view.txn
-    terms = sorted(set(words(query)))
-    if not terms:
-        return []
-    totals = postings.stats(txn)
-    pending = list(_readable_queue(view, postings))
-    pending_words = [document_words(node) for _, node in pending]
-    docs = totals.docs + len(pending)
-    average = (totals.words + sum(map(len, pending_words))) / docs if docs else 1.0
-    numbers: list[npt.NDArray[np.int64]] = []
-    weights: list[npt.NDArray[np.float64]] = []
-    for term in terms:
-        parts: list[npt.NDArray[Any]] = [rows_of(value) for value in postings.term_segments(txn, term)]
-        # Queued versions get numbers past every indexed document's.
-        extra = [
-            (totals.next + i, found.count(term), len(found))
-            for i, found in enumerate(pending_words)
-            if term in found
-        ]
-        if extra:
-            parts.append(np.array(extra, dtype=np.int64).reshape(-1, _ROW))
-        if not parts:
-            continue
-        rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        having = len(rows)
-        idf = math.log(1 + (docs - having + 0.5) / (having + 0.5))
-        tf = rows[:, 1].astype(np.float64)
-        length = rows[:, 2].astype(np.float64)
-        weight = tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average))
-        numbers.append(rows[:, 0].astype(np.int64))
-        weights.append(idf * weight)
-    if not numbers:
-        return []
-    # bincount adds each document's terms in the order given: the words' sorted order.
-    found, where = np.unique(np.concatenate(numbers), return_inverse=True)
-    scores = np.bincount(where, weights=np.concatenate(weights)).astype(np.float64, copy=False)
-    named = {
-        totals.next + i: (oid, node.id, expiry(node.expires_at)) for i, (oid, node) in enumerate(pending)
-    }
-    lookup = number if number is not None else lambda n: postings.numbered(txn, n)
-    out: list[tuple[bytes, str, float]] = []
-    for group in _equal_scores_best_first(scores, max(64, 8 * limit)):
-        candidates: list[Version] = []
-        for i in group.tolist():
-            doc = int(found[i])
-            entry = named.get(doc) or lookup(doc)
-            if entry is not None:
-                candidates.append(entry)
-        score = float(scores[group[0]])
-        for oid, node_id, expires in sorted(candidates):
-            if accept(node_id, oid, expires):
-                out.append((oid, node_id, score))
-                if len(out) >= limit:
-                    return out
-    return out
-
-
-def _equal_scores_best_first(scores: npt.NDArray[np.float64], chunk: int) -> Iterator[npt.NDArray[np.intp]]:
-    """Indices grouped by equal score, best score first, a growing chunk at a time.
-
-    Only the part of the ranking that is walked gets sorted; a chunk always ends
-    between two different scores, so no group of equal scores is split.
-    """
-    left = np.arange(len(scores))
-    while len(left):
-        values = scores[left]
-        if len(left) > chunk:
-            boundary = np.partition(values, len(values) - chunk)[len(values) - chunk]
-            take, left = left[values >= boundary], left[values < boundary]
-        else:
-            take, left = left, left[:0]
-        take = take[np.argsort(-scores[take], kind="stable")]
-        ordered = scores[take]
-        yield from np.split(take, np.flatnonzero(ordered[1:] != ordered[:-1]) + 1)
-        chunk *= 4
+def _summarized(known: bytes, row: bytes) -> bytes:
+    """A word's summaries with one segment's new rows' summary ``row`` added (appended or merged)."""
+    if len(known) >= _SUMMARY_BYTES:
+        last = _SUMMARY_ROW.unpack_from(known, len(known) - _SUMMARY_BYTES)
+        new = _SUMMARY_ROW.unpack(row)
+        if last[0] == new[0]:  # the segment had rows of the word already: one summary of them all
+            merged = (new[0], last[1] + new[1], max(last[2], new[2]), min(last[3], new[3]))
+            return known[:-_SUMMARY_BYTES] + _SUMMARY_ROW.pack(*merged)
+    return known + row
 
 
 def rows_of(value: bytes) -> npt.NDArray[np.uint32]:
     """A segment's packed postings as rows of (document, tf, length)."""
     if len(value) % _ROW_BYTES:
         raise _damaged("a postings segment", ValueError(f"{len(value)} bytes is no whole number of rows"))
-    return np.frombuffer(value, dtype="<u4").reshape(-1, _ROW)
+    return np.frombuffer(value, dtype="<u4").reshape(-1, ROW)
 
 
-def _readable_queue(view: View, postings: Postings) -> Iterator[tuple[bytes, Node]]:
+def readable_queue(view: View, postings: Postings) -> Iterator[tuple[bytes, Node]]:
     """Queued versions not indexed yet (commits queue without looking) and still stored."""
     for oid in view.stores.queue.queued(view.txn):
         if postings.document(view.txn, oid) is not None:

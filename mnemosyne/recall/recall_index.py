@@ -33,12 +33,12 @@ from mnemosyne.recall.vectors import Writer as VectorWriter
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
 
 _FORMAT = b"f"
-FORMAT = b"3"
+FORMAT = b"4"
 """The layout written by this version: numbered documents, postings segments, vector blocks,
-and the words of ids among a document's words."""
-_POSTINGS_STALE = (b"2",)
+the words of ids among a document's words, and a summary of each word's segments."""
+_POSTINGS_STALE = (b"2", b"3")
 """Layouts this version reads and upgrades by re-indexing postings alone: their vectors
-are laid out as this version's (layout 2 lacked id words)."""
+are laid out as this version's (layout 2 lacked id words, layout 3 segment summaries)."""
 BATCH = 256
 """Versions read and texts embedded per step."""
 

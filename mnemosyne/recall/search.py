@@ -24,10 +24,10 @@ from mnemosyne.index.view import View
 from mnemosyne.model.choices import SearchMode
 from mnemosyne.model.objects import Claim, Node
 from mnemosyne.model.results import Context, ContextItem, Hit
+from mnemosyne.recall.bm25 import lexical as postings_lexical
 from mnemosyne.recall.embedders import Embedder
 from mnemosyne.recall.matrix import VectorCache
 from mnemosyne.recall.postings import Accept, expiry
-from mnemosyne.recall.postings import lexical as postings_lexical
 from mnemosyne.recall.recall_index import RecallIndex
 from mnemosyne.recall.scope import Scoping, permitted
 from mnemosyne.recall.semantic import semantic as semantic_search
