@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-
 from importlib.util import find_spec
 
 from support.components import unavailable
