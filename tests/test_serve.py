@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pytest
 from support.components import need_module
@@ -335,6 +336,19 @@ def test_the_body_limit_refuses_large_bodies_and_writes_nothing(served) -> None:
 
         error_of(http.post(path("commits"), content=chunks()), 413, "InvalidInput", 2)
     assert tip(served) == before
+
+
+def test_a_stranger_sending_a_body_of_no_declared_size_is_refused_before_it_is_read(served) -> None:
+    # Chunked, and no chunk ever sent: the answer comes from the token alone.
+    parts = urlsplit(served.url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        sock.sendall(
+            b"POST /v1/tenants/default/commits HTTP/1.1\r\nHost: x\r\n"
+            b"Authorization: Bearer mnemo_000000000000_nope\r\n"
+            b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        answer = sock.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
 
 
 # -- tokens ----------------------------------------------------------------------------

@@ -263,8 +263,11 @@ class Api:
                 token: Token | None = None
                 raw = b""
                 if route.body is not None or route.wire:
-                    # The token first: no body is read, nor a search's turn taken, for a stranger.
-                    token = await self.in_thread(self.tenants.authenticate, headers)
+                    if _large(headers):
+                        # The token first: a stranger never has the server hold a large body.
+                        # (A small one is read at once; checking first would cost every search
+                        # and commit another trip to a worker thread, about a millisecond.)
+                        token = await self.in_thread(self.tenants.authenticate, headers)
                     raw = await self._body(receive, headers)
                 if route.recall:
                     async with self._recall_limiter():
@@ -386,6 +389,15 @@ class Api:
             first, done = chunk(rest)
             return Response(200, [(b"content-type", JSON_LINES), *headers], first, None if done else rest)
         return Response(reply.status, [(b"content-type", JSON), *headers], to_json(reply.value).encode())
+
+
+CHECKED_FIRST = 64 << 10
+"""Bodies past this size (or of no declared size) are read only once the token checks out."""
+
+
+def _large(headers: list[tuple[bytes, bytes]]) -> bool:
+    declared = next((value for key, value in headers if key == b"content-length"), None)
+    return declared is None or not declared.isdigit() or int(declared) > CHECKED_FIRST
 
 
 def _article(word: str) -> str:
