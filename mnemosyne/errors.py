@@ -70,6 +70,29 @@ Kept with the errors, so the command line and the HTTP server's error bodies agr
 """
 
 
+KINDS: tuple[type[MnemoError], ...] = (
+    AccessDenied,
+    Redacted,
+    NotFound,
+    InvalidInput,
+    ClaimConflict,
+    MergeConflict,
+    RefConflict,
+    CorruptObject,
+    StorageFull,
+    MnemoError,
+)
+"""The public error classes, most specific first: an error's kind on the wire (the HTTP
+server names a private subclass by its public class; its clients raise the class named)."""
+
+_BY_NAME = {kind.__name__: kind for kind in KINDS}
+
+
+def error_class(name: object) -> type[MnemoError]:
+    """The public error class called ``name`` in an error body (``MnemoError`` for any other name)."""
+    return _BY_NAME.get(name, MnemoError) if isinstance(name, str) else MnemoError
+
+
 def exit_code(error: MnemoError) -> int:
     """The exit code ``mnemo`` gives ``error`` (1 for a kind without one of its own)."""
     for kind, code in EXIT_CODES:

@@ -22,16 +22,12 @@ import msgspec
 from mnemosyne.admin import wire
 from mnemosyne.admin.transfer import BATCH, QUESTION, Objects, Offer, Survey
 from mnemosyne.errors import (
-    AccessDenied,
-    ClaimConflict,
     CorruptObject,
     InvalidInput,
-    MergeConflict,
     MnemoError,
     NotFound,
-    Redacted,
     RefConflict,
-    StorageFull,
+    error_class,
 )
 from mnemosyne.model.access import Token
 from mnemosyne.model.reports import RefUpdate
@@ -51,22 +47,6 @@ FINISH = 20_000
 
 TIMEOUT = httpx.Timeout(600.0, connect=15.0)
 """A step may index thousands of commits: minutes, not the seconds a connection may take."""
-
-_KINDS: dict[str, type[MnemoError]] = {
-    kind.__name__: kind
-    for kind in (
-        AccessDenied,
-        ClaimConflict,
-        CorruptObject,
-        InvalidInput,
-        MergeConflict,
-        MnemoError,
-        NotFound,
-        Redacted,
-        RefConflict,
-        StorageFull,
-    )
-}
 
 
 class HttpRemote:
@@ -159,7 +139,7 @@ class HttpRemote:
         status = response.status_code
         try:
             error = msgspec.json.decode(response.content)["error"]
-            kind = _KINDS.get(error["kind"], MnemoError)
+            kind = error_class(error["kind"])
             message = str(error["message"])
         except (msgspec.DecodeError, KeyError, TypeError):
             kind = NotFound if status == 404 else MnemoError

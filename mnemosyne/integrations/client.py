@@ -30,16 +30,12 @@ import httpx
 import msgspec
 
 from mnemosyne.errors import (
-    AccessDenied,
-    ClaimConflict,
-    CorruptObject,
     InvalidInput,
-    MergeConflict,
     MnemoError,
     NotFound,
     Redacted,
     RefConflict,
-    StorageFull,
+    error_class,
 )
 from mnemosyne.model.access import Role, Token
 from mnemosyne.model.choices import ClaimPolicy, MergeStrategy, SearchMode
@@ -69,21 +65,6 @@ Rev = str | Commit
 DEFAULT_TIMEOUT = 60.0
 """Seconds a request may take (the first search after a bulk load indexes first)."""
 
-_ERRORS: dict[str, type[MnemoError]] = {
-    cls.__name__: cls
-    for cls in (
-        AccessDenied,
-        ClaimConflict,
-        CorruptObject,
-        InvalidInput,
-        MergeConflict,
-        MnemoError,
-        NotFound,
-        Redacted,
-        RefConflict,
-        StorageFull,
-    )
-}
 _FULL_ID = re.compile(r"[0-9a-f]{64}")
 _decode = msgspec.json.Decoder()
 
@@ -138,7 +119,7 @@ def _raise(response: httpx.Response) -> None:
     """Raise the library error an error response carries."""
     try:
         error = _decode.decode(response.content)["error"]
-        kind = _ERRORS.get(error["kind"], MnemoError)
+        kind = error_class(error["kind"])
         message = str(error["message"])
     except (msgspec.DecodeError, KeyError, TypeError):
         kind = NotFound if response.status_code == 404 else MnemoError
@@ -166,7 +147,7 @@ class _Lines(Iterator[T]):
                 except msgspec.DecodeError:
                     raise MnemoError(f"the server's answer is not JSON Lines: {line[:80]!r}") from None
                 if isinstance(value, dict) and set(value) == {"error"}:
-                    kind = _ERRORS.get(value["error"].get("kind"), MnemoError)
+                    kind = error_class(value["error"].get("kind"))
                     raise kind(str(value["error"].get("message")))
                 return from_builtins(value, self._cls, "the server's answer")
         except httpx.HTTPError as error:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mnemosyne.errors import KINDS
 from mnemosyne.integrations.server.bodies import BODIES
 from mnemosyne.integrations.server.calls import Route
-from mnemosyne.integrations.server.responses import KINDS
 from mnemosyne.integrations.server.routes import ROUTES
 from mnemosyne.model.access import Token
 from mnemosyne.model.form_schema import schema_components

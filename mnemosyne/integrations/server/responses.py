@@ -29,7 +29,7 @@ from mnemosyne import (
     StorageFull,
     to_json,
 )
-from mnemosyne.errors import exit_code, one_line
+from mnemosyne.errors import KINDS, exit_code, one_line
 from mnemosyne.integrations.server.routes import is_precondition
 
 Scope = MutableMapping[str, Any]
@@ -40,19 +40,6 @@ Send = Callable[[Message], Awaitable[None]]
 LINES_PER_CHUNK = 256
 """Results rendered per worker-thread hop of a JSON Lines stream."""
 
-KINDS = (
-    AccessDenied,
-    Redacted,
-    NotFound,
-    InvalidInput,
-    ClaimConflict,
-    MergeConflict,
-    RefConflict,
-    CorruptObject,
-    StorageFull,
-    MnemoError,
-)
-"""The error kinds a response names (a private subclass is named by its public class)."""
 
 _STATUS: dict[type[MnemoError], int] = {
     AccessDenied: 403,
