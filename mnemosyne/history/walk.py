@@ -11,6 +11,7 @@ import heapq
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
+from typing import TypeVar
 
 from mnemosyne.errors import InvalidInput
 from mnemosyne.history.revisions import Rev, label, resolve
@@ -18,6 +19,8 @@ from mnemosyne.index.view import View
 from mnemosyne.model.objects import Commit, CommitObject, Node, TreeChunk
 from mnemosyne.model.times import micros
 from mnemosyne.store.prolly import AVERAGE_CHUNK
+
+T = TypeVar("T")
 
 BATCH = 256
 """Nodes (and commits) a listing reads per short read transaction."""
@@ -112,14 +115,7 @@ def nodes(open_view: OpenView, root: bytes | None, prefix: str, after: str | Non
 
     With ``after``, only the ids that sort after it (the next page of a listing).
     """
-    if root is None:
-        return
-    while True:
-        with open_view() as view:
-            batch, after = node_batch(view, root, prefix, after)
-        yield from batch
-        if after is None:
-            return
+    return _paged(open_view, root, prefix, after, node_batch)
 
 
 def node_batch(view: View, root: bytes, prefix: str, after: str | None) -> tuple[list[Node], str | None]:
@@ -136,11 +132,22 @@ def node_batch(view: View, root: bytes, prefix: str, after: str | None) -> tuple
 
 def ids(open_view: OpenView, root: bytes | None, prefix: str, after: str | None = None) -> Iterator[str]:
     """Yield the ids in tree ``root`` under ``prefix`` (after ``after``) in order, reading no node."""
+    return _paged(open_view, root, prefix, after, id_batch)
+
+
+def _paged(
+    open_view: OpenView,
+    root: bytes | None,
+    prefix: str,
+    after: str | None,
+    batch_of: Callable[[View, bytes, str, str | None], tuple[list[T], str | None]],
+) -> Iterator[T]:
+    """What ``batch_of`` reads, a batch per short read transaction, until it says there is no more."""
     if root is None:
         return
     while True:
         with open_view() as view:
-            batch, after = id_batch(view, root, prefix, after)
+            batch, after = batch_of(view, root, prefix, after)
         yield from batch
         if after is None:
             return
