@@ -83,25 +83,30 @@ from mnemosyne.integrations.langgraph.thread_nodes import (
     channel_nodes,
     checkpoint_message,
     checkpoint_tuple,
-    copies,
     is_channel,
     is_checkpoint,
     is_pointer,
-    latest_of_each_namespace,
     located,
     owner,
     pointer_id,
-    removal,
     stored_parts,
     write_nodes,
 )
-from mnemosyne.integrations.langgraph.threads import (
-    BRANCH_PREFIX,
-    made_on,
-    segment,
+from mnemosyne.integrations.langgraph.thread_removal import (
+    Removal,
+    copy_thread,
+    delete_for_runs,
+    delete_thread,
+    prune,
+    thread_branches,
+    thread_snapshot,
 )
 from mnemosyne.integrations.langgraph.threads import (
     configurable as thread_config,
+)
+from mnemosyne.integrations.langgraph.threads import (
+    made_on,
+    segment,
 )
 
 _TRIES = 5
@@ -232,16 +237,6 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
             self.serde.loads_typed, known.content, writes, known.checkpoint, known.metadata, values
         )
 
-    def _threads(self) -> list[str]:
-        return [name for name in self.repo.branches() if name.startswith(BRANCH_PREFIX)]
-
-    def _saved(self, branch: str) -> tuple[str, list[Node]] | None:
-        """A thread's tip and every node on it (checkpoints, pointers and writes), in id order."""
-        tip = self.repo.tip(branch)
-        if tip is None:
-            return None
-        return tip, list(self.repo.nodes(at=tip, prefix=branch + "/"))
-
     def list(
         self,
         config: RunnableConfig | None,
@@ -263,13 +258,13 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
             ns: str | None = configurable.get("checkpoint_ns")
             wanted_id = get_checkpoint_id(config)
         else:
-            branches, ns, wanted_id = self._threads(), None, None
+            branches, ns, wanted_id = thread_branches(self.repo), None, None
         before_id = get_checkpoint_id(before) if before is not None else None
         found: list[tuple[str, dict[str, Any], str]] = []
         writes: dict[str, list[dict[str, Any]]] = {}  # checkpoint node id -> its writes' contents
         channels: dict[str, dict[str, Any]] = {}  # channel node id -> its content
         for branch in branches:
-            saved = self._saved(branch)
+            saved = thread_snapshot(self.repo, branch)
             if saved is None:
                 continue
             for node in saved[1]:
@@ -538,37 +533,17 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
                 put=puts, delete=delete, branch=branch, message=message, author=self.author
             )
 
-    # -- deleting and copying --------------------------------------------------------
-
-    def _erase(self, ids: Sequence[str], why: str) -> None:
-        if self.erase:
-            for node_id in ids:
-                self.repo.forget(node_id, why, author=self.author)
+    # -- deleting and copying (the work is in thread_removal) --------------------------
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete a thread: its branch goes, and with ``erase`` its versions' bytes too."""
-        thread_id = str(thread_id)  # LangGraph passes what configs held: an int or a UUID too
-        self._known.forget([thread_id])
-        while True:  # its branch, then its name from before ADR 28 if a writer from then used it too
-            branch = self.repo.thread_branch(thread_id)
-            saved = self._saved(branch)
-            if saved is None:
-                return
-            self.repo.delete_branch(branch, author=self.author)
-            self._erase([node.id for node in saved[1]], f"LangGraph deleted thread {thread_id}")
+        self._known.forget([str(thread_id)])  # LangGraph passes what configs held: an int or a UUID too
+        delete_thread(self._removal(), str(thread_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete every checkpoint made by one of ``run_ids``, and its writes, in every thread."""
-        runs = set(run_ids)
-        if not runs:
-            return
         self._known.forget(None)
-        for branch in self._threads():
-            saved = self._saved(branch)
-            if saved is None:
-                continue
-            doomed = {node.id for node in saved[1] if is_checkpoint(node) and node.content["run_id"] in runs}
-            self._delete(branch, saved[1], doomed, f"delete the checkpoints of runs {sorted(runs)}")
+        delete_for_runs(self._removal(), set(run_ids))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Keep only each namespace's latest checkpoint (``keep_latest``), or none (``delete``)."""
@@ -576,23 +551,7 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
             raise InvalidInput(f"unknown prune strategy {strategy!r} (keep_latest or delete)")
         threads = [str(thread_id) for thread_id in thread_ids]
         self._known.forget(threads)
-        for thread_id in threads:
-            branch = self.repo.thread_branch(thread_id)
-            saved = self._saved(branch)
-            if saved is None:
-                continue
-            checkpoints = [node for node in saved[1] if is_checkpoint(node)]
-            keep = latest_of_each_namespace(checkpoints) if strategy == "keep_latest" else set()
-            doomed = {node.id for node in checkpoints if node.id not in keep}
-            self._delete(branch, saved[1], doomed, f"prune thread {thread_id} ({strategy})")
-
-    def _delete(self, branch: str, nodes: Sequence[Node], checkpoints: set[str], message: str) -> None:
-        """Delete checkpoints with their writes; fix or drop the pointers that named them."""
-        if not checkpoints:
-            return
-        puts, gone = removal(nodes, checkpoints)
-        self.repo.commit(put=puts, delete=gone, branch=branch, message=message, author=self.author)
-        self._erase([i for i in gone if owner(i) in checkpoints or is_channel(i)], message)
+        prune(self._removal(), threads, keep_latest=strategy == "keep_latest")
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread: the target branch starts at the source's tip, then takes its own ids.
@@ -600,25 +559,12 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         The target's history shows where it came from; its nodes are its own, so
         deleting or erasing either thread leaves the other whole.
         """
-        source_thread_id, target_thread_id = str(source_thread_id), str(target_thread_id)
-        self._known.forget([target_thread_id])
-        source = self.repo.thread_branch(source_thread_id)
-        saved = self._saved(source)
-        if saved is None:
-            return
-        target = self.repo.thread_branch(target_thread_id)
-        if self.repo.tip(target) is not None:
-            raise InvalidInput(f"thread {target_thread_id!r} already has checkpoints: delete it first")
-        tip, nodes = saved
-        self.repo.branch(target, at=tip, author=self.author)
-        puts = copies(nodes, source, target, target_thread_id)
-        self.repo.commit(
-            put=puts,
-            delete=[node.id for node in nodes],
-            branch=target,
-            message=f"copy of thread {source_thread_id}",
-            author=self.author,
-        )
+        self._known.forget([str(target_thread_id)])
+        copy_thread(self._removal(), str(source_thread_id), str(target_thread_id))
+
+    def _removal(self) -> Removal:
+        """How this saver removes: its repo, author and ``erase`` as they are now."""
+        return Removal(self.repo, self.author, self.erase)
 
     # -- async: the same work, in a worker thread -----------------------------------
 
