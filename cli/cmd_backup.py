@@ -11,7 +11,7 @@ from typing import IO, Annotated
 import typer
 
 from mnemosyne import ExportReport, ImportReport, InvalidInput, NotFound, TenantCounts
-from mnemosyne.api.store import shown_location
+from mnemosyne.api.locations import shown_location
 from mnemosyne.model.jsonform import to_builtins
 
 from . import exits

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from mnemosyne import CommitResult, InvalidInput, NotFound, Store
-from mnemosyne.api.store import shown_location
+from mnemosyne.api.locations import shown_location
 from mnemosyne.model.choices import ClaimPolicy
 from mnemosyne.model.jsonform import read_nodes
 

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 import typer
 
 from mnemosyne import InvalidInput, MnemoError, NotFound, Repo, parse_time
-from mnemosyne.api.store import postgres_url
+from mnemosyne.api.locations import postgres_url
 from mnemosyne.model.defaults import DEFAULT_AUTHOR, DEFAULT_TENANT
 from mnemosyne.model.times import parse_duration
 

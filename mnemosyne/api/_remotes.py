@@ -39,7 +39,8 @@ from mnemosyne.admin.transfer import (
 )
 from mnemosyne.api._branch_service import BranchService
 from mnemosyne.api._handle import Clock, Handle
-from mnemosyne.api.store import Location, Store, store_path
+from mnemosyne.api.locations import Location, store_path
+from mnemosyne.api.store import Store
 from mnemosyne.errors import AccessDenied, InvalidInput, NotFound, RefConflict
 from mnemosyne.index.view import WriteView
 from mnemosyne.model.choices import MergeStrategy

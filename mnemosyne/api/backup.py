@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import IO
 
 from mnemosyne.admin import dump_restore
+from mnemosyne.api.locations import Location, postgres_url, store_path
 from mnemosyne.api.repo import Repo
-from mnemosyne.api.store import Location, Store, postgres_url, store_path
+from mnemosyne.api.store import Store
 from mnemosyne.errors import NotFound
 from mnemosyne.model.reports import ExportReport, ImportReport
 from mnemosyne.store.kv.datafile import DATA_FILE

@@ -36,7 +36,8 @@ from mnemosyne.api._handle import Clock, Handle, Resource, system_clock
 from mnemosyne.api._history_service import HistoryService, Ids
 from mnemosyne.api._maintenance_service import MaintenanceService
 from mnemosyne.api._recall_service import RecallService, Scope
-from mnemosyne.api.store import Location, Store
+from mnemosyne.api.locations import Location
+from mnemosyne.api.store import Store
 from mnemosyne.errors import InvalidInput
 from mnemosyne.model.choices import ClaimPolicy, MergeStrategy, SearchMode
 from mnemosyne.model.defaults import (

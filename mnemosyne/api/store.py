@@ -20,6 +20,13 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal, NoReturn
 
 from mnemosyne.api._handle import Clock, Handle, Resource, read_clock, system_clock
+from mnemosyne.api.locations import (
+    Location,
+    index_cache_dir,
+    open_postgres,
+    postgres_url,
+    store_path,
+)
 from mnemosyne.errors import InvalidInput, NotFound, StorageFull
 from mnemosyne.model.access import NewToken, Role, Token
 from mnemosyne.model.defaults import DEFAULT_AUTHOR
@@ -28,73 +35,12 @@ from mnemosyne.store import remote_config, settings, tenancy, tokens
 from mnemosyne.store.kv.base import KV, WriteTxn
 from mnemosyne.store.kv.datafile import DATA_FILE, is_lmdb_file
 from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV, discard_new_store
-from mnemosyne.store.kv.location import is_postgres_url, shown_url
 from mnemosyne.store.refs import REMOTE_PREFIX
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from mnemosyne.recall.index_files import IndexLocation
-
-Location = str | os.PathLike[str]
-"""Where a store is: a directory path, or a ``postgresql://`` URL."""
-
-
-def postgres_url(location: object) -> str | None:
-    """The URL when ``location`` names a store on PostgreSQL (``postgresql://``, ``postgres://``).
-
-    None for anything else: a URL is never taken for a directory path, nor a path for a URL.
-    """
-    return location if isinstance(location, str) and is_postgres_url(location) else None
-
-
-def shown_location(location: Location) -> str:
-    """How messages name a location: a directory's absolute path, a URL without its password."""
-    url = postgres_url(location)
-    return shown_url(url) if url is not None else str(Path(os.fspath(location)).resolve())
-
-
-def _postgres(url: str, **options: bool) -> tuple[KV, str]:
-    """A PostgreSQL backend and its URL as messages show it (no password).
-
-    The ``postgres`` extra is imported only when a URL is opened.
-    """
-    try:
-        from mnemosyne.store.kv.postgres_kv import PostgresKV
-    except ImportError:
-        raise InvalidInput(
-            "postgresql:// stores need the 'postgres' extra: pip install 'mnemosyne[postgres]'"
-        ) from None
-    kv = PostgresKV(url, **options)
-    return kv, kv.display
-
-
-def _index_cache(given: object) -> Path | None:
-    """The ``index_cache`` option as a directory path (None: not given).
-
-    Raises:
-        InvalidInput: neither a path nor None.
-    """
-    if given is None:
-        return None
-    if not isinstance(given, str | os.PathLike) or not os.fspath(given):
-        raise InvalidInput(f"index_cache must be a directory path, not {given!r}")
-    return Path(os.fspath(given)).absolute()
-
-
-def store_path(location: Location) -> Path:
-    """The directory a location names.
-
-    Raises:
-        InvalidInput: not a path, or a URL (a URL is never taken for a path).
-    """
-    if not isinstance(location, str | os.PathLike):
-        raise InvalidInput(f"a store location must be a path, not {type(location).__name__}")
-    text = os.fspath(location)
-    if isinstance(text, str) and "://" in text:
-        scheme = text.split("://", 1)[0]
-        raise InvalidInput(f"{scheme}:// locations are not supported: a store is a directory path")
-    return Path(text)
 
 
 class Store(Resource):
@@ -140,10 +86,10 @@ class Store(Resource):
             NotFound: a PostgreSQL server that cannot be reached, or has no such database.
             StorageFull: the disk is full (nothing of the store is left behind).
         """
-        cache = _index_cache(index_cache)
+        cache = index_cache_dir(index_cache)
         url = postgres_url(location)
         if url is not None:
-            kv, shown = _postgres(url, create=True, sync=sync)
+            kv, shown = open_postgres(url, create=True, sync=sync)
             return cls._initialised(kv, None, shown, cache)
         where = store_path(location)
         if where.exists():
@@ -227,10 +173,10 @@ class Store(Resource):
         """
         if readonly not in (True, False, "auto"):
             raise InvalidInput(f"readonly must be True, False or 'auto', not {readonly!r}")
-        cache = _index_cache(index_cache)
+        cache = index_cache_dir(index_cache)
         url = postgres_url(location)
         if url is not None:
-            kv, shown = _postgres(url, readonly=readonly is True, sync=sync)
+            kv, shown = open_postgres(url, readonly=readonly is True, sync=sync)
             return cls._checked(kv, None, shown, cache)
         where = store_path(location)
         try:
