@@ -22,21 +22,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
-import msgspec
 
 from mnemosyne.errors import (
     InvalidInput,
-    MnemoError,
     NotFound,
     Redacted,
-    RefConflict,
-    error_class,
 )
+from mnemosyne.integrations.client_http import Http
 from mnemosyne.model.access import Role, Token
 from mnemosyne.model.choices import ClaimPolicy, MergeStrategy, SearchMode
 from mnemosyne.model.defaults import CONTEXT_BUDGET, CONTEXT_K, SEARCH_K
@@ -66,7 +63,6 @@ DEFAULT_TIMEOUT = 60.0
 """Seconds a request may take (the first search after a bulk load indexes first)."""
 
 _FULL_ID = re.compile(r"[0-9a-f]{64}")
-_decode = msgspec.json.Decoder()
 
 
 def connect(
@@ -115,58 +111,6 @@ def _path(value: str, what: str) -> str:
     return quote(value, safe="")
 
 
-def _raise(response: httpx.Response) -> None:
-    """Raise the library error an error response carries."""
-    try:
-        error = _decode.decode(response.content)["error"]
-        kind = error_class(error["kind"])
-        message = str(error["message"])
-    except (msgspec.DecodeError, KeyError, TypeError):
-        kind = NotFound if response.status_code == 404 else MnemoError
-        message = f"HTTP {response.status_code} from {response.request.url.copy_with(query=None)}"
-    if response.status_code == 412:
-        kind = RefConflict
-    raise kind(message)
-
-
-class _Lines(Iterator[T]):
-    """The results of a JSON Lines response, decoded as the caller iterates; closed at the end."""
-
-    def __init__(self, response: httpx.Response, cls: type[T]) -> None:
-        self._response = response
-        self._lines = response.iter_lines()
-        self._cls = cls
-
-    def __next__(self) -> T:
-        try:
-            for line in self._lines:
-                if not line:
-                    continue
-                try:
-                    value = _decode.decode(line)
-                except msgspec.DecodeError:
-                    raise MnemoError(f"the server's answer is not JSON Lines: {line[:80]!r}") from None
-                if isinstance(value, dict) and set(value) == {"error"}:
-                    kind = error_class(value["error"].get("kind"))
-                    raise kind(str(value["error"].get("message")))
-                return from_builtins(value, self._cls, "the server's answer")
-        except httpx.HTTPError as error:
-            self.close()
-            raise MnemoError(f"the server's answer was cut short: {type(error).__name__}: {error}") from None
-        except BaseException:
-            self.close()
-            raise
-        self.close()
-        raise StopIteration
-
-    def close(self) -> None:
-        """Stop reading: the connection goes back to the pool."""
-        self._response.close()
-
-    def __del__(self) -> None:
-        self._response.close()
-
-
 class ServedRepo:
     """One tenant of a served store, with :class:`~mnemosyne.Repo`'s methods for an agent's work.
 
@@ -189,14 +133,9 @@ class ServedRepo:
         if not isinstance(token, str) or not token:
             raise InvalidInput("give the token: connect(url, token=...)")
         self.url = url.rstrip("/")
-        self._http = httpx.Client(
-            base_url=self.url,
-            headers={"authorization": f"Bearer {token}"},
-            timeout=timeout,
-            transport=transport,
-        )
+        self._http = Http(self.url, token, timeout, transport)
         try:
-            self.token: Token = self._json("GET", "/v1/whoami", Token)
+            self.token: Token = self._http.json("GET", "/v1/whoami", Token)
             if tenant is not None and tenant != self.token.tenant:
                 raise NotFound(f"no tenant {tenant!r} (this token reaches tenant {self.token.tenant!r})")
         except BaseException:
@@ -233,54 +172,6 @@ class ServedRepo:
 
     def __repr__(self) -> str:
         return f"<ServedRepo {self.url} tenant={self.tenant}>"
-
-    # -- transport -----------------------------------------------------------------
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        body: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
-        stream: bool = False,
-    ) -> httpx.Response:
-        query = {key: _param(value) for key, value in (params or {}).items() if value is not None}
-        content = msgspec.json.encode(body) if body is not None else None
-        extra = dict(headers or {})
-        if content is not None:
-            extra["content-type"] = "application/json"
-        request = self._http.build_request(method, path, params=query, content=content, headers=extra)
-        try:
-            response = self._http.send(request, stream=stream)
-        except httpx.ConnectError as error:
-            raise NotFound(f"cannot reach {self.url}: {error}") from None
-        except httpx.TimeoutException:
-            raise MnemoError(f"{self.url} did not answer in time ({method} {path.split('?')[0]})") from None
-        except httpx.HTTPError as error:
-            raise MnemoError(f"{self.url}: {type(error).__name__}: {error}") from None
-        if response.status_code >= 300:  # a redirect is not followed: the URL (or a proxy) is wrong
-            if stream:
-                response.read()
-                response.close()
-            _raise(response)
-        return response
-
-    def _json(self, method: str, path: str, cls: type[T] | Any, **kwargs: Any) -> Any:
-        return from_builtins(self._answer(self._send(method, path, **kwargs)), cls, "the server's answer")
-
-    def _answer(self, response: httpx.Response) -> Any:
-        """A response's JSON body, decoded (``MnemoError`` when it is none: a proxy's page, say)."""
-        try:
-            return _decode.decode(response.content)
-        except msgspec.DecodeError:
-            kind = response.headers.get("content-type", "no content type")
-            where = response.request.url.copy_with(query=None)
-            raise MnemoError(f"{where} answered with no JSON ({kind})") from None
-
-    def _lines(self, path: str, cls: type[T], params: Mapping[str, Any]) -> Iterator[T]:
-        return _Lines(self._send("GET", path, params=params, stream=True), cls)
 
     # -- writing -------------------------------------------------------------------
 
@@ -326,21 +217,21 @@ class ServedRepo:
             if expected is None or not _FULL_ID.fullmatch(expected):
                 expected = self.resolve(parent).id
             headers["if-match"] = f'"{expected}"'
-        return self._json("POST", f"{self._base}/commits", CommitResult, body=body, headers=headers)  # type: ignore[no-any-return]
+        return self._http.json("POST", f"{self._base}/commits", CommitResult, body=body, headers=headers)  # type: ignore[no-any-return]
 
     def verify(
         self, *ids: str, by: str | None = None, note: str | None = None, branch: str | None = None
     ) -> Commit:
         """Record that the current versions of ``ids`` were re-confirmed (see :meth:`Repo.verify`)."""
         body = {"ids": list(ids), "by": by, "note": note, "branch": branch}
-        return self._json("POST", f"{self._base}/verify", Commit, body=body)  # type: ignore[no-any-return]
+        return self._http.json("POST", f"{self._base}/verify", Commit, body=body)  # type: ignore[no-any-return]
 
     # -- reading -------------------------------------------------------------------
 
     def resolve(self, rev: Rev = "HEAD", *, as_of: TimeLike | None = None) -> Commit:
         """The commit a revision names (see :meth:`Repo.resolve`)."""
         path = f"{self._base}/commits/{_path(_rev(rev) or '', 'rev')}"
-        return self._json("GET", path, Commit, params={"as_of": _time(as_of, "as_of")})  # type: ignore[no-any-return]
+        return self._http.json("GET", path, Commit, params={"as_of": _time(as_of, "as_of")})  # type: ignore[no-any-return]
 
     def get(
         self, id: str, *, at: Rev | None = None, as_of: TimeLike | None = None, include_expired: bool = False
@@ -352,7 +243,7 @@ class ServedRepo:
         """
         params = {"at": _rev(at), "as_of": _time(as_of, "as_of"), "include_expired": include_expired or None}
         try:
-            return self._json("GET", f"{self._base}/nodes/{_path(id, 'id')}", Node, params=params)  # type: ignore[no-any-return]
+            return self._http.json("GET", f"{self._base}/nodes/{_path(id, 'id')}", Node, params=params)  # type: ignore[no-any-return]
         except Redacted:
             raise
         except NotFound as error:
@@ -385,7 +276,7 @@ class ServedRepo:
             "after": after,
             "limit": limit,
         }
-        return self._lines(f"{self._base}/nodes", Node, params)
+        return self._http.lines(f"{self._base}/nodes", Node, params)
 
     def log(
         self,
@@ -397,22 +288,22 @@ class ServedRepo:
     ) -> Iterator[Commit]:
         """Commits reachable from ``at``, newest first, streamed (see :meth:`Repo.log`)."""
         params = {"at": _rev(at), "node": node, "limit": limit, "as_of": _time(as_of, "as_of")}
-        return self._lines(f"{self._base}/log", Commit, params)
+        return self._http.lines(f"{self._base}/log", Commit, params)
 
     def history(self, id: str, *, at: Rev | None = None, limit: int | None = None) -> list[Version]:
         """Every version of ``id`` in ``at``'s history, newest first (see :meth:`Repo.history`)."""
         path = f"{self._base}/history/{_path(id, 'id')}"
-        return self._json("GET", path, list[Version], params={"at": _rev(at), "limit": limit})  # type: ignore[no-any-return]
+        return self._http.json("GET", path, list[Version], params={"at": _rev(at), "limit": limit})  # type: ignore[no-any-return]
 
     def blame(self, id: str, *, at: Rev | None = None) -> Blame:
         """Who wrote the current version of ``id``, when, from what (see :meth:`Repo.blame`)."""
         path = f"{self._base}/blame/{_path(id, 'id')}"
-        return self._json("GET", path, Blame, params={"at": _rev(at)})  # type: ignore[no-any-return]
+        return self._http.json("GET", path, Blame, params={"at": _rev(at)})  # type: ignore[no-any-return]
 
     def diff(self, a: Rev | None, b: Rev, *, as_of: TimeLike | None = None) -> Diff:
         """What changed from revision ``a`` (None: the empty snapshot) to ``b`` (see :meth:`Repo.diff`)."""
         params = {"a": _rev(a), "b": _rev(b), "as_of": _time(as_of, "as_of")}
-        return self._json("GET", f"{self._base}/diff", Diff, params=params)  # type: ignore[no-any-return]
+        return self._http.json("GET", f"{self._base}/diff", Diff, params=params)  # type: ignore[no-any-return]
 
     def facts(
         self,
@@ -434,7 +325,7 @@ class ServedRepo:
             "at": _rev(at),
             "verified_within": _duration(verified_within),
         }
-        return self._json("GET", path, list[Fact], params=params)  # type: ignore[no-any-return]
+        return self._http.json("GET", path, list[Fact], params=params)  # type: ignore[no-any-return]
 
     def timeline(
         self, subject: str, predicate: str, *, as_of: TimeLike | None = None, at: Rev | None = None
@@ -442,12 +333,12 @@ class ServedRepo:
         """Every claim on one (subject, predicate), by ``valid_from`` (see :meth:`Repo.timeline`)."""
         path = f"{self._base}/timeline/{_path(subject, 'subject')}/{_path(predicate, 'predicate')}"
         params = {"as_of": _time(as_of, "as_of"), "at": _rev(at)}
-        return self._json("GET", path, list[Fact], params=params)  # type: ignore[no-any-return]
+        return self._http.json("GET", path, list[Fact], params=params)  # type: ignore[no-any-return]
 
     def contradictions(self, *, at: Rev | None = None, recorded: bool = False) -> list[Contradiction]:
         """Open contradictions at ``at`` (see :meth:`Repo.contradictions`)."""
         params = {"at": _rev(at), "recorded": recorded or None}
-        return self._json("GET", f"{self._base}/contradictions", list[Contradiction], params=params)  # type: ignore[no-any-return]
+        return self._http.json("GET", f"{self._base}/contradictions", list[Contradiction], params=params)  # type: ignore[no-any-return]
 
     # -- recall --------------------------------------------------------------------
 
@@ -484,7 +375,7 @@ class ServedRepo:
             "max_sensitivity": max_sensitivity,
             "verified_within": _duration(verified_within),
         }
-        return self._json("POST", f"{self._base}/search", list[Hit], body=body)  # type: ignore[no-any-return]
+        return self._http.json("POST", f"{self._base}/search", list[Hit], body=body)  # type: ignore[no-any-return]
 
     def context(
         self,
@@ -515,17 +406,17 @@ class ServedRepo:
             "max_sensitivity": max_sensitivity,
             "verified_within": _duration(verified_within),
         }
-        return self._json("POST", f"{self._base}/context", Context, body=body)  # type: ignore[no-any-return]
+        return self._http.json("POST", f"{self._base}/context", Context, body=body)  # type: ignore[no-any-return]
 
     def reads(self, run_id: str) -> list[ReadRecord]:
         """What searches and contexts recorded under ``run_id`` returned (see :meth:`Repo.reads`)."""
         path = f"{self._base}/reads/{_path(run_id, 'run_id')}"
-        return self._json("GET", path, list[ReadRecord])  # type: ignore[no-any-return]
+        return self._http.json("GET", path, list[ReadRecord])  # type: ignore[no-any-return]
 
     # -- branches ------------------------------------------------------------------
 
     def _branches(self) -> tuple[str, list[tuple[str, Commit | None]]]:
-        found = self._answer(self._send("GET", f"{self._base}/branches"))
+        found = self._http.call("GET", f"{self._base}/branches")
         tips: list[tuple[str, Commit | None]] = []
         for entry in found["branches"]:
             commit = entry["commit"]
@@ -548,7 +439,7 @@ class ServedRepo:
     def tip(self, branch: str) -> str | None:
         """The id of the commit at ``branch``'s tip; None when it has no commits."""
         try:
-            found = self._answer(self._send("GET", f"{self._base}/branches/{_path(branch, 'branch')}"))
+            found = self._http.call("GET", f"{self._base}/branches/{_path(branch, 'branch')}")
         except NotFound:
             return None
         return str(found["commit"]["id"])
@@ -558,13 +449,13 @@ class ServedRepo:
     ) -> Commit | None:
         """Create branch ``name`` at ``at`` (default: HEAD); the commit it starts at (:meth:`Repo.branch`)."""
         body = {"name": name, "at": _rev(at), "orphan": orphan, "author": author}
-        found = self._answer(self._send("POST", f"{self._base}/branches", body=body))
+        found = self._http.call("POST", f"{self._base}/branches", body=body)
         return from_builtins(found["commit"], Commit | None, "the server's answer")  # type: ignore[arg-type]
 
     def delete_branch(self, name: str, *, author: str | None = None) -> Commit | None:
         """Delete a branch; the commit it pointed at (see :meth:`Repo.delete_branch`)."""
         del author  # the server records the token's name
-        found = self._answer(self._send("DELETE", f"{self._base}/branches/{_path(name, 'branch')}"))
+        found = self._http.call("DELETE", f"{self._base}/branches/{_path(name, 'branch')}")
         return from_builtins(found["commit"], Commit | None, "the server's answer")  # type: ignore[arg-type]
 
     def merge(
@@ -594,7 +485,7 @@ class ServedRepo:
             "author": author,
             "allow_unrelated_histories": allow_unrelated_histories,
         }
-        return self._json("POST", f"{self._base}/merge", MergeResult, body=body)  # type: ignore[no-any-return]
+        return self._http.json("POST", f"{self._base}/merge", MergeResult, body=body)  # type: ignore[no-any-return]
 
     # -- erasure -------------------------------------------------------------------
 
@@ -603,13 +494,5 @@ class ServedRepo:
     ) -> ForgetReport:
         """Erase every version of ``id`` (or one) for real; needs an admin token (see :meth:`Repo.forget`)."""
         body = {"ids": [id], "reason": reason, "author": author, "version": version}
-        found = self._answer(self._send("POST", f"{self._base}/forget", body=body))
+        found = self._http.call("POST", f"{self._base}/forget", body=body)
         return from_builtins(found["reports"][0], ForgetReport, "the server's answer")
-
-
-def _param(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, datetime):
-        return rfc3339(value)
-    return str(value)

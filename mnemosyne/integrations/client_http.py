@@ -1,0 +1,153 @@
+"""How :class:`~mnemosyne.integrations.client.ServedRepo` talks to ``mnemo serve``: requests, answers, errors.
+
+Requests carry the token; answers are the one JSON form (JSON Lines for
+streams), decoded as asked; an error body becomes the library error it names
+(``RefConflict`` for a failed ``If-Match``), and anything that is not the API (a
+proxy's page, a redirect, a connection cut) one ``MnemoError`` naming the URL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from typing import Any, TypeVar
+
+import httpx
+import msgspec
+
+from mnemosyne.errors import MnemoError, NotFound, RefConflict, error_class
+from mnemosyne.model.jsonform import from_builtins
+from mnemosyne.model.times import rfc3339
+
+T = TypeVar("T")
+
+_decode = msgspec.json.Decoder()
+
+
+class Http:
+    """Requests to one served store with one token; safe to share between threads."""
+
+    def __init__(
+        self, url: str, token: str, timeout: float, transport: httpx.BaseTransport | None = None
+    ) -> None:
+        self.url = url
+        self._client = httpx.Client(
+            base_url=url, headers={"authorization": f"Bearer {token}"}, timeout=timeout, transport=transport
+        )
+
+    def close(self) -> None:
+        """Release the connections."""
+        self._client.close()
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        stream: bool = False,
+    ) -> httpx.Response:
+        """Send a request (``params``: its query; ``body``: JSON): a 2xx answer, else its error raised."""
+        query = {key: _param(value) for key, value in (params or {}).items() if value is not None}
+        content = msgspec.json.encode(body) if body is not None else None
+        extra = dict(headers or {})
+        if content is not None:
+            extra["content-type"] = "application/json"
+        request = self._client.build_request(method, path, params=query, content=content, headers=extra)
+        try:
+            response = self._client.send(request, stream=stream)
+        except httpx.ConnectError as error:
+            raise NotFound(f"cannot reach {self.url}: {error}") from None
+        except httpx.TimeoutException:
+            raise MnemoError(f"{self.url} did not answer in time ({method} {path.split('?')[0]})") from None
+        except httpx.HTTPError as error:
+            raise MnemoError(f"{self.url}: {type(error).__name__}: {error}") from None
+        if response.status_code >= 300:  # a redirect is not followed: the URL (or a proxy) is wrong
+            if stream:
+                response.read()
+                response.close()
+            raise_for(response)
+        return response
+
+    def json(self, method: str, path: str, cls: type[T] | Any, **kwargs: Any) -> Any:
+        """The answer to a request, decoded as ``cls`` (arguments as :meth:`send`'s)."""
+        return from_builtins(self.call(method, path, **kwargs), cls, "the server's answer")
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        """The answer to a request as plain JSON values (arguments as :meth:`send`'s)."""
+        return self.answer(self.send(method, path, **kwargs))
+
+    def answer(self, response: httpx.Response) -> Any:
+        """A response's JSON body, decoded (``MnemoError`` when it is none: a proxy's page, say)."""
+        try:
+            return _decode.decode(response.content)
+        except msgspec.DecodeError:
+            kind = response.headers.get("content-type", "no content type")
+            where = response.request.url.copy_with(query=None)
+            raise MnemoError(f"{where} answered with no JSON ({kind})") from None
+
+    def lines(self, path: str, cls: type[T], params: Mapping[str, Any]) -> Iterator[T]:
+        """A JSON Lines stream of ``cls``, read as the caller iterates."""
+        return Lines(self.send("GET", path, params=params, stream=True), cls)
+
+
+def raise_for(response: httpx.Response) -> None:
+    """Raise the library error an error response carries."""
+    try:
+        error = _decode.decode(response.content)["error"]
+        kind = error_class(error["kind"])
+        message = str(error["message"])
+    except (msgspec.DecodeError, KeyError, TypeError):
+        kind = NotFound if response.status_code == 404 else MnemoError
+        message = f"HTTP {response.status_code} from {response.request.url.copy_with(query=None)}"
+    if response.status_code == 412:
+        kind = RefConflict
+    raise kind(message)
+
+
+class Lines(Iterator[T]):
+    """The results of a JSON Lines response, decoded as the caller iterates; closed at the end."""
+
+    def __init__(self, response: httpx.Response, cls: type[T]) -> None:
+        self._response = response
+        self._lines = response.iter_lines()
+        self._cls = cls
+
+    def __next__(self) -> T:
+        try:
+            for line in self._lines:
+                if not line:
+                    continue
+                try:
+                    value = _decode.decode(line)
+                except msgspec.DecodeError:
+                    raise MnemoError(f"the server's answer is not JSON Lines: {line[:80]!r}") from None
+                if isinstance(value, dict) and set(value) == {"error"}:
+                    kind = error_class(value["error"].get("kind"))
+                    raise kind(str(value["error"].get("message")))
+                return from_builtins(value, self._cls, "the server's answer")
+        except httpx.HTTPError as error:
+            self.close()
+            raise MnemoError(f"the server's answer was cut short: {type(error).__name__}: {error}") from None
+        except BaseException:
+            self.close()
+            raise
+        self.close()
+        raise StopIteration
+
+    def close(self) -> None:
+        """Stop reading: the connection goes back to the pool."""
+        self._response.close()
+
+    def __del__(self) -> None:
+        self._response.close()
+
+
+def _param(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        return rfc3339(value)
+    return str(value)
