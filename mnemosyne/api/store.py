@@ -230,7 +230,8 @@ class Store(Resource):
         """
         from mnemosyne.recall.index_files import IndexLocation
 
-        found = [self.index_location] if self.index_location is not None else []
+        given = self.index_location
+        found = [given] if given is not None else []
         if self._index_cache is not None and self.path is not None:
             found.append(IndexLocation.inside(self.path, writable=not self._kv.readonly))
         return found
