@@ -26,7 +26,7 @@ from mnemosyne.store import settings
 
 if TYPE_CHECKING:
     from mnemosyne.recall.embedders import Embedder
-    from mnemosyne.recall.index_files import IndexLocation
+    from mnemosyne.recall.index_location import IndexLocation
     from mnemosyne.recall.matrix import VectorCache
     from mnemosyne.recall.search import Filters
 

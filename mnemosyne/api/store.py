@@ -31,6 +31,7 @@ from mnemosyne.errors import InvalidInput, NotFound, StorageFull
 from mnemosyne.model.access import NewToken, Role, Token
 from mnemosyne.model.defaults import DEFAULT_AUTHOR
 from mnemosyne.model.reports import CompactReport, ExportReport, ImportReport, Remote
+from mnemosyne.recall.index_location import IndexLocation
 from mnemosyne.store import remote_config, settings, tenancy, tokens
 from mnemosyne.store.kv.base import KV, WriteTxn
 from mnemosyne.store.kv.datafile import DATA_FILE, is_lmdb_file
@@ -39,8 +40,6 @@ from mnemosyne.store.refs import REMOTE_PREFIX
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-    from mnemosyne.recall.index_files import IndexLocation
 
 
 class Store(Resource):
@@ -211,8 +210,6 @@ class Store(Resource):
         else None (PostgreSQL without ``index_cache``, or in memory: each handle
         builds its own index in memory). See docs/recall.md and ADR 32.
         """
-        from mnemosyne.recall.index_files import IndexLocation
-
         if self._index_cache is not None:
             return IndexLocation.cache(self._index_cache, self.where)
         if self.path is not None:
@@ -228,8 +225,6 @@ class Store(Resource):
         dropping a tenant clean both, so erased bytes leave wherever an earlier
         handle saved them.
         """
-        from mnemosyne.recall.index_files import IndexLocation
-
         given = self.index_location
         found = [given] if given is not None else []
         if self._index_cache is not None and self.path is not None:

@@ -21,7 +21,8 @@ import numpy.typing as npt
 from mnemosyne.recall import index_files
 from mnemosyne.recall.approximate import Approximate
 from mnemosyne.recall.embedders import Vectors
-from mnemosyne.recall.index_files import IndexLocation, Saved
+from mnemosyne.recall.index_files import Saved
+from mnemosyne.recall.index_location import IndexLocation
 from mnemosyne.recall.names import NameMemory, Names
 from mnemosyne.recall.postings import Postings
 from mnemosyne.recall.vectors import DEAD, VectorStore, parse_block

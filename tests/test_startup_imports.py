@@ -1,0 +1,48 @@
+"""What a short command loads: a command that never searches does not load numpy.
+
+numpy (and usearch, onnxruntime) cost a fresh ``mnemo show`` tens of
+milliseconds; only searching, reindexing and the recall upkeep need them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def _modules_after(code: str, cwd: str) -> set[str]:
+    script = code + "\nimport sys\nprint('\\n'.join(sorted(sys.modules)))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=cwd, timeout=60
+    )
+    return set(done.stdout.split())
+
+
+def test_opening_a_store_and_reading_a_node_loads_no_numpy(tmp_path):
+    code = f"""
+from mnemosyne import Node, Repo
+with Repo.init({str(tmp_path / "s")!r}) as repo:
+    repo.commit([Node(id="a", content="hello")], message="one")
+with Repo.open({str(tmp_path / "s")!r}) as repo:
+    assert repo.get("a").content == "hello"
+    list(repo.log())
+"""
+    loaded = _modules_after(code, str(tmp_path))
+    assert "mnemosyne.api.repo" in loaded
+    assert not {"numpy", "usearch", "onnxruntime"} & loaded
+
+
+def test_the_show_command_loads_no_numpy(tmp_path):
+    code = f"""
+from mnemosyne import Node, Repo
+with Repo.init({str(tmp_path / "s")!r}) as repo:
+    repo.commit([Node(id="a", content="hello")], message="one")
+from typer.testing import CliRunner
+from mnemo_cli.app import app
+result = CliRunner().invoke(app, ["--repo", {str(tmp_path / "s")!r}, "show", "a"])
+assert result.exit_code == 0, result.output
+assert "hello" in result.output
+"""
+    loaded = _modules_after(code, str(tmp_path))
+    assert "mnemo_cli.app" in loaded
+    assert "numpy" not in loaded
