@@ -15,7 +15,7 @@ import msgspec
 from mnemosyne import InvalidInput, Node
 from mnemosyne.model.choices import ClaimPolicy, Kind, MergeStrategy, SearchMode
 from mnemosyne.model.defaults import CONTEXT_BUDGET, CONTEXT_K, SEARCH_K
-from mnemosyne.model.jsonform import from_builtins, json_values
+from mnemosyne.model.jsonform import from_builtins, json_values, type_info
 
 B = TypeVar("B", bound=msgspec.Struct)
 
@@ -151,7 +151,7 @@ def read_body(raw: bytes, cls: type[B]) -> B:
     if len(values) != 1 or not isinstance(values[0][1], dict):
         raise InvalidInput(f"the request body must be one JSON object ({cls.__name__})")
     value = values[0][1]
-    taken = [field.encode_name for field in msgspec.inspect.type_info(cls).fields]  # type: ignore[attr-defined]
+    taken = [field.encode_name for field in type_info(cls).fields]  # type: ignore[attr-defined]
     unknown = sorted(set(value) - set(taken))
     if unknown:
         raise InvalidInput(f"the request body has no field {unknown[0]!r} (it takes {', '.join(taken)})")
