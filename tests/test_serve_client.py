@@ -143,6 +143,21 @@ def test_erasure_merges_and_streams(server) -> None:
         assert [c.id for c in repo.log(limit=2)] == [many[-1].id, many[-2].id]
 
 
+def test_forgetting_several_ids_over_http_is_all_or_nothing(server) -> None:
+    with mnemosyne.connect(server.url, token=fresh(server)) as repo:
+        first = repo.commit([Node(id="a", content="one"), Node(id="b", content="two")])
+        with pytest.raises(NotFound, match="never/was"):
+            repo.forget(["a", "never/was"], "asked to")
+        assert repo.get("a", at=first.id).content == "one"  # the id before it stands
+        assert [c.id for c in repo.log(limit=1)] == [first.id]
+        report = repo.forget(["a", "b", "a"], "asked to")
+        assert sorted(r.id for r in report.redactions) == ["a", "b"]
+        assert report.commit is not None and [c.id for c in repo.log(limit=2)] == [report.commit.id, first.id]
+        for node_id in ("a", "b"):
+            with pytest.raises(Redacted, match="asked to"):
+                repo.get(node_id, at=first.id)
+
+
 def test_acknowledged_commits_from_racing_writers_are_all_in_the_log(server) -> None:
     token = fresh(server, "write")
     acknowledged: list[str] = []

@@ -122,14 +122,39 @@ def expired_versions(view: WriteView, now: datetime) -> dict[str, list[bytes]]:
 
 
 def forget(
-    view: WriteView, node_id: str, version: str | None, *, reason: str, author: str, now: datetime
+    view: WriteView, node_ids: list[str], version: str | None, *, reason: str, author: str, now: datetime
 ) -> ForgetReport:
-    """Erase every version of ``node_id`` (or the one ``version`` names); see the module docstring.
+    """Erase every version of each of ``node_ids`` (or the one ``version`` names); see the module docstring.
+
+    Every id is looked up before anything is erased, and all of it happens in the
+    caller's one transaction, so several ids go together or not at all, and the
+    current branch drops them in one commit.
 
     Raises:
-        NotFound: the id has no such version in this tenant.
+        NotFound: an id has no such version in this tenant.
         InvalidInput: an ambiguous or malformed version prefix.
     """
+    found: dict[str, list[bytes]] = {}
+    for node_id in node_ids:
+        found[node_id] = _versions_named(view, node_id, version)
+    records: list[Redaction] = []
+    before: list[Redaction] = []
+    keys: dict[str, dict[bytes, str]] = {}
+    any_claim = False
+    for node_id, versions in found.items():
+        keys[node_id] = claim_keys(view, node_id, versions)
+        erased, earlier, had_claim = erase(view, node_id, versions, author=author, reason=reason, now=now)
+        records.extend(erased)
+        before.extend(earlier)
+        any_claim = any_claim or had_claim
+    if any_claim:
+        unindex_claims(view, keys, records)  # no claim-tree key names an erased claim
+    message = f"forget {', '.join(found)}: {reason}"
+    commit = drop_erased(view, {k: set(v) for k, v in found.items()}, author, message, now)
+    return ForgetReport(redactions=records, already_erased=before, commit=commit)
+
+
+def _versions_named(view: WriteView, node_id: str, version: str | None) -> list[bytes]:
     versions = versions_of(view, node_id)
     if version is not None:
         wanted = version.lower()
@@ -140,12 +165,7 @@ def forget(
             raise InvalidInput(f"version {version!r} is ambiguous; give more hex characters")
     if not versions:
         raise NotFound(f"{node_id} has no {'such version' if version else 'versions'} in this store")
-    keys = claim_keys(view, node_id, versions)
-    records, before, had_claim = erase(view, node_id, versions, author=author, reason=reason, now=now)
-    if had_claim:
-        unindex_claims(view, {node_id: keys}, records)  # no claim-tree key names an erased claim
-    commit = drop_erased(view, {node_id: set(versions)}, author, f"forget {node_id}: {reason}", now)
-    return ForgetReport(redactions=records, already_erased=before, commit=commit)
+    return versions
 
 
 def forget_expired(view: WriteView, *, reason: str, author: str, now: datetime) -> ForgetReport:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 
 import msgspec
@@ -23,17 +23,24 @@ class ErasureService:
         self._handle = handle
         self._compact = compact
 
-    def forget(self, node_id: str, reason: str, author: str, version: str | None) -> ForgetReport:
+    def forget(self, ids: str | Sequence[str], reason: str, author: str, version: str | None) -> ForgetReport:
         """The work of :meth:`Repo.forget`."""
-        check_id(node_id)
+        wanted = [ids] if isinstance(ids, str) else list(ids) if isinstance(ids, Sequence) else [ids]
+        if not wanted:
+            raise InvalidInput("name at least one id to forget")
+        for node_id in wanted:
+            check_id(node_id)
+        if version is not None and len(wanted) != 1:
+            raise InvalidInput("version erases one version of one id: give exactly one id with it")
         _check_reason(reason)
         if not isinstance(author, str):
             raise InvalidInput("author must be a string")
         if version is not None and not isinstance(version, str):
             raise InvalidInput("version must be a hash (hex text)")
+        distinct = list(dict.fromkeys(wanted))  # an id named twice is erased once
         handle = self._handle
         return handle.write(
-            lambda view: erase.forget(view, node_id, version, reason=reason, author=author, now=handle.now())
+            lambda view: erase.forget(view, distinct, version, reason=reason, author=author, now=handle.now())
         )
 
     def redactions(self, hashes: Iterable[str]) -> dict[str, Redaction]:

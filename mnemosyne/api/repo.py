@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -1026,7 +1026,12 @@ class Repo(Resource):
         return self._erasure.erasures()
 
     def forget(
-        self, id: str, reason: str, *, author: str = DEFAULT_AUTHOR, version: str | None = None
+        self,
+        id: str | Sequence[str],
+        reason: str,
+        *,
+        author: str = DEFAULT_AUTHOR,
+        version: str | None = None,
     ) -> ForgetReport:
         """Erase for real: delete the bytes of every version of ``id`` (or of one version).
 
@@ -1038,19 +1043,22 @@ class Repo(Resource):
         pages keep old bytes until ``gc(compact=True)`` rewrites the file.
 
         Args:
-            id: the node id (ids are keys and stay; personal data belongs in content).
+            id: the node id (ids are keys and stay; personal data belongs in content),
+                or several: erased together in one transaction (all or nothing; an
+                id with no versions erases none) and dropped in one commit.
             reason: why, kept in the redaction record.
             author: who, kept in the redaction record.
             version: one version's hash (or a unique prefix of at least 4 hex
-                characters) to erase just that one.
+                characters) to erase just that one (of a single id).
 
         Returns:
             The redaction records made now, the first records of versions erased
-            before (``already_erased``), and the commit that dropped the id.
+            before (``already_erased``), and the commit that dropped the ids.
 
         Raises:
-            NotFound: the id has no such version in this tenant.
-            InvalidInput: no reason, or an ambiguous version prefix.
+            NotFound: an id has no such version in this tenant (nothing is erased).
+            InvalidInput: no id, no reason, ``version`` with several ids, or an
+                ambiguous version prefix.
         """
         return self._erasure.forget(id, reason, author, version)
 

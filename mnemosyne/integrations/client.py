@@ -21,7 +21,7 @@ locally. Streams (``log``, ``nodes``) are read as the caller iterates. Needs
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -490,9 +490,21 @@ class ServedRepo:
     # -- erasure -------------------------------------------------------------------
 
     def forget(
-        self, id: str, reason: str, *, author: str | None = None, version: str | None = None
+        self, id: str | Sequence[str], reason: str, *, author: str | None = None, version: str | None = None
     ) -> ForgetReport:
-        """Erase every version of ``id`` (or one) for real; needs an admin token (see :meth:`Repo.forget`)."""
-        body = {"ids": [id], "reason": reason, "author": author, "version": version}
+        """Erase every version of ``id`` (or one; or of several ids, together) for real; needs an admin token.
+
+        See :meth:`Repo.forget`.
+        """
+        ids = [id] if isinstance(id, str) else list(id)
+        body = {"ids": ids, "reason": reason, "author": author, "version": version}
         found = self._http.call("POST", f"{self._base}/forget", body=body)
-        return from_builtins(found["reports"][0], ForgetReport, "the server's answer")
+        reports = [from_builtins(one, ForgetReport, "the server's answer") for one in found["reports"]]
+        if len(reports) == 1:
+            return reports[0]
+        # The server tells one erasure id by id: put it back together.
+        return ForgetReport(
+            redactions=[r for one in reports for r in one.redactions],
+            already_erased=[r for one in reports for r in one.already_erased],
+            commit=next((one.commit for one in reports if one.commit is not None), None),
+        )

@@ -23,6 +23,7 @@ from mnemosyne import (
     Contradiction,
     Diff,
     Fact,
+    ForgetReport,
     Hit,
     InvalidInput,
     MergeResult,
@@ -64,7 +65,6 @@ from mnemosyne.integrations.server.calls import (
 from mnemosyne.model.access import Role
 from mnemosyne.model.choices import CHOICES
 from mnemosyne.model.jsonform import node_from_builtins
-from mnemosyne.model.validation import check_id
 
 # -- reads --------------------------------------------------------------------------
 
@@ -304,25 +304,17 @@ def _merge(call: Call) -> Reply:
 
 def _forget(call: Call) -> Reply:
     body: ForgetBody = call.body
-    if not body.ids:
-        raise InvalidInput("ids: name at least one id to forget")
-    for node_id in body.ids:
-        check_id(node_id)  # every id checked before anything is erased
-    if body.version is not None and len(body.ids) != 1:
-        raise InvalidInput("version erases one version of one id: give exactly one id with it")
-    if not body.reason.strip():
-        raise InvalidInput("reason: say why (it is kept in the redaction record)")
     author = call.author(body.author)
-    reports = []
-    for node_id in body.ids:
-        try:
-            reports.append(call.repo.forget(node_id, body.reason, author=author, version=body.version))
-        except NotFound as error:
-            if not reports:
-                raise
-            # Each id is its own erasure: say which went before the one that failed.
-            erased = ", ".join(body.ids[: len(reports)])
-            raise NotFound(f"{error} (erased before it: {erased})") from None
+    done = call.repo.forget(body.ids, body.reason, author=author, version=body.version)
+    # One erasure of them all (one transaction, one commit), told id by id.
+    reports = [
+        ForgetReport(
+            redactions=[r for r in done.redactions if r.id == node_id],
+            already_erased=[r for r in done.already_erased if r.id == node_id],
+            commit=done.commit,
+        )
+        for node_id in dict.fromkeys(body.ids)
+    ]
     return Reply(ForgetReports(reports=reports))
 
 
