@@ -23,9 +23,13 @@ from .state import AuthorOpt, author_or_default, state
 
 def forget(
     ctx: typer.Context,
-    node_id: Annotated[
-        str | None,
-        typer.Argument(metavar="ID", help="The id whose versions to erase.", show_default=False),
+    node_ids: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="ID...",
+            help="The ids whose versions to erase (several: together, in one commit, all or none).",
+            show_default=False,
+        ),
     ] = None,
     reason: Annotated[
         str | None,
@@ -51,10 +55,12 @@ def forget(
         typer.Option("--expired", help="Instead of ID: erase every node version past its expires_at."),
     ] = False,
 ) -> None:
-    """Erase the content of an id's versions for real, leaving a redaction record.
+    """Erase the content of ids' versions for real, leaving a redaction record.
 
     Deletes the content, provenance and meta of every version of ID on any
-    branch (or only --version HASH) and records hash, time, author and reason.
+    branch (or only --version HASH, of one ID) and records hash, time, author
+    and reason. Several ids are erased together, in one commit: an id with no
+    versions exits 3 and erases none of them.
     Trees and commits keep the hash: history shows the version as redacted and
     reading it exits 3. The current branch drops ID in a new commit when its
     version there was erased. Ids are keys and stay. Versions erased before keep
@@ -63,22 +69,22 @@ def forget(
     With --expired (and no ID): erase every version past its expires_at.
 
     JSON: {"redactions": [{"id", "hash", "time", "author", "reason"}],
-    "already_erased": [...], "commit": the commit that removed ID from the
-    current branch, or null}.
+    "already_erased": [...], "commit": the commit that removed the ids from
+    the current branch, or null}.
     """
     settings = state(ctx)
-    if expired and (node_id is not None or version is not None):
+    if expired and (node_ids or version is not None):
         raise InvalidInput("forget --expired takes no ID and no --version")
-    if not expired and node_id is None:
+    if not expired and not node_ids:
         raise InvalidInput("name the ID to forget, or pass --expired")
     if not expired and (reason is None or not reason.strip()):
         raise InvalidInput("give a --reason for erasing: it is kept in the redaction record")
     who = author_or_default(author)
     repo = settings.open(ctx)
-    if node_id is None:
+    if not node_ids:
         report = repo.forget_expired(reason or EXPIRED_REASON, author=who)
     else:
-        report = repo.forget(node_id, reason or "", author=who, version=version)
+        report = repo.forget(node_ids, reason or "", author=who, version=version)
     if settings.json:
         emit(report)
         return
@@ -89,7 +95,7 @@ def forget(
         note(f"removed from branch {repo.head} in commit {short(report.commit.id)}: {report.commit.message}")
     if report.redactions:
         note("freed pages may still hold the erased bytes until 'mnemo gc --now --compact'")
-    elif node_id is None:
+    elif not node_ids:
         note("nothing to erase: no version is past its expires_at")
     for record in report.already_erased:
         note(f"already erased: {short(record.hash)}  {record.id}  {erasure_text(record)}")

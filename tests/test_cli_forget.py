@@ -148,6 +148,18 @@ def test_forget_refuses_bad_usage_with_one_line(store: Store) -> None:
     assert store.doc("show", "n")["content"] == "v"  # nothing was erased
 
 
+def test_forget_several_ids_in_one_commit_or_none(two_branches: Store) -> None:
+    store = two_branches
+    head = store.lines("log")[0]["id"]
+    assert_error(store.run("forget", "n", "nobody", "--reason", "r"), 3, "nobody has no versions")
+    assert store.doc("show", "n")["content"] == "three" and store.lines("log")[0]["id"] == head
+    assert_error(store.run("forget", "n", "other", "--version", "abcd", "--reason", "r"), 2, "exactly one id")
+    done = store.doc("forget", "n", "other", "--reason", "asked")
+    assert sorted({r["id"] for r in done["redactions"]}) == ["n", "other"]
+    assert done["commit"]["parents"] == [head] and done["commit"]["message"] == "forget n, other: asked"
+    assert store.lines("log")[1]["id"] == head  # one commit dropped both
+
+
 def test_forget_expired(store: Store) -> None:
     store.put(
         {"id": "old", "content": "gone", "expires_at": "2001-01-01T00:00:00Z"},
