@@ -47,13 +47,13 @@ from typing import Protocol, TypeVar
 
 import msgspec
 
-from mnemosyne.admin.erase import erase
+from mnemosyne.admin.erase import claim_keys, erase, unindex_claims
 from mnemosyne.errors import CorruptObject, InvalidInput, NotFound
-from mnemosyne.index.build import commit_changes, index_commit, reindex
+from mnemosyne.index.build import commit_changes, index_commit
 from mnemosyne.index.graph import GraphEntry
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model import codec
-from mnemosyne.model.objects import decode_object
+from mnemosyne.model.objects import Redaction, decode_object
 from mnemosyne.store.object_store import decode_redaction
 from mnemosyne.store.prolly import Change
 
@@ -528,7 +528,8 @@ class LocalDestination:
 
 def _apply_redactions(view: WriteView, records: list[tuple[bytes, bytes]]) -> int:
     """Erase here what the sender erased, keeping its records; return how many were new here."""
-    had_claim = False
+    keys: dict[str, dict[bytes, str]] = {}
+    erased: list[Redaction] = []
     applied = 0
     for key, data in records:
         try:
@@ -542,17 +543,22 @@ def _apply_redactions(view: WriteView, records: list[tuple[bytes, bytes]]) -> in
         if view.objects.redaction(view.txn, key) is not None:
             continue  # a transfer running beside this one brought it
         if view.objects.contains(view.txn, key):
+            found = claim_keys(view, record.id, [key])  # read before the bytes go
             made, _, claim = erase(
                 view, record.id, [key], author=record.author, reason=record.reason, now=record.time
             )
-            had_claim = had_claim or claim
+            if claim:
+                keys.setdefault(record.id, {}).update(found)
+                erased.extend(made)
             if made:
                 applied += 1
                 continue
         view.objects.put_raw_redaction(view.txn, key, data)
         applied += 1
-    if had_claim:
-        reindex(view)  # no claim-index key may name an erased claim
+    if erased:
+        # No claim-index key may name an erased claim: the commits that held one lose it
+        # (as forget does, ADR 36), rather than every index being rebuilt.
+        unindex_claims(view, keys, erased)
     return applied
 
 
