@@ -17,6 +17,8 @@ from support.tiers import examples
 
 from mnemosyne import Claim, Node, Redacted, Repo
 
+pytestmark = pytest.mark.slow  # stores on disk, cloned and fetched per example
+
 START = datetime(2026, 1, 1, tzinfo=UTC)
 SUBJECTS = ["mira", "jon"]
 PREDICATES = ["city", "team"]
