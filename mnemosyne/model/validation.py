@@ -114,6 +114,43 @@ def check_json(value: Any, what: str, depth: int = 0) -> None:
     Raises:
         InvalidInput: naming the offending value and where it sits.
     """
+    # Every node's content passes through here on every write and every read: lists
+    # and dicts of exactly those types check their text and integer items inline,
+    # without a call per item (half the time on a checkpoint's values); the rest
+    # takes the general path below.
+    kind = type(value)
+    if kind is list:
+        if depth >= MAX_DEPTH:
+            raise InvalidInput(f"{what} is nested deeper than {MAX_DEPTH} levels")
+        for item in value:
+            item_kind = type(item)
+            if item_kind is str:
+                if not item.isascii():
+                    check_text(item, what)
+            elif item_kind is int:
+                if not INT_MIN <= item <= INT_MAX:
+                    raise InvalidInput(f"{what}: {shown_int(item)} is outside the 64-bit range")
+            else:
+                check_json(item, what, depth + 1)
+        return
+    if kind is dict:
+        if depth >= MAX_DEPTH:
+            raise InvalidInput(f"{what} is nested deeper than {MAX_DEPTH} levels")
+        for key, item in value.items():
+            if type(key) is not str and not isinstance(key, str):
+                raise InvalidInput(f"{what}: map key {key!r} is not a string")
+            if not key.isascii():
+                check_text(key, what)
+            item_kind = type(item)
+            if item_kind is str:
+                if not item.isascii():
+                    check_text(item, what)
+            elif item_kind is int:
+                if not INT_MIN <= item <= INT_MAX:
+                    raise InvalidInput(f"{what}: {shown_int(item)} is outside the 64-bit range")
+            else:
+                check_json(item, what, depth + 1)
+        return
     if value is None or isinstance(value, bool):
         return
     if isinstance(value, str):

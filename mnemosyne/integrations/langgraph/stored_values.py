@@ -56,7 +56,8 @@ _decode = msgspec.msgpack.decode
 
 def json_form(value: Any) -> dict[str, Any] | None:
     """``{"json": value}`` (with ``order`` where needed) when ``value`` has an exact JSON form, else None."""
-    orders: dict[tuple[str, ...], tuple[str, ...]] = {}  # a dict's keys sorted -> its keys in order
+    # A dict's keys sorted -> its keys in order; and each order met -> itself.
+    orders: dict[tuple[str, ...], tuple[str, ...]] = {}
     if not _exact(value, orders, 0):
         return None
     unsorted = [list(keys) for shape, keys in orders.items() if keys != shape]
@@ -76,20 +77,38 @@ def _exact(value: Any, orders: dict[tuple[str, ...], tuple[str, ...]], depth: in
     if depth >= MAX_JSON_DEPTH:
         return False
     depth += 1
+    # Text and integer items are checked here, without a call each: a put walks every
+    # value it stores once, and most items of a state are text.
     if kind is list:
         for item in value:
-            if not _exact(item, orders, depth):
+            item_kind = type(item)
+            if item_kind is str:
+                if not (item.isascii() or _utf8(item)):
+                    return False
+            elif item_kind is int:
+                if not _INT_MIN <= item <= _INT_MAX:
+                    return False
+            elif not _exact(item, orders, depth):
                 return False
         return True
     if kind is dict:
         keys = tuple(value)
-        for key in keys:
-            if type(key) is not str or not _utf8(key):
-                return False
-        if orders.setdefault(tuple(sorted(keys)), keys) != keys:
-            return False  # two dicts with the same keys in different orders: one order per set of keys
+        if orders.get(keys) != keys:  # records of one shape: the first is checked, the rest found here
+            for key in keys:
+                if type(key) is not str or not (key.isascii() or _utf8(key)):
+                    return False
+            if orders.setdefault(tuple(sorted(keys)), keys) != keys:
+                return False  # two dicts with the same keys in different orders: one order per set of keys
+            orders[keys] = keys
         for item in value.values():
-            if not _exact(item, orders, depth):
+            item_kind = type(item)
+            if item_kind is str:
+                if not (item.isascii() or _utf8(item)):
+                    return False
+            elif item_kind is int:
+                if not _INT_MIN <= item <= _INT_MAX:
+                    return False
+            elif not _exact(item, orders, depth):
                 return False
         return True
     return False

@@ -11,6 +11,7 @@ otherwise ``_`` plus a digest; the real names are kept in the nodes.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 from typing import Any
 
@@ -35,6 +36,12 @@ def segment(name: str) -> str:
     """
     if not isinstance(name, str):
         raise InvalidInput(f"a namespace, checkpoint id or task id must be text, not {type(name).__name__}")
+    return _segment(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _segment(name: str) -> str:
+    # Cached: every put and read names its namespace and channels again (a digest for the root one).
     if is_plain(name):
         return name
     return "_" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:32]
