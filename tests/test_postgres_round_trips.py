@@ -170,7 +170,7 @@ def test_a_transaction_rolled_back_keeps_the_statements_that_begin_the_next(pg_u
 
 
 def test_a_large_commit_is_two_round_trips_too(pg_url):
-    # Over a MiB of values goes in psycopg's binary pipeline rather than spelled out as SQL text.
+    # Over a MiB of values goes through psycopg's pipeline, unprepared, rather than libpq's directly.
     with Repo.init(pg_url) as repo:
         repo.commit([Node(id="seed", content=0)])
         repo.commit([Node(id="seed", content=1)])

@@ -8,8 +8,11 @@ server for first:
 
 - a row by key (the tenant binding, ``HEAD``, a branch's ref);
 - a row whose key ends with the value of an earlier one (the commit graph's
-  entry of whatever commit the branch's ref names): the key is computed by the
-  server in the same statement, so a ref that moved since is followed;
+  entry of whatever commit the branch's ref names), or with that value spelled
+  in hex digits (``refs/heads/<commit id>``: whether a commit id given as text,
+  such as a commit's expected parent, is also a branch's name): the key is
+  computed by the server in the same statement, so a ref that moved since is
+  followed;
 - the first page of a scan (the end of a reflog, of the recall queue).
 
 A wrong guess costs a few rows in the same message, never a round trip. Keys
@@ -57,11 +60,16 @@ class Get:
 
 @dataclass(frozen=True, slots=True)
 class Follow:
-    """A row keyed ``prefix`` + the value of ``source`` (when that row exists)."""
+    """A row keyed ``prefix`` + the value of ``source`` (when that row exists).
+
+    ``hexed``: keyed ``prefix`` + the value in lowercase hex digits instead (a ref
+    named after a commit id, as resolving a commit id given as text looks up).
+    """
 
     space: Space
     prefix: bytes
     source: Get | Follow
+    hexed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +177,8 @@ class Opening:
         if isinstance(question, Get):
             return f"(SELECT v FROM {table} WHERE k = ${number[question]})"
         source = self._column(question.source, tables, number)
+        if question.hexed:
+            source = f"convert_to(encode({source}, 'hex'), 'UTF8')"
         return f"(SELECT v FROM {table} WHERE k = ${number[question]} || {source})"
 
     @staticmethod
@@ -205,7 +215,8 @@ class Opening:
             else:
                 source = values[question.source]
                 if source is not None:  # no source row: no key to name, nothing learned
-                    known[question.space, question.prefix + source] = value
+                    end = source.hex().encode() if question.hexed else source
+                    known[question.space, question.prefix + end] = value
         pages: dict[Page, list[tuple[bytes, bytes]]] = {}
         for column, page in enumerate(self._pages, start=len(self._rows) + 1):
             # A text array of hex digits and ':' needs no quoting: "{k:v,k:v}", "{}" when empty.
@@ -245,6 +256,10 @@ def learned(asked: dict[Key | Page, bytes | None]) -> list[Question]:
                 if len(key) > len(earlier) and key.endswith(earlier):
                     kept = Follow(space, key[: -len(earlier)], source)
                     break
+                spelt = earlier.hex().encode()
+                if len(key) > len(spelt) and key.endswith(spelt):
+                    kept = Follow(space, key[: -len(spelt)], source, hexed=True)
+                    break
         out.append(kept)
         if value is not None and len(value) >= FOLLOWED and isinstance(kept, Get | Follow):
             answered.append((kept, value))
@@ -260,11 +275,23 @@ class ReadAhead:
         self._recent: deque[tuple[Question, ...]] = deque(maxlen=REMEMBERED)
         self._repeats = 0
         self._opening = Opening((), tables, epoch)
+        self._asked: dict[Key | Page, bytes | None] = {}
+        self._learned: list[Question] = []
 
     @property
     def opening(self) -> Opening:
         """The statement the next transaction begins with."""
         return self._opening
+
+    def learn_asked(self, asked: dict[Key | Page, bytes | None]) -> None:
+        """Take a finished transaction's first questions (``Txn.asked``) into account.
+
+        Reads at HEAD in a loop ask the same questions with the same answers each
+        time: what :func:`learned` makes of them is worked out once.
+        """
+        if asked != self._asked:
+            self._asked, self._learned = dict(asked), learned(asked)
+        self.learn(self._learned)
 
     def learn(self, questions: Iterable[Question]) -> None:
         """Take a finished transaction's questions (from :func:`learned`) into account."""

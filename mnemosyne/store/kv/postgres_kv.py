@@ -29,7 +29,7 @@ import psycopg
 
 from mnemosyne.errors import InvalidInput, MnemoError, NotFound
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
-from mnemosyne.store.kv.postgres_ahead import Key, Page, ReadAhead, learned
+from mnemosyne.store.kv.postgres_ahead import Key, Page, ReadAhead
 from mnemosyne.store.kv.postgres_conn import (
     EPOCH_TABLE,
     RETRYABLE,
@@ -37,6 +37,7 @@ from mnemosyne.store.kv.postgres_conn import (
     Pool,
     create_tables,
     exchange,
+    exchange_pipelined,
     mapped,
     store_exists,
 )
@@ -47,8 +48,8 @@ from mnemosyne.store.kv.postgres_txn import (
     Misguessed,
     Txn,
     first_page,
+    pipelined,
     run_round,
-    spelled,
 )
 
 T = TypeVar("T")
@@ -205,7 +206,7 @@ class PostgresKV:
         raise MnemoError(f"cannot keep a connection to the PostgreSQL server at {self.where.host}")
 
     def _learn(self, write: bool, txn: Txn) -> None:
-        self._ahead[write].learn(learned(txn.asked))
+        self._ahead[write].learn_asked(txn.asked)
 
     def _discard(self, conn: Conn) -> None:
         """End whatever transaction is open and return the connection (closed if broken)."""
@@ -304,22 +305,20 @@ class PostgresKV:
                 self.waited()
                 statements = [*txn.finish(), ("COMMIT", None)]
                 prepared = self._prepared.setdefault(conn, set())
-                spelt = spelled(statements, prepared)
-                if spelt is None:
+                commands = pipelined(statements, prepared)
+                if commands is None:
                     run_round(conn, statements)
                 else:
-                    message, preparing = spelt
                     try:
-                        exchange(conn, message)
+                        exchange_pipelined(conn, commands, prepared)
                     except psycopg.Error:
-                        # Which of its PREPAREs ran before the error is unknown: ask (on the
-                        # way out, with the ROLLBACK) rather than guess.
+                        # The answers name the prepares that ran, unless the connection failed
+                        # part way: then ask (on the way out, with the ROLLBACK) rather than guess.
                         prepared.add(UNSURE)
                         raise
                     except BaseException:
                         conn.close()  # interrupted mid-message: nothing more can be sent on it
                         raise
-                    prepared.update(preparing)
             except (Misguessed, psycopg.errors.DivisionByZero):
                 self._discard(conn)
                 guess = False
