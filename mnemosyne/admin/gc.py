@@ -6,13 +6,19 @@ just stored objects for a commit it has not published yet never loses them.
 Reflogs are kept forever by default because as-of reads depend on them;
 ``expire_reflog`` prunes entries older than a horizon (the newest entry of each
 ref always stays, so current reads keep working).
+
+The derived indexes follow in the same transaction, at a cost in what is removed:
+the commit graph and change index drop the entries of every commit no longer
+reached (:func:`~mnemosyne.index.build.unindex_unreachable`), the recall indexes
+those of the versions collected.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from mnemosyne.index.build import ref_tips, reindex, topological
+from mnemosyne.errors import MnemoError
+from mnemosyne.index.build import ref_tips, reindex, topological, unindex_unreachable
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model import codec
 from mnemosyne.model.objects import Node, TreeChunk, decode_object
@@ -43,6 +49,14 @@ def reachable(view: View) -> set[bytes]:
     return live
 
 
+def _lost(view: View, live: set[bytes], present: int) -> bool:
+    """Whether a reachable object is neither stored (``present`` of ``live`` are) nor erased."""
+    if present >= len(live):
+        return False
+    erased = sum(1 for oid, _ in view.objects.redactions(view.txn) if oid in live)
+    return present + erased < len(live)
+
+
 def _mark_tree(view: View, root: bytes, live: set[bytes]) -> None:
     stack = [root]
     while stack:
@@ -65,14 +79,9 @@ def collect(view: WriteView, *, grace: timedelta, now: datetime, expire_reflog: 
     pruned = view.refs.expire(txn, now - expire_reflog) if expire_reflog is not None else 0
     live = reachable(view)
     removed_bytes = removed_commits = pending = present = 0
-    # Whether any stored object may hold a claim (the test fsck makes): when none
-    # does, the reindex below skips the claim index rather than read back every
-    # node of every commit to find none.
-    claims_possible = False
     doomed: list[bytes] = []
     nodes: dict[bytes, Node] = {}
     for oid, data in view.objects.scan(txn):
-        claims_possible = claims_possible or codec.CLAIM_TAG in data
         if oid in live:
             present += 1
             continue
@@ -90,6 +99,18 @@ def collect(view: WriteView, *, grace: timedelta, now: datetime, expire_reflog: 
             pending += 1
             if seen is None:
                 pending_marks.mark(txn, oid, now)
+    full_rebuild = False
+    if removed_commits:
+        # Entries of removed commits would name missing objects: drop them while the
+        # objects are still there to say which. A reachable object neither stored nor
+        # erased (lost) keeps the full rebuild, whose claim index reads it and reports
+        # it as before; so does a dropped commit that cannot be read back.
+        full_rebuild = _lost(view, live, present)
+        if not full_rebuild:
+            try:
+                unindex_unreachable(view, live)
+            except MnemoError:
+                full_rebuild = True
     if nodes:
         # The recall indexes forget the versions collected, as for erasure.
         from mnemosyne.recall.recall_index import RecallIndex  # numpy: loaded only when needed
@@ -105,11 +126,14 @@ def collect(view: WriteView, *, grace: timedelta, now: datetime, expire_reflog: 
     for oid in list(pending_marks.marked(txn)):
         if oid in live:
             pending_marks.unmark(txn, oid)
-    if removed_commits:
-        # Index entries of removed commits would name missing objects. A reachable
-        # object not stored (erased, or lost) keeps the claim index's full rebuild,
-        # which reads such a node and reports the lost one as before.
-        reindex(view, claims_possible=claims_possible or present < len(live))
+    if full_rebuild:
+        # Whether any stored object may hold a claim (the test fsck makes): when none
+        # does, the rebuild skips the claim index rather than read back every node of
+        # every commit to find none. Asked here, not in the scan above: this is rare.
+        claims_possible = present < len(live) or any(
+            codec.CLAIM_TAG in data for _, data in view.objects.scan(txn)
+        )
+        reindex(view, claims_possible=claims_possible)
     return GcReport(
         objects_removed=len(doomed),
         bytes_removed=removed_bytes,

@@ -171,6 +171,39 @@ def rebuild(view: View, claims_possible: bool = True) -> Rebuilt:
     return scratch.transact(replay)
 
 
+def unindex_unreachable(view: WriteView, reached: set[bytes]) -> int:
+    """Drop the commit-graph and change-index entries of every indexed commit not in ``reached``.
+
+    What :func:`reindex` would leave, at a cost in the commits dropped rather than
+    in the whole history: a commit not reached has no reached descendant (its
+    descendants would reach it), so every kept entry, claim tree and open record,
+    all functions of a commit's ancestry, is what a rebuild gives. A dropped
+    commit's change-index keys come from diffing it against its first parent, as
+    when it was indexed; so its objects (and its first parent's tree) must still
+    be stored: call this before removing them.
+
+    Args:
+        view: where to write.
+        reached: ids of the commits refs and retained reflog entries reach (any
+            superset made of them and of other, non-commit object ids will do).
+
+    Returns:
+        How many commits were dropped from the indexes.
+
+    Raises:
+        MnemoError: if a dropped commit or a tree it needs cannot be read (the caller
+            then rebuilds instead).
+    """
+    dropped = [(oid, entry) for oid, entry in view.graph.scan(view.txn) if oid not in reached]
+    for oid, entry in dropped:
+        commit = view.commit(oid)
+        ids = {node_id for node_id, _, _ in commit_changes(view, commit)}
+        ids.update(verified_ids(commit))
+        view.changes.remove(view.txn, entry.generation, oid, ids)
+    view.graph.remove(view.txn, [oid for oid, _ in dropped])
+    return len(dropped)
+
+
 def reindex(view: WriteView, claims_possible: bool = True) -> int:
     """Rebuild the commit graph, change and claim indexes in place; return the entries written.
 

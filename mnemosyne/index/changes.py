@@ -11,7 +11,7 @@ A change's value is the new hash (empty: removed); a verification's is
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn, entries, replace_all
 
@@ -97,6 +97,14 @@ class ChangeIndex:
                 yield generation, key[size + 8 :], value[len(VERIFIED) :], True
             else:
                 yield generation, key[size + 8 :], value or None, False
+
+    def remove(self, txn: WriteTxn, generation: int, commit: bytes, node_ids: Iterable[str]) -> None:
+        """Drop one commit's changes and verifications of ``node_ids`` (ids it has none of are skipped)."""
+        prefix = self.prefix
+        tail = b"\x00" + generation.to_bytes(8, "big") + commit
+        # Sorted: neighbouring keys share pages, so each page is touched once.
+        for key in sorted(prefix + node_id.encode() + tail for node_id in node_ids):
+            txn.delete(Space.INDEX, key)
 
     def entries(self, txn: ReadTxn) -> dict[bytes, bytes]:
         """Every entry as stored (to compare with a rebuild)."""

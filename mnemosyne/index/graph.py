@@ -240,6 +240,17 @@ class CommitGraph:
             Space.INDEX, self.prefix + oid, _encoder.encode(msgspec.structs.replace(entry, claims=claims))
         )
 
+    def remove(self, txn: WriteTxn, oids: list[bytes]) -> None:
+        """Drop the entries of commits gc collects.
+
+        No kept commit may have one of ``oids`` as an ancestor: every kept entry
+        depends on its ancestors alone, so it stays what a rebuild would give.
+        """
+        for oid in oids:
+            txn.delete(Space.INDEX, self.prefix + oid)
+            # Its shape would outlive it: a later read must find the commit missing.
+            self._steps.pop(oid, None)
+
     def entries(self, txn: ReadTxn) -> dict[bytes, bytes]:
         """Every entry as stored (to compare with a rebuild)."""
         return entries(txn, Space.INDEX, self.prefix)
