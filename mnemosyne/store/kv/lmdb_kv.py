@@ -27,8 +27,13 @@ from mnemosyne.store.kv.store_lock import LOCK_NAME, StoreLock
 
 T = TypeVar("T")
 
-DEFAULT_MAP_SIZE = 1 << 30
-"""Initial map size (1 GiB). The file grows only as pages are written."""
+DEFAULT_MAP_SIZE = 1 << 36
+"""Initial map size (64 GiB of address space). The file grows only as pages are written.
+
+Large, because a transaction that outgrows the map is thrown away and run again
+after the map doubles: a rebuild or a collection that writes gigabytes in one
+transaction (``reindex_recall`` of a million memories grows the file fivefold)
+would otherwise run two or three times over."""
 
 DEFAULT_MAX_MAP_SIZE = 1 << 44
 """The map doubles on demand up to this size, then writes fail with StorageFull."""
