@@ -13,6 +13,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import msgspec
 from harness import ROWS, Row, median_us, row
 
 from mnemosyne import Claim, Node, Repo
@@ -64,6 +65,16 @@ def bench_claims(root: Path, sizes: list[int]) -> list[Row]:
                     repo.forget(claim(i).id, "bench")
                 samples[kind].append(time.perf_counter() - t0)
         assert repo.fsck().ok
+        # The first commit's claims erased above, committed again byte for byte: each goes back
+        # in the claim tree of every commit that held it (all of them), beside a commit of a
+        # claim never erased, in turns.
+        for r in range(runs):
+            for kind in ("again", "plain") if r % 2 == 0 else ("plain", "again"):
+                node = claim(r) if kind == "again" else claim(runs + r)
+                t0 = time.perf_counter()
+                repo.commit([node if kind == "again" else msgspec.structs.replace(node, id=f"new/{r}")])
+                samples.setdefault(kind, []).append(time.perf_counter() - t0)
+        assert repo.fsck().ok
     median = {kind: statistics.median(found) * 1000 for kind, found in samples.items()}
     for kind, held in (("last", "the newest commit's"), ("first", f"the first commit's, in all {commits}")):
         row(
@@ -77,6 +88,12 @@ def bench_claims(root: Path, sizes: list[int]) -> list[Row]:
         f"reindex, the rebuild forget of a claim ran before, median of {runs} (ms)",
         CLAIMS_FORGET,
         f"{median['reindex']:.0f} ({median['reindex'] / median['first']:.0f}x the forget above)",
+    )
+    row(
+        f"commit of an erased claim again (held by all {commits} commits), median of {runs} (ms)",
+        CLAIMS_FORGET,
+        f"{median['again']:.1f} (a new claim's: {median['plain']:.1f}; reindex: "
+        f"{median['reindex'] / median['again']:.0f}x)",
     )
     shutil.rmtree(path)
 

@@ -22,6 +22,7 @@ from mnemosyne.history.merge import (
 )
 from mnemosyne.history.queries import readable
 from mnemosyne.history.revisions import Rev, label, resolve
+from mnemosyne.index import claims
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model.choices import Choice, MergeStrategy
 from mnemosyne.model.objects import Claim, Commit, Node, has_id
@@ -112,9 +113,7 @@ def _virtual_base(view: WriteView, bases: list[bytes]) -> bytes:
         inner = merge_bases(view, bases[0], other)
         inner_tree = view.commit(inner[0]).tree if inner else view.empty_tree()
         step = three_way(view, inner_tree, tree, view.commit(other).tree, later_is_theirs=True)
-        for oid, node in step.merged.items():
-            view.objects.put(view.txn, node)
-            assert bytes.fromhex(node.hash) == oid
+        _store(view, step.merged)
         edits = dict(step.edits)
         for node_id, *_ in step.conflicts:
             edits[node_id] = view.tree.get(inner_tree, node_id)
@@ -275,10 +274,7 @@ def _resolve(
     strategy: MergeStrategy | None,
 ) -> dict[bytes, Node]:
     """Turn resolutions into edits on top of ours; store merged and supplied nodes."""
-    written: dict[bytes, Node] = {}
-    for oid, node in plan.merged.items():
-        written[view.objects.put(view.txn, node)] = node
-        assert bytes.fromhex(node.hash) == oid
+    written: dict[bytes, Node] = dict(plan.merged)
     for node_id, (_, _, base, _, theirs) in in_conflict.items():
         choice = wanted.get(node_id, strategy)
         if choice == "ours":
@@ -293,12 +289,20 @@ def _resolve(
             node = choice if has_id(choice) else msgspec.structs.replace(choice, id=node_id)
             if node.id != node_id:
                 raise InvalidInput(f"the node resolving {node_id} has id {node.id}")
-            oid = view.objects.put(view.txn, node)
+            oid = bytes.fromhex(node.hash)
             written[oid] = node
             plan.edits[node_id] = oid
         else:
             raise InvalidInput(f"resolution for {node_id} must be ours, theirs, base, delete or a Node")
+    _store(view, written)
     return written
+
+
+def _store(view: WriteView, nodes: dict[bytes, Node]) -> None:
+    """Store node versions by hash; erased claim versions among them are indexed again where named."""
+    claims.restore_rewritten(view, nodes, list(nodes))
+    stored = view.objects.put_nodes(view.txn, list(nodes.values()))
+    assert stored == list(nodes)
 
 
 def inverse(view: View, rev: Rev, tip: bytes) -> tuple[bytes, str, list[Node], list[str]]:

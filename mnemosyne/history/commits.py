@@ -146,7 +146,8 @@ def apply_commit(
             )
     base = view.commit(tip).tree if tip is not None else view.empty_tree()
     claim_root = view.graph.entry(txn, tip).claims if tip is not None else b""
-    replaced = claim_conflicts(view, claim_root, nodes, removals, on_claim_conflict)
+    writes_claims = "claim" in map(_kind_of, nodes)  # once: most commits (and imports) write none
+    replaced = claim_conflicts(view, claim_root, nodes, removals, on_claim_conflict) if writes_claims else []
     # Hashed first, stored only once a commit will name them: a retried write stores
     # nothing, not even bytes an erasure removed since the first try.
     encoded = view.objects.encode_nodes(nodes)
@@ -177,6 +178,9 @@ def apply_commit(
         # Each put changes its id or nothing: fewer changes than puts, some are already there.
         entering = {new for _, _, new in changes if new is not None}
         encoded = [(oid, data) for oid, data in encoded if oid in entering]
+    if writes_claims:
+        # Erased claim bytes written again are readable again in every commit that named them.
+        claims.restore_rewritten(view, written, map(_first, encoded))
     view.objects.put_encoded(txn, encoded)
     made = record_commit(
         view,

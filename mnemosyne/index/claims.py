@@ -99,11 +99,55 @@ def forget_versions(view: WriteView, erased: dict[str, dict[bytes, str]]) -> int
     Returns:
         How many commit-graph entries now name another claim tree.
     """
-    wanted = {node_id: keys for node_id, keys in erased.items() if keys}
+    return _retree(view, erased, restore=False)
+
+
+def restore_versions(view: WriteView, returning: dict[str, dict[bytes, str]]) -> int:
+    """Put claim versions whose erased bytes are stored again back in every claim tree that held them.
+
+    The inverse of :func:`forget_versions`, found the same way: once the bytes
+    are back, a rebuild indexes the version in every commit whose snapshot names
+    it, the commits before the erasure included, so the incremental index must
+    too. ``returning`` maps ids to the claim index keys of those versions, by hash.
+
+    Returns:
+        How many commit-graph entries now name another claim tree.
+    """
+    return _retree(view, returning, restore=True)
+
+
+def restore_rewritten(view: WriteView, written: dict[bytes, Node], storing: Iterable[bytes]) -> int:
+    """Before ``storing`` (hashes of ``written``) is stored: index again the claim versions it brings back.
+
+    Writing the exact bytes of an erased version stores them anew (the first
+    redaction record stands); the commits that named the hash all along then hold
+    a readable claim again. A commit that writes claims reads the tenant's
+    erasure count, and the records only when it changed (see
+    :meth:`~mnemosyne.store.object_store.ObjectStore.erased_absent`).
+
+    Returns:
+        How many commit-graph entries now name another claim tree.
+    """
+    if "claim" not in map(_kind_of, written.values()):
+        return 0  # in C: an import passes a million notes through here
+    candidates = [oid for oid in storing if oid in written and isinstance(written[oid].content, Claim)]
+    if not candidates:
+        return 0
+    returning: dict[str, dict[bytes, str]] = {}
+    for oid in view.objects.erased_absent(view.txn, candidates):
+        node = written[oid]
+        assert isinstance(node.content, Claim)
+        returning.setdefault(node.id, {})[oid] = claim_key(node.id, node.content)
+    return restore_versions(view, returning) if returning else 0
+
+
+def _retree(view: WriteView, versions: dict[str, dict[bytes, str]], *, restore: bool) -> int:
+    """Take ``versions`` (id → hash → claim key) out of, or put them into, the claim trees that hold them."""
+    wanted = {node_id: keys for node_id, keys in versions.items() if keys}
     if not wanted:
         return 0
     changed: dict[bytes, list[tuple[str, bytes | None]]] = {}
-    first: int | None = None  # the lowest generation of a commit that set an erased version
+    first: int | None = None  # the lowest generation of a commit that set one of the versions
     for node_id in wanted:
         for generation, commit, value in view.changes.versions(view.txn, node_id):
             changed.setdefault(commit, []).append((node_id, value))
@@ -111,11 +155,11 @@ def forget_versions(view: WriteView, erased: dict[str, dict[bytes, str]]) -> int
                 first = generation
     if first is None:
         return 0
-    held: dict[bytes, tuple[tuple[str, bytes], ...]] = {}  # commit → erased versions its snapshot holds
-    trimmed: dict[tuple[bytes, tuple[str, ...]], bytes] = {}  # commits without claim changes share a tree
+    held: dict[bytes, tuple[tuple[str, bytes], ...]] = {}  # commit → the versions its snapshot holds
+    updated: dict[tuple[bytes, tuple[tuple[str, bytes | None], ...]], bytes] = {}  # shared trees, once
     rewritten = 0
     # A parent's generation is below its children's: parents come first, and no commit
-    # older than the first that set an erased version can hold one.
+    # older than the first that set one of the versions can hold one.
     later = [item for item in view.graph.scan(view.txn) if item[1].generation >= first]
     for oid, entry in sorted(later, key=lambda item: item[1].generation):
         state = held.get(entry.parents[0], ()) if entry.parents else ()
@@ -130,15 +174,17 @@ def forget_versions(view: WriteView, erased: dict[str, dict[bytes, str]]) -> int
         if not state:
             continue
         held[oid] = state
-        if not entry.claims:
-            continue
-        keys = tuple(sorted({wanted[node_id][value] for node_id, value in state}))
-        root = trimmed.get((entry.claims, keys))
+        if not entry.claims and not restore:
+            continue  # no claims: nothing to drop
+        edits = tuple(
+            sorted({(wanted[node_id][value], value if restore else None) for node_id, value in state})
+        )
+        root = updated.get((entry.claims, edits))
         if root is None:
-            root, _ = view.tree.update(entry.claims, [(key, None) for key in keys])
+            root, _ = view.tree.update(entry.claims or view.empty_tree(), list(edits))
             if root != entry.claims and view.chunk(root).keys == ():
                 root = b""
-            trimmed[entry.claims, keys] = root
+            updated[entry.claims, edits] = root
         if root != entry.claims:
             view.graph.set_claims(view.txn, oid, entry, root)
             rewritten += 1

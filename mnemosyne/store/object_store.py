@@ -51,6 +51,9 @@ CACHE_BYTES = 32 << 20
 about three times that: a 100k-node tree (~7 MiB of chunks) fits whole, while
 reading a 1M-node one (~70 MiB) grows a handle by ~100 MB, not ~200 MB (and
 larger trees by no more, where 65,536 chunks came to ~330 MB)."""
+ERASED_KEPT = 65536
+"""Up to this many erasures, a handle keeps the ids of the erased versions (see
+:meth:`ObjectStore.erased_absent`)."""
 _redaction_encoder = msgspec.msgpack.Encoder()
 _redaction_decoder = msgspec.msgpack.Decoder(Redaction)
 
@@ -94,6 +97,10 @@ class ObjectStore:
         self._cache: dict[bytes, StoredObject] = {}
         self._sizes: dict[bytes, int] = {}  # stored size of each cached object
         self._cached_bytes = 0
+        self._erased: tuple[int, frozenset[bytes]] = (0, frozenset())
+        """The erased ids as of an :meth:`erasures` count: valid while the count stays."""
+        self._erasing = 0
+        """``id()`` of the last transaction that erased here: what it reads of records may roll back."""
 
     # -- reading --------------------------------------------------------------------
 
@@ -300,7 +307,34 @@ class ObjectStore:
         found = txn.get(Space.REDACTIONS, self.scope + ERASURES)
         return int.from_bytes(found, "big") if found is not None else 0
 
+    def erased_absent(self, txn: ReadTxn, oids: list[bytes]) -> list[bytes]:
+        """Those of ``oids`` erased here whose bytes are not stored: storing them brings them back.
+
+        The erasure count is read (on PostgreSQL a commit's read-ahead learns it: no
+        round trip); the records, only when it changed since this handle last listed
+        them, or when there are too many to keep (then one read of the records of
+        ``oids``). The bytes are read only for versions that have a record.
+        """
+        count = self.erasures(txn)
+        if not count:
+            return []
+        if count <= ERASED_KEPT:
+            known, ids = self._erased
+            if known != count:
+                ids = frozenset(oid for oid, _ in self.redactions(txn))
+                if self._erasing != id(txn):  # committed records only: a count names one set
+                    self._erased = (count, ids)
+            erased = [oid for oid in oids if oid in ids]
+        else:
+            records = txn.get_many(Space.REDACTIONS, [self.scope + oid for oid in oids])
+            erased = [oid for oid, record in zip(oids, records, strict=True) if record is not None]
+        if not erased:
+            return []
+        stored = self.raw_many(txn, erased)
+        return [oid for oid, data in zip(erased, stored, strict=True) if data is None]
+
     def _count_erasure(self, txn: WriteTxn) -> None:
+        self._erasing = id(txn)
         txn.put(Space.REDACTIONS, self.scope + ERASURES, (self.erasures(txn) + 1).to_bytes(8, "big"))
 
     def erase(self, txn: WriteTxn, oid: bytes, record: Redaction) -> Redaction:
