@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,7 @@ from mnemosyne.model.choices import SearchMode
 from mnemosyne.model.defaults import APPROXIMATE_FROM
 from mnemosyne.recall.bm25 import Blocks, lexical
 from mnemosyne.recall.matrix import VectorCache
+from mnemosyne.recall.names import Arrays
 from mnemosyne.recall.postings import Postings
 from mnemosyne.recall.search import Filters, acceptor
 
@@ -159,6 +161,7 @@ def child(path: str) -> None:
         for name, p in NAMESPACES.items()
     }
     out["memory"] = {key: status(key) for key in ("VmHWM", "RssAnon", "RssFile")}
+    out["names"] = names_memory(repo)
     out["lexical side by side"] = lexical_side_by_side(repo, short)
     found = 0
     for k in range(NEEDLES):
@@ -216,6 +219,8 @@ def lexical_side_by_side(repo: Repo, queries: list[str]) -> dict[str, list[float
         postings = Postings(DEFAULT_SCOPE)
         names = cache.names(txn, postings)
         for name, prefix in NAMESPACES.items():
+            # As a search screens a batch of candidates for the namespace (see names.py).
+            screen = (lambda docs, p=prefix: names.under(docs, p)) if prefix else None
             times: dict[bool, list[float]] = {True: [], False: []}
             counts = {True: Blocks(), False: Blocks()}
             answers: dict[bool, list[object]] = {True: [], False: []}
@@ -224,7 +229,15 @@ def lexical_side_by_side(repo: Repo, queries: list[str]) -> dict[str, list[float
                     accept = acceptor(view, Filters(root=root, now=datetime.now(UTC), prefix=prefix), {})
                     t0 = time.perf_counter()
                     hits = lexical(
-                        view, postings, query, accept, 50, names.number, skip=skip, blocks=counts[skip]
+                        view,
+                        postings,
+                        query,
+                        accept,
+                        50,
+                        names.number,
+                        skip=skip,
+                        blocks=counts[skip],
+                        screen=screen,
                     )
                     times[skip].append(time.perf_counter() - t0)
                     answers[skip].append(hits)
@@ -237,6 +250,20 @@ def lexical_side_by_side(repo: Repo, queries: list[str]) -> dict[str, list[float
                 counts[False].read / runs,
             ]
     return found
+
+
+def names_memory(repo: Repo) -> list[float]:
+    """A handle's memory of names, both maps read whole (as a searching handle does): MB held, MB at
+    the peak of reading them, seconds (tracemalloc sees numpy's buffers too)."""
+    with repo.kv.read() as txn:
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        arrays = Arrays(txn, Postings(DEFAULT_SCOPE))
+        took = time.perf_counter() - t0
+        held, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert arrays.count > 0
+    return [held / 1e6, peak / 1e6, took]
 
 
 def timed(repo: Repo, queries: list[str], prefix: str | None, mode: SearchMode = "hybrid") -> list[float]:
@@ -297,12 +324,24 @@ def bench_recall(root: Path, sizes: list[int]) -> list[Row]:
     start = len(ROWS)
     results: dict[int, dict[str, Any]] = {}
     paths = {n: root / f"recall-{n}" for n in sizes}
+    rates: dict[int, float] = {}
     for n in sizes:
         imported, embedded = build(paths[n], n)
+        rates[n] = n / embedded
         row("recall store: bulk import, sync off (nodes/s)", n, f"{n / imported:,.0f}")
-        row("recall store: reindex_recall(vectors=True), synthetic (vectors/s)", n, f"{n / embedded:,.0f}")
+        row("recall store: reindex_recall(vectors=True), synthetic (vectors/s)", n, f"{rates[n]:,.0f}")
         results[n] = _in_child("--build-child", str(paths[n]))
         results[n].update(_in_child("--child", str(paths[n])))
+    lo, hi = min(sizes), max(sizes)
+    if hi != lo:
+        ratio = rates[hi] / rates[lo]
+        row(
+            f"recall store: reindex_recall(vectors=True) rate, n={hi} / n={lo}",
+            f"{hi}/{lo}",
+            f"{ratio:.2f}",
+            ">= 0.8",
+            ratio >= 0.8,
+        )
     question = " ".join(texts(1, seed=7)[0].split()[:4])
     searches = fresh_cli(paths, ["search", question, "-k", "10"])
     contexts = fresh_cli(paths, ["context", question, "-k", "10"])
@@ -399,6 +438,14 @@ def _rows(
         private <= 1024 if approximate else None,
     )
     row("searching process: store pages mapped (RssFile) after (MiB)", n, f"{memory['RssFile']:,.0f}")
+    held, peak, took = got["names"]
+    row(
+        "memory of names: both maps read whole into arrays, held (MB; peak while reading, seconds)",
+        n,
+        f"{held:,.1f} ({peak:,.0f} peak, {took:.1f} s)",
+        "<= 100" if approximate else "",
+        held <= 100 if approximate else None,
+    )
     for name, value in got["recall"].items():
         label = "no filter" if name == "none" else f"namespace passing {name}"
         row(

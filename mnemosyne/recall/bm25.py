@@ -76,11 +76,16 @@ def lexical(
     *,
     skip: bool = True,
     blocks: Blocks | None = None,
+    screen: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.bool_]] | None = None,
 ) -> list[tuple[bytes, str, float]]:
     """BM25 over indexed and queued versions; the best ``limit`` accepted ones.
 
     ``number`` looks up a document by number (default: read from ``view``; a
     handle's :class:`~mnemosyne.recall.names.Names` remembers them).
+    ``screen`` flags, for a batch of document numbers at once, those that
+    ``accept`` might take (False: it surely turns the document away, so it is
+    not looked up; a handle's :meth:`~mnemosyne.recall.names.Names.under`
+    screens for a namespace prefix).
 
     With ``skip`` (the default) the ranking reads only the postings segments
     that can still change the answer (block-max MaxScore, see
@@ -113,7 +118,7 @@ def lexical(
     def walk(
         found: npt.NDArray[np.int64], scores: npt.NDArray[np.float64], wanted: int, turned: list[int] | None
     ) -> list[tuple[bytes, str, float]]:
-        return _walk(found, scores, named, lookup, accept, wanted, turned)
+        return _walk(found, scores, named, lookup, accept, wanted, turned, screen)
 
     # Queued versions get numbers past every indexed document's.
     extras = [
@@ -132,7 +137,8 @@ def lexical(
             _Term(txn, postings, term, extra, totals.next, counted)
             for term, extra in zip(terms, extras, strict=True)
         ]
-        return _skipping([t for t in listed if t.having], docs, average, totals.next, walk, limit)
+        present = [t for t in listed if t.having]
+        return _skipping(present, docs, average, totals.next, walk, limit, screen)
     numbers: list[npt.NDArray[np.int64]] = []
     weights: list[npt.NDArray[np.float64]] = []
     for term, extra in zip(terms, extras, strict=True):
@@ -163,35 +169,53 @@ def _walk(
     accept: Accept,
     limit: int,
     turned: list[int] | None = None,
+    screen: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.bool_]] | None = None,
 ) -> list[tuple[bytes, str, float]]:
     """The first ``limit`` accepted of ``found`` (scored ``scores``), best first, equal ones by node hash.
 
     Versions looked up are kept in ``named``, and documents turned away are
     added to ``turned``: a skipping ranking walks its candidates again as it
-    finds more, and leaves those out.
+    finds more, and leaves those out. ``screen`` (see :func:`lexical`) turns
+    documents away a batch at a time before they are looked up.
     """
     out: list[tuple[bytes, str, float]] = []
-    for group in _equal_scores_best_first(scores, max(64, 8 * limit)):
-        candidates: list[tuple[Version, int]] = []
-        for i in group.tolist():
-            doc = int(found[i])
-            entry = named.get(doc)
-            if entry is None:
-                entry = lookup(doc)
+    for take in _best_first(scores, max(64, 8 * limit)):
+        docs = found[take]
+        values = scores[take]
+        group = np.zeros(len(take), dtype=np.intp)  # equal scores share a group, numbered best first
+        np.cumsum(values[1:] != values[:-1], out=group[1:])
+        if screen is None:
+            kept, dropped = np.arange(len(take)), None
+        else:
+            passing = screen(docs)
+            kept, dropped = np.flatnonzero(passing), np.flatnonzero(~passing)
+        # Only the groups with a document the screen let through are walked, one by one.
+        for part in np.split(kept, np.flatnonzero(np.diff(group[kept])) + 1) if len(kept) else []:
+            candidates: list[tuple[Version, int]] = []
+            for doc in docs[part].tolist():
+                entry = named.get(doc)
                 if entry is None:
-                    if turned is not None:
-                        turned.append(doc)
-                    continue
-                named[doc] = entry
-            candidates.append((entry, doc))
-        score = float(scores[group[0]])
-        for (oid, node_id, expires), doc in sorted(candidates):
-            if accept(node_id, oid, expires):
-                out.append((oid, node_id, score))
-                if len(out) >= limit:
-                    return out
-            elif turned is not None:
-                turned.append(doc)
+                    entry = lookup(doc)
+                    if entry is None:
+                        if turned is not None:
+                            turned.append(doc)
+                        continue
+                    named[doc] = entry
+                candidates.append((entry, doc))
+            score = float(values[part[0]])
+            for (oid, node_id, expires), doc in sorted(candidates):
+                if accept(node_id, oid, expires):
+                    out.append((oid, node_id, score))
+                    if len(out) >= limit:
+                        if turned is not None and dropped is not None:
+                            # Those screened out up to the end of this group were turned away.
+                            end = int(np.searchsorted(group, group[part[0]], side="right"))
+                            turned.extend(docs[dropped[dropped < end]].tolist())
+                        return out
+                elif turned is not None:
+                    turned.append(doc)
+        if turned is not None and dropped is not None:
+            turned.extend(docs[dropped].tolist())
     return out
 
 
@@ -311,6 +335,7 @@ def _skipping(
         list[tuple[bytes, str, float]],
     ],
     limit: int,
+    screen: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.bool_]] | None = None,
 ) -> list[tuple[bytes, str, float]]:
     """The exhaustive ranking's answer, reading only the segments that can change it (block-max MaxScore).
 
@@ -325,7 +350,8 @@ def _skipping(
     largest sum, over segments, of the other words' bounds; once that is below
     the threshold, no unread document can enter the answer, and the walk over
     the candidates (best first, equal scores by node hash) is the answer.
-    Queued versions are always candidates.
+    Queued versions are always candidates. Those ``screen`` (see :func:`lexical`)
+    turns away are dropped before they are scored.
     """
     if not terms:
         return []
@@ -365,6 +391,12 @@ def _skipping(
         else:
             fresh += queued
         new = fresh[0] if len(fresh) == 1 else np.unique(np.concatenate(fresh))  # a word's are distinct
+        if screen is not None and len(new):
+            # Candidates the filter surely turns away are neither scored nor walked; they count
+            # as turned away, as a walk through every candidate would have counted them.
+            passing = screen(new)
+            refused += len(new) - int(np.count_nonzero(passing))
+            new = new[passing]
         # Queued documents are never dropped: no segment bounds them.
         kept = new >= first_queued
         where = np.where(kept, segments, new // layout.SEGMENT)
@@ -414,8 +446,8 @@ def _skipping(
             end = next(j for j in range(end + 1, count + 1) if _loose(rest[j]) < threshold or j == count)
 
 
-def _equal_scores_best_first(scores: npt.NDArray[np.float64], chunk: int) -> Iterator[npt.NDArray[np.intp]]:
-    """Indices grouped by equal score, best score first, a growing chunk at a time.
+def _best_first(scores: npt.NDArray[np.float64], chunk: int) -> Iterator[npt.NDArray[np.intp]]:
+    """Indices by score, best first (equal ones in index order), a growing chunk at a time.
 
     Only the part of the ranking that is walked gets sorted; a chunk always ends
     between two different scores, so no group of equal scores is split.
@@ -428,7 +460,5 @@ def _equal_scores_best_first(scores: npt.NDArray[np.float64], chunk: int) -> Ite
             take, left = left[values >= boundary], left[values < boundary]
         else:
             take, left = left, left[:0]
-        take = take[np.argsort(-scores[take], kind="stable")]
-        ordered = scores[take]
-        yield from np.split(take, np.flatnonzero(ordered[1:] != ordered[:-1]) + 1)
+        yield take[np.argsort(-scores[take], kind="stable")]
         chunk *= 4

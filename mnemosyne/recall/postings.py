@@ -59,6 +59,10 @@ NEVER = (1 << 63) - 1
 _STATS = struct.Struct(">QQQ")
 _DOC = struct.Struct(">Iq")  # document number, expiry; then the content hash
 _EXPIRY = struct.Struct(">q")
+NUMBER_HEAD = 32 + _EXPIRY.size
+"""Bytes of a document-number record before the node id: the node hash, the expiry."""
+DOC_SIZE = _DOC.size + 32
+"""Bytes of a document record: number, expiry, content hash."""
 ROW = 3
 """u32 fields per posting: document, tf, length."""
 _ROW_BYTES = 4 * ROW
@@ -111,7 +115,8 @@ class Stats(msgspec.Struct, frozen=True):
     next: int = 0
 
 
-def _damaged(what: str, exc: Exception) -> CorruptObject:
+def damaged(what: str, exc: Exception) -> CorruptObject:
+    """The error for a damaged part of the index (``what``), saying how to rebuild it."""
     return CorruptObject(
         f"the search index is damaged ({what}: {exc}); run 'mnemo reindex' to rebuild it from the memories"
     )
@@ -143,7 +148,7 @@ class Postings:
         try:
             return Stats(*_STATS.unpack(data))
         except struct.error as exc:
-            raise _damaged("its totals", exc) from None
+            raise damaged("its totals", exc) from None
 
     def has_totals(self, txn: ReadTxn) -> bool:
         """Whether totals are written (every layout writes them as soon as it indexes)."""
@@ -161,7 +166,7 @@ class Postings:
         try:
             number, expires = _DOC.unpack_from(data)
         except struct.error as exc:
-            raise _damaged("a document record", exc) from None
+            raise damaged("a document record", exc) from None
         return number, data[_DOC.size :], expires
 
     def documents(self, txn: ReadTxn) -> Iterator[bytes]:
@@ -180,6 +185,29 @@ class Postings:
         prefix = self.scope + NUMBER
         for key, data in txn.scan(Space.RECALL, prefix):
             yield int.from_bytes(key[len(prefix) :], "big"), _version(data)
+
+    def number_records(self, txn: ReadTxn) -> tuple[list[bytes], list[bytes]]:
+        """Every document-number record undecoded, in number order: keys and values.
+
+        A key is the number (u32, big-endian); a value the node hash, the expiry
+        (i64, big-endian) and the node id (UTF-8): see :data:`NUMBER_HEAD`. For
+        reading the map whole into arrays (see :mod:`mnemosyne.recall.names`).
+        """
+        prefix = self.number_key(0)[:-4]
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        for key, value in txn.scan(Space.RECALL, prefix):
+            keys.append(key[len(prefix) :])
+            values.append(value)
+        return keys, values
+
+    def document_records(self, txn: ReadTxn) -> list[bytes]:
+        """Every document record's value undecoded, in node hash order.
+
+        A value is the document number (u32), the expiry (i64), both big-endian,
+        and the content hash: :data:`DOC_SIZE` bytes.
+        """
+        return [value for _, value in txn.scan(Space.RECALL, self.scope + DOC)]
 
     def term_segments(self, txn: ReadTxn, word: str) -> Iterator[bytes]:
         """The packed postings of every segment of ``word``."""
@@ -200,7 +228,7 @@ class Postings:
         if data is None:
             return None
         if len(data) % _SUMMARY_BYTES:
-            raise _damaged("a segment summary", ValueError(f"{len(data)} bytes is no whole number of rows"))
+            raise damaged("a segment summary", ValueError(f"{len(data)} bytes is no whole number of rows"))
         return np.frombuffer(data, dtype="<u4").reshape(-1, SUMMARY_FIELDS)
 
     def every_segment(self, txn: ReadTxn) -> Iterator[tuple[bytes, bytes]]:
@@ -363,14 +391,14 @@ def _version(data: bytes) -> Version:
     try:
         return data[:32], data[40:].decode(), _EXPIRY.unpack_from(data, 32)[0]
     except (UnicodeDecodeError, struct.error) as exc:
-        raise _damaged("a document number record", exc) from None
+        raise damaged("a document number record", exc) from None
 
 
 def _decode_versions(data: bytes) -> tuple[Version, ...]:
     try:
         return _VERSIONS.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise _damaged("the content map", exc) from None
+        raise damaged("the content map", exc) from None
 
 
 class _Terms(dict[str, int]):
@@ -567,7 +595,7 @@ def _summarized(known: bytes, row: bytes) -> bytes:
 def rows_of(value: bytes) -> npt.NDArray[np.uint32]:
     """A segment's packed postings as rows of (document, tf, length)."""
     if len(value) % _ROW_BYTES:
-        raise _damaged("a postings segment", ValueError(f"{len(value)} bytes is no whole number of rows"))
+        raise damaged("a postings segment", ValueError(f"{len(value)} bytes is no whole number of rows"))
     return np.frombuffer(value, dtype="<u4").reshape(-1, ROW)
 
 

@@ -211,7 +211,14 @@ def search(
     depth = max(4 * k, 50)
     names = cache.names(view.txn, recall.postings)
     ranked = mode in ("hybrid", "lexical")
-    lexical = postings_lexical(view, recall.postings, query, accept, depth, names.number) if ranked else []
+    prefix = filters.prefix
+    # A namespace filter screens a batch of candidates at once, before any is looked up.
+    screen = (lambda docs: names.under(docs, prefix)) if prefix else None
+    lexical = (
+        postings_lexical(view, recall.postings, query, accept, depth, names.number, screen=screen)
+        if ranked
+        else []
+    )
 
     def namespace(cap: int) -> list[tuple[str, bytes]] | None:
         if not filters.prefix or count_under(view, filters.root, filters.prefix, cap) > cap:
@@ -232,6 +239,7 @@ def search(
             approximate_from,
             (filters.root, filters.prefix) if filters.prefix else None,
             acceptor(view, filters, loaded, strict, confirmed, listed=True),
+            (lambda hashes: names.contents_under(hashes, prefix)) if prefix else None,
         )
         if embedder is not None and mode in ("hybrid", "semantic")
         else []

@@ -57,6 +57,7 @@ def semantic(
     approximate_from: int | None = None,
     namespace_key: tuple[bytes, str] | None = None,
     member_accept: Accept | None = None,
+    screen: Callable[[npt.NDArray[np.uint8]], npt.NDArray[np.bool_]] | None = None,
 ) -> list[tuple[bytes, str, float]]:
     """Cosine search over the model's vectors; the best ``limit`` accepted versions.
 
@@ -69,7 +70,11 @@ def semantic(
     them; default: ``accept``). ``versions`` looks up a
     content's versions (default: read from ``view``). ``approximate_from``: how
     many vectors a model needs for the approximate index to rank them (None:
-    always exact; see the module docstring).
+    always exact; see the module docstring). ``screen`` flags, for a batch of
+    content hashes (32-byte rows) at once, those that may have a version
+    ``accept`` takes (False: none, so their versions are not looked up; a
+    handle's :meth:`~mnemosyne.recall.names.Names.contents_under` screens for a
+    namespace prefix); the approximate walk uses it.
 
     Returns:
         ``(node hash, node id, score)``, best first.
@@ -100,7 +105,8 @@ def semantic(
             return _score_members(matrix, unit, members, member_accept or accept, limit, stored)
     lookup = versions if versions is not None else lambda chash: postings.versions_with_content(txn, chash)
     if approximate:
-        return _approximate(matrix, unit, accept, limit, lookup, stored)
+        rows_screen = (lambda rows: screen(matrix.hashes[rows])) if screen is not None else None
+        return _approximate(matrix, unit, accept, limit, lookup, stored, rows_screen)
     scores = matrix.rows[:count] @ unit
     # The first window covers a filter that passes 1 row in 16; a more selective one costs
     # another pass or two over the scores.
@@ -122,6 +128,7 @@ def _approximate(
     limit: int,
     lookup: Callable[[bytes], tuple[Version, ...]],
     stored: Callable[[Rows], Vectors],
+    screen: Callable[[Rows], npt.NDArray[np.bool_]] | None = None,
 ) -> list[tuple[bytes, str, float]]:
     """The best ``limit`` accepted versions among the rows the approximate index proposes.
 
@@ -141,7 +148,7 @@ def _approximate(
             return []  # dropped since the index was read
         return [(oid, i) for oid, i, expires in lookup(matrix.content(row)) if accept(i, oid, expires)]
 
-    walk = _Walk(matrix, unit, limit, stored, versions)
+    walk = _Walk(matrix, unit, limit, stored, versions, screen=screen)
     count = max(64, 2 * limit)
     while True:
         whole = count > max(live // 4, _SCAN_FROM)
@@ -175,7 +182,10 @@ class _Walk:
     upper bound is below the score of the ``limit``-th is neither rescored nor
     judged. While most candidates judged fail the filters, a batch is judged
     first and only what passes is rescored. The answer is the exact best
-    ``limit`` among the candidates offered.
+    ``limit`` among the candidates offered. ``screen`` (rows → whether each
+    may pass) turns candidates away a batch at a time: one it flags False is
+    judged to pass nothing without ``judge`` being asked, and counts as judged
+    just when ``judge`` would have been asked, so the walk goes as without it.
     """
 
     def __init__(
@@ -186,6 +196,7 @@ class _Walk:
         stored: Callable[[Rows], Vectors],
         judge: Callable[[int], list[tuple[bytes, str]]],
         rows: Rows | None = None,
+        screen: Callable[[Rows], npt.NDArray[np.bool_]] | None = None,
     ) -> None:
         self._matrix = matrix
         self._unit = unit
@@ -193,6 +204,7 @@ class _Walk:
         self._stored = stored
         self._judge = judge
         self._rows = rows  # candidate → row (None: candidates are rows)
+        self._screen = screen
         self._offered: set[int] = set()
         self._judged = self._passing = 0
         self._exact: dict[int, float] = {}
@@ -232,7 +244,8 @@ class _Walk:
             if not len(chunk):
                 break  # sorted by upper bound: none after could reach the best either
             if self._judged and 2 * self._passing < self._judged:  # mostly turned away
-                passed = [c for c in fresh[chunk].tolist() if self._judge_now(c)]
+                left = self._screen_out(fresh[chunk])
+                passed = [c for c in left.tolist() if self._judge_now(c)]
                 if passed:
                     self._rescore(np.array(passed, dtype=np.intp))
             else:
@@ -256,11 +269,31 @@ class _Walk:
     def _passed_versions(self) -> list[int]:
         return [c for c, passed in self._passed.items() if passed]
 
-    def _judge_now(self, candidate: int) -> bool:
-        """Judge a candidate (once); whether any of its versions passed."""
+    def _screen_out(self, candidates: Rows) -> Rows:
+        """Judge at once those of ``candidates`` the screen turns away; the others."""
+        if self._screen is None or not len(candidates):
+            return candidates
+        may = self._screen(self._row(candidates))
+        for candidate in candidates[~may].tolist():
+            if candidate not in self._passed:
+                self._passed[candidate] = []
+                self._judged += 1
+        return candidates[may]
+
+    def _screened(self, candidates: Rows) -> set[int]:
+        """Those of ``candidates`` not judged yet that the screen turns away."""
+        if self._screen is None:
+            return set()
+        fresh = np.array([c for c in candidates.tolist() if c not in self._passed], dtype=np.intp)
+        if not len(fresh):
+            return set()
+        return set(fresh[~self._screen(self._row(fresh))].tolist())
+
+    def _judge_now(self, candidate: int, screened_out: bool = False) -> bool:
+        """Judge a candidate (once): whether any of its versions passed (``screened_out``: none did)."""
         passed = self._passed.get(candidate)
         if passed is None:
-            passed = self._passed[candidate] = self._judge(candidate)
+            passed = self._passed[candidate] = [] if screened_out else self._judge(candidate)
             self._judged += 1
             self._passing += bool(passed)
         return bool(passed)
@@ -275,18 +308,41 @@ class _Walk:
             self._walk()
 
     def _walk(self) -> None:
-        """Judge the rescored candidates best first until ``limit`` versions passed."""
+        """Judge the rescored candidates best first until ``limit`` versions passed.
+
+        Only the candidates not judged yet that the screen lets through are
+        judged one by one; the rest are counted with arrays.
+        """
         candidates = np.fromiter(self._exact, dtype=np.intp, count=len(self._exact))
         scores = np.fromiter(self._exact.values(), dtype=np.float64, count=len(self._exact))
         keys = self._matrix.keys_of(self._row(candidates))
-        best: list[tuple[int, bytes, str, float]] = []
-        for i in np.lexsort((keys, -scores)).tolist():
-            candidate = int(candidates[i])
+        order = np.lexsort((keys, -scores))
+        ranked = candidates[order].tolist()
+        out = self._screened(candidates)
+        passed = self._passed
+        # Versions passing per candidate in rank order: -1 for one to judge, 0 for one screened out.
+        counts = np.fromiter(
+            (len(passed[c]) if c in passed else 0 if c in out else -1 for c in ranked),
+            dtype=np.int64,
+            count=len(ranked),
+        )
+        before = np.cumsum(np.maximum(counts, 0))
+        extra = 0  # versions passing of the candidates judged here so far
+        for at in np.flatnonzero(counts < 0).tolist():
+            if at and int(before[at - 1]) + extra >= self._limit:
+                break  # enough passed before it
+            candidate = ranked[at]
             self._judge_now(candidate)
-            passed = self._passed[candidate]
-            best.extend((candidate, oid, node_id, float(scores[i])) for oid, node_id in passed)
-            if len(best) >= self._limit:
-                break
+            counts[at] = len(passed[candidate])
+            extra += int(counts[at])
+        reach = np.cumsum(np.maximum(counts, 0))
+        stop = min(int(np.searchsorted(reach, self._limit)), len(ranked) - 1)
+        for at in np.flatnonzero(counts[: stop + 1] == 0).tolist():
+            self._judge_now(ranked[at], ranked[at] in out)  # judged as the walk went past it
+        best: list[tuple[int, bytes, str, float]] = []
+        for at in np.flatnonzero(counts[: stop + 1] > 0).tolist():
+            candidate, score = ranked[at], float(scores[order[at]])
+            best.extend((candidate, oid, node_id, score) for oid, node_id in passed[candidate])
         self._best = best
 
     def best(self) -> list[tuple[bytes, str, float]]:
@@ -357,6 +413,10 @@ class Members:
         self.rows = rows
 
 
+_TOO_MANY = object()
+"""Kept instead of a namespace's members: it has more than the cap."""
+
+
 def _members(
     view: View,
     postings: Postings,
@@ -371,7 +431,8 @@ def _members(
     The members of a namespace larger than :data:`SMALL_NAMESPACE` are kept by
     the handle, keyed by the snapshot's tree, the prefix, and the index state
     (the postings' and vectors' change logs), so that the next search of that
-    namespace reads nothing again.
+    namespace reads nothing again; so is the finding that a namespace is too
+    large.
     """
     txn = view.txn
     kept = None
@@ -380,8 +441,12 @@ def _members(
         found = cache.members(kept)
         if isinstance(found, Members):
             return found
+        if found is _TOO_MANY:
+            return None
     listed = namespace(cap)
     if listed is None:
+        if kept is not None:
+            cache.keep_members(kept, _TOO_MANY, 64)  # counting up to the cap walks ~1,000 chunks
         return None
     oids: list[bytes] = []
     ids: list[str] = []
