@@ -31,6 +31,8 @@ types: $(STAMP)
 	$(BIN)/mypy mnemosyne cli
 
 # The tests start a PostgreSQL server of their own: its binaries must be installed.
+# The files go out longest first (tests/support/schedule.py; refresh its durations.json now
+# and then), temporary files to /dev/shm when it is a roomy tmpfs (tests/support/scratch.py).
 unit: $(STAMP)
 	dpkg -s postgresql-15 >/dev/null 2>&1 || (apt-get update && apt-get install -y --no-install-recommends postgresql-15)
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y --no-install-recommends chromium)

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import hypothesis
 import pytest
-from support import tiers
+from support import schedule, scratch, tiers
 from support.components import unavailable
 from support.pg_server import PgServer, ServerUnavailable
 
 from mnemosyne.store import settings
+
+# Before any temporary file: pytest's tmp_path (and xdist's workers, which inherit
+# the environment), the PostgreSQL server and every process a test starts use it.
+scratch.use_ram()
 
 if tiers.FAST:
     # Property tests without settings of their own run Hypothesis's 100 examples; here a fifth.
@@ -23,6 +30,15 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "default_embedder: keep the store's out-of-the-box embedder ('auto': MiniLM when installed)",
     )
+    # xdist's --dist loadfile would reorder the files by number of tests; the
+    # collection's order (longest first, below) is what keeps both workers busy to the end.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the test files longest first (see ``support.schedule``): the last to start is short."""
+    items[:] = schedule.longest_first(items, schedule.recorded())
 
 
 def pytest_report_header() -> list[str]:
@@ -39,6 +55,17 @@ def lexical_by_default(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
     """
     if request.node.get_closest_marker("default_embedder") is None:
         monkeypatch.setitem(settings.KEYS, "embedder", "none")
+
+
+@pytest.fixture
+def disk_tmp_path() -> Iterator[Path]:
+    """A fresh directory on the disk even when ``tmp_path`` is in RAM (``support.scratch``).
+
+    For a test whose check needs each commit to wait for a real medium.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="mnemo-disk-", dir=scratch.disk_tmpdir()))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

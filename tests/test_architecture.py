@@ -253,10 +253,10 @@ def _is_library(module: str) -> bool:
     return module.split(".")[0] in LIBRARY_PACKAGES
 
 
-def _foreign_names(tree: ast.AST) -> set[str]:
+def _foreign_names(nodes: list[ast.AST]) -> set[str]:
     """Names bound by imports from outside the library (``os`` in ``os._exit`` is not ours)."""
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             names |= {(a.asname or a.name).split(".")[0] for a in node.names if not _is_library(a.name)}
         elif isinstance(node, ast.ImportFrom) and not _is_library(node.module or ""):
@@ -272,7 +272,8 @@ def _root(node: ast.expr) -> ast.expr:
 
 def _private_reaches(tree: ast.AST) -> set[str]:
     """Private names of the library the module's code reaches, as ``expression`` text."""
-    foreign = _foreign_names(tree)
+    nodes = list(ast.walk(tree))  # walked once, not three times: walking was most of the cost
+    foreign = _foreign_names(nodes)
 
     def ours(node: ast.expr) -> bool:
         root = _root(node)
@@ -281,13 +282,13 @@ def _private_reaches(tree: ast.AST) -> set[str]:
     reached: set[str] = set()
     attributes = [
         node
-        for node in ast.walk(tree)
+        for node in nodes
         if isinstance(node, ast.Attribute) and _is_private(node.attr) and ours(node.value)
     ]
     inner = {id(node.value) for node in attributes}
     # Of a chain (repo._recall._vectors) the whole chain is one reach.
     reached |= {ast.unparse(node) for node in attributes if id(node) not in inner}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Call):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
             args = node.args

@@ -66,7 +66,8 @@ class Misbehaving(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[ThreadingHTTPServer]:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Misbehaving)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # Polled every 10 ms, not 0.5 s: shutdown() waits for the next poll, after every test.
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     yield httpd
     httpd.shutdown()

@@ -116,8 +116,8 @@ async def _run_threads(checkpointer: Any) -> list[Any]:
 
 
 @pytest.mark.slow
-def test_32_threads_of_a_graph_at_once_checkpoint_off_the_event_loop(tmp_path: Path) -> None:
-    with Repo.init(tmp_path / "s.mnemo") as repo:  # durable: every commit waits for the disk
+def test_32_threads_of_a_graph_at_once_checkpoint_off_the_event_loop(disk_tmp_path: Path) -> None:
+    with Repo.init(disk_tmp_path / "s.mnemo") as repo:  # durable: every commit waits for the disk
         calls = Calls(repo)
         heartbeat = Heartbeat()
 
@@ -164,10 +164,10 @@ async def _checkpointing(saver: MnemosyneSaver, inline: bool) -> None:
 
 
 @pytest.mark.slow
-def test_the_event_loop_keeps_its_pace_while_32_threads_checkpoint(tmp_path: Path) -> None:
+def test_the_event_loop_keeps_its_pace_while_32_threads_checkpoint(disk_tmp_path: Path) -> None:
     gaps: dict[bool, float] = {}
     for inline in (False, True):
-        with Repo.init(tmp_path / f"inline-{inline}.mnemo") as repo:
+        with Repo.init(disk_tmp_path / f"inline-{inline}.mnemo") as repo:
             calls = Calls(repo)
             heartbeat = Heartbeat()
 
@@ -190,8 +190,8 @@ def test_the_event_loop_keeps_its_pace_while_32_threads_checkpoint(tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_the_store_reads_and_writes_off_the_event_loop(tmp_path: Path) -> None:
-    with Repo.init(tmp_path / "s.mnemo") as repo:
+def test_the_store_reads_and_writes_off_the_event_loop(disk_tmp_path: Path) -> None:
+    with Repo.init(disk_tmp_path / "s.mnemo") as repo:
         calls = Calls(repo)
         store = MnemosyneStore(repo)
         heartbeat = Heartbeat()
