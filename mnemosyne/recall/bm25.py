@@ -315,6 +315,21 @@ def _distinct(ascending: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     return ascending[keep]
 
 
+def _union(lists: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+    """The distinct values of the ascending ``lists``, ascending (what ``np.unique`` of them gives).
+
+    A stable sort merges the lists as the runs they are, in a small share of the
+    time ``np.unique`` takes (it hashes every value, then sorts what it kept).
+    """
+    merged = np.sort(np.concatenate(lists), kind="stable")
+    if not len(merged):
+        return merged
+    keep = np.empty(len(merged), dtype=bool)
+    keep[0] = True
+    np.not_equal(merged[1:], merged[:-1], out=keep[1:])
+    return merged[keep]
+
+
 def _outside(docs: npt.NDArray[np.int64], lists: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
     """Those of ``docs`` in none of the ascending ``lists``."""
     keep = np.ones(len(docs), dtype=bool)
@@ -390,7 +405,7 @@ def _skipping(
             ]
         else:
             fresh += queued
-        new = fresh[0] if len(fresh) == 1 else np.unique(np.concatenate(fresh))  # a word's are distinct
+        new = fresh[0] if len(fresh) == 1 else _union(fresh)  # a word's are distinct
         if screen is not None and len(new):
             # Candidates the filter surely turns away are neither scored nor walked; they count
             # as turned away, as a walk through every candidate would have counted them.

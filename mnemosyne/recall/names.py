@@ -155,10 +155,16 @@ class Arrays:
         held = docs[known]
         starts = self.starts[held].astype(np.int64)
         fits = self.starts[held + 1].astype(np.int64) - starts >= len(prefix)
-        match = fits.copy()
-        if len(prefix) and fits.any():
-            at = starts[fits][:, None] + np.arange(len(prefix))
-            match[fits] = (self._id_bytes[at] == np.frombuffer(prefix, dtype=np.uint8)).all(axis=1)
+        # A byte at a time, over those still matching: a selective prefix narrows them fast,
+        # where comparing every id's whole prefix gathers len(prefix) bytes of each.
+        still = np.flatnonzero(fits)
+        ids = self._id_bytes
+        for offset, byte in enumerate(prefix):
+            if not len(still):
+                break
+            still = still[ids[starts[still] + offset] == byte]
+        match = np.zeros(len(held), dtype=bool)
+        match[still] = True
         out[known] = match
         return out
 

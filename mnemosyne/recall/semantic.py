@@ -238,13 +238,20 @@ class _Walk:
         upper = scores + bound
         order = np.argsort(-upper, kind="stable")
         batch = self._limit + self._limit // 2
+        may: npt.NDArray[np.bool_] | None = None  # the screen's flags, per fresh candidate
         for start in range(0, len(order), batch):
             chunk = order[start : start + batch]
             chunk = chunk[upper[chunk] >= self.floor()]
             if not len(chunk):
                 break  # sorted by upper bound: none after could reach the best either
             if self._judged and 2 * self._passing < self._judged:  # mostly turned away
-                left = self._screen_out(fresh[chunk])
+                if may is None and self._screen is not None:
+                    # Screened in one call, not a batch at a time: each call costs more than the
+                    # flags. The floor only rises, so those below it now are never judged.
+                    may = np.ones(len(fresh), dtype=bool)
+                    reach = order[start:][upper[order[start:]] >= self.floor()]
+                    may[reach] = self._screen(self._row(fresh[reach]))
+                left = self._screen_out(fresh[chunk], None if may is None else may[chunk])
                 passed = [c for c in left.tolist() if self._judge_now(c)]
                 if passed:
                     self._rescore(np.array(passed, dtype=np.intp))
@@ -269,11 +276,15 @@ class _Walk:
     def _passed_versions(self) -> list[int]:
         return [c for c, passed in self._passed.items() if passed]
 
-    def _screen_out(self, candidates: Rows) -> Rows:
-        """Judge at once those of ``candidates`` the screen turns away; the others."""
+    def _screen_out(self, candidates: Rows, may: npt.NDArray[np.bool_] | None = None) -> Rows:
+        """Judge at once those of ``candidates`` the screen turns away; the others.
+
+        ``may``: the screen's flags for them, when already asked.
+        """
         if self._screen is None or not len(candidates):
             return candidates
-        may = self._screen(self._row(candidates))
+        if may is None:
+            may = self._screen(self._row(candidates))
         for candidate in candidates[~may].tolist():
             if candidate not in self._passed:
                 self._passed[candidate] = []

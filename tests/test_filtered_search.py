@@ -1,0 +1,208 @@
+"""Searches filtered to a namespace answer as an exhaustive reference does.
+
+A namespace filter is applied early (a batch of candidates screened by id
+prefix before any is looked up, the candidate lists of several words merged
+before scoring); whatever shortcut it takes, the answer must be the filtered
+set's exact top k: for the lexical and semantic rankings, the unfiltered
+ranking of every memory with the others left out afterwards; for hybrid, those
+two fused by reciprocal rank. The approximate index is forced (every store is
+past ``recall.approximate_from``), the names are read whole at the first lookup
+(so the vectorised screens run), a namespace is never scored whole (so the
+approximate walk screens its candidates), and postings segments are tiny (so the
+lexical ranking skips and merges over many).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.tiers import examples
+
+from mnemosyne import Node, Repo
+from mnemosyne.recall import names, postings, semantic
+from mnemosyne.recall.names import NameMemory
+from mnemosyne.recall.postings import Postings
+
+SCOPE = bytes(4)  # the default tenant's key scope
+DIM = 16
+WORDS = ["apple", "river", "stone", "cloud", "ember", "maple", "frost", "quill"]
+# Skewed, as real text: a few words are in most memories.
+DRAWN = ["apple"] * 6 + ["river"] * 4 + ["stone"] * 2 + WORDS
+IDS = [f"{top}/{sub}{n}" for top in ("a", "b", "é") for sub in ("", "x/", "xy/") for n in range(4)]
+PREFIXES = ["a/", "b/", "a/x/", "a/xy/", "é/", "é/x", "b/xy/3", "b/xy/30", "z/"]
+RRF_K = 60
+
+
+class Words:
+    """Each word a fixed direction; a text, the sum of its words' (so rankings have ties and near-ties)."""
+
+    model_id = "words-16"
+    dim = DIM
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.split():
+                seed = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "big")
+                out[row] += np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+        return out
+
+
+@contextmanager
+def forced() -> Iterator[None]:
+    """Names read whole at once, namespaces found through the walk, segments of two documents."""
+    before = names.PER_PAGE, semantic.NAMESPACE_WHOLE, postings.SEGMENT
+    names.PER_PAGE, semantic.NAMESPACE_WHOLE, postings.SEGMENT = 10**9, 0, 2
+    try:
+        yield
+    finally:
+        names.PER_PAGE, semantic.NAMESPACE_WHOLE, postings.SEGMENT = before
+
+
+def ranking(repo: Repo, query: str, k: int, prefix: str | None, mode: Any) -> list[tuple[str, str]]:
+    """The versions a search ranks, in order (a single ranking's score is that of its rank)."""
+    return [(h.id, h.hash) for h in repo.search(query, k=k, prefix=prefix, mode=mode)]
+
+
+def reference_hybrid(
+    lexical: list[tuple[str, str]], semantic_: list[tuple[str, str]], k: int
+) -> list[tuple[str, str, float, int | None, int | None]]:
+    """Reciprocal-rank fusion of two filtered rankings, each cut to the depth a search walks."""
+    depth = max(4 * k, 50)
+    fused: dict[str, list[Any]] = {}
+    for place, ranked in ((3, lexical[:depth]), (4, semantic_[:depth])):
+        for rank, (node_id, node_hash) in enumerate(ranked, 1):
+            entry = fused.setdefault(node_hash, [node_id, node_hash, 0.0, None, None])
+            entry[2] += 1.0 / (RRF_K + rank)
+            entry[place] = rank
+    best = sorted(fused.values(), key=lambda e: (-e[2], e[0]))[:k]
+    return [(e[0], e[1], e[2], e[3], e[4]) for e in best]
+
+
+memories = st.lists(
+    st.tuples(st.sampled_from(IDS), st.lists(st.sampled_from(DRAWN), min_size=1, max_size=5).map(" ".join)),
+    min_size=1,
+    max_size=30,
+)
+questions = st.lists(
+    st.tuples(
+        st.lists(st.sampled_from([*WORDS, "zebra"]), min_size=1, max_size=4).map(" ".join),
+        st.integers(1, 8),
+        st.sampled_from(PREFIXES),
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(written=memories, deleted=st.lists(st.sampled_from(IDS), max_size=3), asked=questions)
+def test_a_namespace_filter_answers_as_the_unfiltered_ranking_filtered_afterwards(
+    written: list[tuple[str, str]], deleted: list[str], asked: list[tuple[str, int, str]]
+) -> None:
+    with forced():
+        repo = Repo.in_memory(embedder=Words())  # type: ignore[arg-type]
+        repo.config("recall.approximate_from", "1")
+        repo.commit([Node(id=node_id, content=text) for node_id, text in dict(written).items()])
+        gone = sorted(set(deleted) & set(dict(written)))
+        if gone:
+            repo.commit(delete=gone)
+        for query, k, prefix in asked:
+            whole = {
+                mode: [hit for hit in ranking(repo, query, 1000, None, mode) if hit[0].startswith(prefix)]
+                for mode in ("lexical", "semantic")
+            }
+            for mode in ("lexical", "semantic"):
+                assert ranking(repo, query, k, prefix, mode) == whole[mode][:k], (mode, query, k, prefix)
+            hybrid = [
+                (h.id, h.hash, h.score, h.lexical_rank, h.semantic_rank)
+                for h in repo.search(query, k=k, prefix=prefix, mode="hybrid")
+            ]
+            assert hybrid == reference_hybrid(whole["lexical"], whole["semantic"], k), (query, k, prefix)
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    written=st.lists(st.sampled_from(IDS), min_size=1, max_size=20, unique=True),
+    prefix=st.sampled_from(PREFIXES),
+)
+def test_the_namespace_screen_flags_exactly_the_documents_under_the_prefix(
+    written: list[str], prefix: str
+) -> None:
+    # The maps are read whole at the first lookup, so the screen answers from its arrays.
+    repo = Repo.in_memory()
+    repo.config("embedder", "none")
+    repo.commit([Node(id=node_id, content=f"apple {node_id}") for node_id in written])
+    repo.search("apple", k=1, mode="lexical")  # indexes what was committed
+    index = Postings(SCOPE)
+    with forced(), repo.kv.read() as txn:
+        memory = NameMemory()
+        lookups = memory.names(txn, index)
+        first = lookups.number(0)
+        assert first is not None  # read from the store: the maps are now held whole
+        lookups = memory.names(txn, index)
+        docs = np.arange(-1, len(written) + 2, dtype=np.int64)
+        found = [lookups.number(int(doc)) if doc >= 0 else None for doc in docs.tolist()]
+        screened = lookups.under(docs, prefix)
+    for flag, version in zip(screened.tolist(), found, strict=True):
+        # Unknown documents may be under it (True); known ones are flagged by their id exactly.
+        assert flag == (version is None or version[1].startswith(prefix)), (version, prefix)
+
+
+@contextmanager
+def no_arrays() -> Iterator[None]:
+    """No handle reads the names whole, so no screen turns a candidate away: the reference."""
+    before = names.LIMIT
+    names.LIMIT = -1
+    try:
+        yield
+    finally:
+        names.LIMIT = before
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), asked=questions)
+def test_a_walk_over_many_candidates_screened_at_once_answers_as_one_that_screens_none(
+    seed: int, asked: list[tuple[str, int, str]]
+) -> None:
+    # Enough memories (distinct texts) that the approximate walk judges its candidates in
+    # several batches and, most being turned away, screens the rest before judging them.
+    rng = np.random.default_rng(seed)
+    with tempfile.TemporaryDirectory() as scratch, forced():
+        path = Path(scratch) / "store"
+        with Repo.init(path, embedder=Words(), sync=False) as repo:  # type: ignore[arg-type]
+            repo.config("recall.approximate_from", "1")
+            words = rng.choice(DRAWN, size=(240, 2))
+            repo.commit(
+                [
+                    Node(id=f"{IDS[int(rng.integers(len(IDS)))]}/{n}", content=f"{a} {b} item{n}")
+                    for n, (a, b) in enumerate(words.tolist())
+                ]
+            )
+            repo.search("apple", k=1)  # indexes, embeds and links them
+        answers: list[list[object]] = []
+        for context in (no_arrays, forced):
+            with context(), Repo.open(path, embedder=Words()) as repo:  # type: ignore[arg-type]
+                answers.append(
+                    [
+                        [
+                            (h.id, h.hash, h.score, h.lexical_rank, h.semantic_rank)
+                            for h in repo.search(query, k=k, prefix=prefix, mode=mode)
+                        ]
+                        for query, k, prefix in asked * 2  # the second time, from the arrays
+                        for mode in ("lexical", "semantic", "hybrid")
+                    ]
+                )
+        assert answers[0] == answers[1]
