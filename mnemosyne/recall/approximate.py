@@ -56,8 +56,8 @@ ISOLATION_EXPANSIONS = (4, 64, 256)
 """Candidates kept by the searches that find a new row's nearest neighbour: a short one for
 every row, then wider ones for the rows it leaves looking isolated. At 200,000 clustered
 384-wide rows with 100 planted unique ones, 4 candidates leave 18% of the rows looking
-isolated, 64 leave 1.5%, and 256 the planted ones and 10 more; the three cost about two
-thirds of linking the rows (8 candidates first: as much, less on to the next)."""
+isolated, 64 leave 1.5%, and 256 the planted ones and 10 more; the three cost 0.4 to 0.46
+of linking the rows (measured at 200k and 1M: about a quarter of a first build)."""
 ISOLATED_GAP = 0.25
 """A row is isolated when its nearest neighbour's cosine is this much below a typical row's."""
 ISOLATED_SHARE = 0.01
