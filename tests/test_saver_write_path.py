@@ -1,4 +1,4 @@
-"""What a checkpoint put writes, after its write path was made cheaper (issue 23).
+"""What a checkpoint put writes, after its write path was made cheaper.
 
 A put checks each value once for a JSON form and once more as node content; both
 checks now test text and integer items without a call each, and the JSON-form
