@@ -152,28 +152,26 @@ def _cpu_and_bytes(ours: Thread, theirs: Thread, rounds: int, blocks: int) -> di
     }
 
 
+def _measured(base: Path, durable: bool, rounds: int, blocks: int) -> dict[str, tuple[float, float]]:
+    """:func:`_cpu_and_bytes` of ours and SqliteSaver, each in a new store, synced or not, warmed up."""
+    repo = Repo.init(base.with_suffix(".mnemo"), sync=durable)
+    connection = sqlite3.connect(base.with_suffix(".sqlite"), check_same_thread=False)
+    connection.execute(f"PRAGMA synchronous={'FULL' if durable else 'OFF'}")
+    ours, theirs = Thread(MnemosyneSaver(repo), "thread-1"), Thread(SqliteSaver(connection), "thread-1")
+    for thread in (ours, theirs):
+        for _ in range(50):
+            thread.put()
+    try:
+        return _cpu_and_bytes(ours, theirs, rounds, blocks)
+    finally:
+        repo.close()
+        connection.close()
+
+
 def bench_checkpointer_cost(root: Path, rounds: int = 1000, blocks: int = 10) -> None:
     """What a put costs apart from waiting for the disk: its CPU (sync off) and the bytes it writes (durable)."""
-    quiet = Repo.init(root / "cpu.mnemo", sync=False)
-    connection = sqlite3.connect(root / "cpu.sqlite", check_same_thread=False)
-    ours, theirs = Thread(MnemosyneSaver(quiet), "thread-1"), Thread(SqliteSaver(connection), "thread-1")
-    connection.execute("PRAGMA synchronous=OFF")
-    for thread in (ours, theirs):
-        for _ in range(50):
-            thread.put()
-    cpu = _cpu_and_bytes(ours, theirs, rounds, blocks)
-    quiet.close()
-    connection.close()
-    durable = Repo.init(root / "bytes.mnemo")
-    connection = sqlite3.connect(root / "bytes.sqlite", check_same_thread=False)
-    ours, theirs = Thread(MnemosyneSaver(durable), "thread-1"), Thread(SqliteSaver(connection), "thread-1")
-    connection.execute("PRAGMA synchronous=FULL")
-    for thread in (ours, theirs):
-        for _ in range(50):
-            thread.put()
-    written = _cpu_and_bytes(ours, theirs, max(rounds // 5, blocks), blocks)
-    durable.close()
-    connection.close()
+    cpu = _measured(root / "cpu", durable=False, rounds=rounds, blocks=blocks)
+    written = _measured(root / "bytes", durable=True, rounds=max(rounds // 5, blocks), blocks=blocks)
     (cpu_ours, _), (cpu_theirs, _) = cpu["ours"], cpu["theirs"]
     (_, bytes_ours), (_, bytes_theirs) = written["ours"], written["theirs"]
     label = f"{CHANNELS} channels"

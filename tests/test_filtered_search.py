@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.name_arrays import no_arrays
 from support.tiers import examples
 
 from mnemosyne import Node, Repo
@@ -158,17 +159,6 @@ def test_the_namespace_screen_flags_exactly_the_documents_under_the_prefix(
     for flag, version in zip(screened.tolist(), found, strict=True):
         # Unknown documents may be under it (True); known ones are flagged by their id exactly.
         assert flag == (version is None or version[1].startswith(prefix)), (version, prefix)
-
-
-@contextmanager
-def no_arrays() -> Iterator[None]:
-    """No handle reads the names whole, so no screen turns a candidate away: the reference."""
-    before = names.LIMIT
-    names.LIMIT = -1
-    try:
-        yield
-    finally:
-        names.LIMIT = before
 
 
 @pytest.mark.slow

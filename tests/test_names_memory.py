@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.internals import vector_cache
+from support.name_arrays import no_arrays
 from support.tiers import examples
 
 from mnemosyne import Node, Repo
@@ -48,17 +49,6 @@ def arrays_forced() -> Iterator[None]:
         yield
     finally:
         names.PER_PAGE, semantic.NAMESPACE_WHOLE = before
-
-
-@contextmanager
-def no_arrays() -> Iterator[None]:
-    """No handle reads the maps whole: every name not remembered one by one is read from the store."""
-    before = names.LIMIT
-    names.LIMIT = -1
-    try:
-        yield
-    finally:
-        names.LIMIT = before
 
 
 def answers(repo: Repo, query: str) -> list[object]:

@@ -134,24 +134,8 @@ def forget(
         NotFound: an id has no such version in this tenant.
         InvalidInput: an ambiguous or malformed version prefix.
     """
-    found: dict[str, list[bytes]] = {}
-    for node_id in node_ids:
-        found[node_id] = _versions_named(view, node_id, version)
-    records: list[Redaction] = []
-    before: list[Redaction] = []
-    keys: dict[str, dict[bytes, str]] = {}
-    any_claim = False
-    for node_id, versions in found.items():
-        keys[node_id] = claim_keys(view, node_id, versions)
-        erased, earlier, had_claim = erase(view, node_id, versions, author=author, reason=reason, now=now)
-        records.extend(erased)
-        before.extend(earlier)
-        any_claim = any_claim or had_claim
-    if any_claim:
-        unindex_claims(view, keys, records)  # no claim-tree key names an erased claim
-    message = f"forget {', '.join(found)}: {reason}"
-    commit = drop_erased(view, {k: set(v) for k, v in found.items()}, author, message, now)
-    return ForgetReport(redactions=records, already_erased=before, commit=commit)
+    found = {node_id: _versions_named(view, node_id, version) for node_id in node_ids}
+    return _erase_all(view, found, author, reason, f"forget {', '.join(found)}: {reason}", now)
 
 
 def _versions_named(view: WriteView, node_id: str, version: str | None) -> list[bytes]:
@@ -171,21 +155,26 @@ def _versions_named(view: WriteView, node_id: str, version: str | None) -> list[
 def forget_expired(view: WriteView, *, reason: str, author: str, now: datetime) -> ForgetReport:
     """Erase every node version past its ``expires_at`` at ``now``."""
     found = expired_versions(view, now)
+    return _erase_all(view, found, author, reason, f"forget expired: {reason}", now)
+
+
+def _erase_all(
+    view: WriteView, found: dict[str, list[bytes]], author: str, reason: str, message: str, now: datetime
+) -> ForgetReport:
+    """Erase the versions ``found`` (by id), drop them from the claim trees, then from the branch."""
     records: list[Redaction] = []
     before: list[Redaction] = []
-    any_claim = False
     keys: dict[str, dict[bytes, str]] = {}
-    for node_id, hashes in found.items():
-        keys[node_id] = claim_keys(view, node_id, hashes)
-        erased, earlier, had_claim = erase(view, node_id, hashes, author=author, reason=reason, now=now)
+    any_claim = False
+    for node_id, versions in found.items():
+        keys[node_id] = claim_keys(view, node_id, versions)  # read before the bytes go
+        erased, earlier, had_claim = erase(view, node_id, versions, author=author, reason=reason, now=now)
         records.extend(erased)
         before.extend(earlier)
         any_claim = any_claim or had_claim
     if any_claim:
-        unindex_claims(view, keys, records)
-    commit = drop_erased(
-        view, {k: set(v) for k, v in found.items()}, author, f"forget expired: {reason}", now
-    )
+        unindex_claims(view, keys, records)  # no claim-tree key names an erased claim
+    commit = drop_erased(view, {k: set(v) for k, v in found.items()}, author, message, now)
     return ForgetReport(redactions=records, already_erased=before, commit=commit)
 
 

@@ -25,7 +25,12 @@ class ErasureService:
 
     def forget(self, ids: str | Sequence[str], reason: str, author: str, version: str | None) -> ForgetReport:
         """The work of :meth:`Repo.forget`."""
-        wanted = [ids] if isinstance(ids, str) else list(ids) if isinstance(ids, Sequence) else [ids]
+        if isinstance(ids, str):
+            wanted = [ids]
+        elif isinstance(ids, Sequence):
+            wanted = list(ids)
+        else:
+            raise InvalidInput(f"id must be an id or a sequence of ids, not {type(ids).__name__}")
         if not wanted:
             raise InvalidInput("name at least one id to forget")
         for node_id in wanted:

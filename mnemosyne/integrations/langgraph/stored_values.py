@@ -77,20 +77,6 @@ def _exact(value: Any, orders: dict[tuple[str, ...], tuple[str, ...]], depth: in
     if depth >= MAX_JSON_DEPTH:
         return False
     depth += 1
-    # Text and integer items are checked here, without a call each: a put walks every
-    # value it stores once, and most items of a state are text.
-    if kind is list:
-        for item in value:
-            item_kind = type(item)
-            if item_kind is str:
-                if not (item.isascii() or _utf8(item)):
-                    return False
-            elif item_kind is int:
-                if not _INT_MIN <= item <= _INT_MAX:
-                    return False
-            elif not _exact(item, orders, depth):
-                return False
-        return True
     if kind is dict:
         keys = tuple(value)
         if orders.get(keys) != keys:  # records of one shape: the first is checked, the rest found here
@@ -100,18 +86,22 @@ def _exact(value: Any, orders: dict[tuple[str, ...], tuple[str, ...]], depth: in
             if orders.setdefault(tuple(sorted(keys)), keys) != keys:
                 return False  # two dicts with the same keys in different orders: one order per set of keys
             orders[keys] = keys
-        for item in value.values():
-            item_kind = type(item)
-            if item_kind is str:
-                if not (item.isascii() or _utf8(item)):
-                    return False
-            elif item_kind is int:
-                if not _INT_MIN <= item <= _INT_MAX:
-                    return False
-            elif not _exact(item, orders, depth):
+        value = value.values()
+    elif kind is not list:
+        return False
+    # Text and integer items are checked here, without a call each: a put walks every
+    # value it stores once, and most items of a state are text.
+    for item in value:
+        item_kind = type(item)
+        if item_kind is str:
+            if not (item.isascii() or _utf8(item)):
                 return False
-        return True
-    return False
+        elif item_kind is int:
+            if not _INT_MIN <= item <= _INT_MAX:
+                return False
+        elif not _exact(item, orders, depth):
+            return False
+    return True
 
 
 def _utf8(text: str) -> bool:

@@ -320,22 +320,29 @@ def exchange(conn: psycopg.Connection[tuple[object, ...]], message: bytes) -> li
     """
     pgconn = conn.pgconn
     pgconn.send_query(message)
-    while pgconn.flush():
-        _ready(pgconn.socket, select.POLLOUT)
+    _flush(pgconn)
     results: list[psycopg.pq.abc.PGresult] = []
-    while True:
-        pgconn.consume_input()
-        while pgconn.is_busy():
-            _ready(pgconn.socket, select.POLLIN)
-            pgconn.consume_input()
-        result = pgconn.get_result()
-        if result is None:
-            break
+    while (result := _next_result(pgconn)) is not None:
         results.append(result)
     for result in results:
         if result.status == psycopg.pq.ExecStatus.FATAL_ERROR:
             raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
     return results
+
+
+def _flush(pgconn: psycopg.pq.abc.PGconn) -> None:
+    """Send all that is queued on ``pgconn``, waiting for the socket as needed."""
+    while pgconn.flush():
+        _ready(pgconn.socket, select.POLLOUT)
+
+
+def _next_result(pgconn: psycopg.pq.abc.PGconn) -> psycopg.pq.abc.PGresult | None:
+    """The next result of what was sent, once it is in (None: the end of a statement's results)."""
+    pgconn.consume_input()
+    while pgconn.is_busy():
+        _ready(pgconn.socket, select.POLLIN)
+        pgconn.consume_input()
+    return pgconn.get_result()
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,15 +394,10 @@ def exchange_pipelined(
             pgconn.send_query_prepared(command.name, command.values, param_formats=[1] * len(command.values))
             preparing.append(None)
         pgconn.pipeline_sync()
-        while pgconn.flush():
-            _ready(pgconn.socket, select.POLLOUT)
+        _flush(pgconn)
         results: list[psycopg.pq.abc.PGresult] = []
         while True:
-            pgconn.consume_input()
-            while pgconn.is_busy():
-                _ready(pgconn.socket, select.POLLIN)
-                pgconn.consume_input()
-            result = pgconn.get_result()
+            result = _next_result(pgconn)
             if result is None:
                 continue  # the end of one statement's results
             if result.status == psycopg.pq.ExecStatus.PIPELINE_SYNC:
