@@ -26,6 +26,7 @@ OWNERS: dict[str, set[str]] = {
     "index/changes.py": {"INDEX"},
     "index/recall_queue.py": {"RECALL"},
     "recall/postings.py": {"RECALL"},
+    "recall/postings_writer.py": {"RECALL"},
     "recall/recall_index.py": {"RECALL"},
     "recall/vectors.py": {"RECALL", "VECTORS"},
     "recall/reads.py": {"READS"},
@@ -232,8 +233,6 @@ PRIVATE_REACHES: set[tuple[str, str]] = {
     ("support/internals.py", "repo._recall._vectors"),
     # The best-first walk is checked row by row against a sort, which a search could not show.
     ("test_recall.py", "semantic._best_first"),
-    # Watches the read-only handle adopt the map another process grew (LMDB's MapResizedError path).
-    ("test_limits.py", "lmdb_kv._Shared"),
     # Kills a push between two batches, as a killed process would, so a rerun after gc must complete.
     ("test_remotes.py", "transfer._store"),
 }

@@ -26,7 +26,8 @@ from mnemosyne.model import codec
 from mnemosyne.model.objects import TreeChunk, decode_object
 from mnemosyne.model.validation import check_id, check_text, has_control
 from mnemosyne.store.kv.base import Space
-from mnemosyne.store.prolly import EMPTY, Tree, boundaries, is_boundary
+from mnemosyne.store.prolly import EMPTY, Tree
+from mnemosyne.store.tree_chunking import boundaries, is_boundary
 
 SOME = settings(max_examples=examples(60), deadline=None)
 FEW = settings(max_examples=examples(10), deadline=None)

@@ -24,7 +24,7 @@ from support import script, script_env
 from typer.testing import CliRunner
 
 from mnemosyne import Claim, InvalidInput, Node, Repo, StorageFull
-from mnemosyne.store.kv import lmdb_kv
+from mnemosyne.store.kv import lmdb_env
 
 runner = CliRunner()
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
@@ -166,13 +166,13 @@ def test_the_cli_reports_storage_full_as_exit_6(tmp_path, monkeypatch):
 def test_the_map_grows_on_demand_from_a_tiny_initial_size(tmp_path, monkeypatch):
     path = tmp_path / "tiny"
     grown_from: list[int] = []
-    original = lmdb_kv._Shared.grow
+    original = lmdb_env.SharedEnv.grow
 
     def watch(shared: Any, failed_size: int) -> None:
         grown_from.append(failed_size)  # LMDB said MapFullError; the library grows and retries
         original(shared, failed_size)
 
-    monkeypatch.setattr(lmdb_kv._Shared, "grow", watch)
+    monkeypatch.setattr(lmdb_env.SharedEnv, "grow", watch)
     with Repo.init(path, map_size=32 * KIB) as repo:
         start = repo.kv.env.info()["map_size"]
         assert start <= 64 * KIB
@@ -279,13 +279,13 @@ def test_a_read_only_handle_refuses_every_write(tmp_path):
 def test_a_read_only_handle_follows_a_writer_process_that_grows_the_map(tmp_path, monkeypatch):
     path = tmp_path / "live"
     adopted: list[int] = []
-    original = lmdb_kv._Shared.adopt_new_size
+    original = lmdb_env.SharedEnv.adopt_new_size
 
     def watch(shared: Any) -> None:
         original(shared)
         adopted.append(shared.map_size)  # LMDB said MapResizedError: another process grew the map
 
-    monkeypatch.setattr(lmdb_kv._Shared, "adopt_new_size", watch)
+    monkeypatch.setattr(lmdb_env.SharedEnv, "adopt_new_size", watch)
     Repo.init(path, map_size=64 * KIB).close()
     errors = (tmp_path / "writer.err").open("w")
     proc = subprocess.Popen(

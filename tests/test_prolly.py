@@ -10,7 +10,8 @@ from support.tiers import examples
 
 from mnemosyne.model import codec
 from mnemosyne.model.objects import TreeChunk, decode_object
-from mnemosyne.store.prolly import AVERAGE_CHUNK, EMPTY, Tree, is_boundary
+from mnemosyne.store.prolly import EMPTY, Tree
+from mnemosyne.store.tree_chunking import AVERAGE_CHUNK, is_boundary
 
 SMALL = settings(max_examples=examples(60), deadline=None)
 LARGE = settings(max_examples=examples(8), deadline=None)

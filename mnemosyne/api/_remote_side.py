@@ -16,7 +16,8 @@ from __future__ import annotations
 import msgspec
 
 from mnemosyne.admin import wire
-from mnemosyne.admin.transfer import LocalDestination, LocalSender, read_some
+from mnemosyne.admin.sending import read_some
+from mnemosyne.admin.transfer import LocalDestination, LocalSender
 from mnemosyne.api._handle import Handle
 from mnemosyne.api._remotes import move_branch
 from mnemosyne.errors import InvalidInput, NotFound

@@ -23,22 +23,21 @@ parameter so record time is testable.
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from mnemosyne.api import _remote_side, _remotes
+from mnemosyne.api import _remote_side, _remotes, _tenant_binding
 from mnemosyne.api._branch_service import BranchService
 from mnemosyne.api._erasure_service import ErasureService
 from mnemosyne.api._handle import Clock, Handle, Resource, system_clock
 from mnemosyne.api._history_service import HistoryService, Ids
 from mnemosyne.api._maintenance_service import MaintenanceService
 from mnemosyne.api._recall_service import RecallService, Scope
+from mnemosyne.api._renamed_keywords import UNSET, renamed
 from mnemosyne.api.locations import Location
 from mnemosyne.api.store import Store
-from mnemosyne.errors import InvalidInput
 from mnemosyne.model.choices import ClaimPolicy, MergeStrategy, SearchMode
 from mnemosyne.model.defaults import (
     CONTEXT_BUDGET,
@@ -49,7 +48,6 @@ from mnemosyne.model.defaults import (
     GC_GRACE,
     SEARCH_K,
 )
-from mnemosyne.store import tenancy
 from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE
 
 if TYPE_CHECKING:
@@ -76,18 +74,6 @@ if TYPE_CHECKING:
     from mnemosyne.model.times import TimeLike
     from mnemosyne.recall.embedders import Embedder
     from mnemosyne.store.kv.base import KV
-
-_UNSET: Any = object()
-
-
-def _renamed(old: str, new: str, old_value: Any, new_value: Any) -> Any:
-    """The value of a renamed keyword argument, warning when the old name was used."""
-    if old_value is _UNSET:
-        return new_value
-    if new_value is not None:
-        raise InvalidInput(f"give {new}= alone ({old}= is its old name)")
-    warnings.warn(f"{old}= is deprecated; use {new}=", DeprecationWarning, stacklevel=3)
-    return old_value
 
 
 class Repo(Resource):
@@ -186,34 +172,16 @@ class Repo(Resource):
                 open ``Store``, an opening option (``readonly``, ``map_size``,
                 ``max_map_size``, ``sync``, ``index_cache``) other than the store's own.
         """
-        tenancy.check_tenant_name(tenant)
-        if isinstance(path, Store):
-            changed = [
-                name
-                for name, given, default in (
-                    ("readonly", readonly is True, path.readonly),
-                    ("map_size", map_size, DEFAULT_MAP_SIZE),
-                    ("max_map_size", max_map_size, DEFAULT_MAX_MAP_SIZE),
-                    ("sync", sync, True),
-                    ("index_cache", index_cache, None),
-                )
-                if given != default and not (name == "readonly" and not given)
-            ]
-            if changed:
-                raise InvalidInput(
-                    f"{', '.join(changed)} belong to the store: give them to Store.open, "
-                    f"not to Repo.open of a store already open"
-                )
-            return cls._bound(path, tenant, create, clock, embedder, owned=False)
-        store = Store.open(
+        store, owned = _tenant_binding.open_store(
             path,
+            tenant,
             readonly=readonly,
             map_size=map_size,
             max_map_size=max_map_size,
             sync=sync,
             index_cache=index_cache,
         )
-        return cls._bound(store, tenant, create, clock, embedder, owned=True)
+        return cls._bound(store, tenant, create, clock, embedder, owned=owned)
 
     @classmethod
     def in_memory(cls, *, clock: Clock = system_clock, embedder: Embedder | str | None = None) -> Repo:
@@ -285,17 +253,14 @@ class Repo(Resource):
         owned: bool,
     ) -> Repo:
         """A ``Repo`` on ``tenant`` of ``store``; a store it owns is closed if that fails."""
-        try:
-            tenancy.check_tenant_name(tenant)
-            handle = Handle.open(store.kv, tenant, create=create, where=store.where, clock=clock)
+
+        def build(handle: Handle) -> Repo:
             repo = cls(store, handle, owned=owned)
             if embedder is not None:
                 repo.use_embedder(embedder)
             return repo
-        except BaseException:
-            if owned:
-                store.close()
-            raise
+
+        return _tenant_binding.bind(store, tenant, create, clock, build, owned=owned)
 
     def close(self) -> None:
         """Release the handle; a handle that opened its store closes the store too."""
@@ -328,8 +293,7 @@ class Repo(Resource):
         Such a handle refuses every read and write with ``NotFound``: a process that
         keeps handles (a server) opens the tenant again.
         """
-        with self.store.kv.read() as txn:
-            return tenancy.lookup(txn, self.tenant) != self._handle.scope
+        return _tenant_binding.dropped(self.store, self._handle)
 
     def now(self) -> datetime:
         """The store's clock, in UTC: the time record times and expiry are judged by.
@@ -544,17 +508,17 @@ class Repo(Resource):
         node: str | None = None,
         limit: int | None = None,
         as_of: TimeLike | None = None,
-        ref: Rev | None = _UNSET,
+        ref: Rev | None = UNSET,
     ) -> Iterator[Commit]:
         """Commits reachable from ``at`` (default: HEAD), newest first, streaming.
 
         With ``node``, only the commits that changed that id (through the change
         index, without reading the others). ``ref=`` is the old name of ``at=``.
         """
-        return self._history.log(_renamed("ref", "at", ref, at), node, limit, as_of)
+        return self._history.log(renamed("ref", "at", ref, at), node, limit, as_of)
 
     def history(
-        self, id: str, *, at: Rev | None = None, ref: Rev | None = _UNSET, limit: int | None = None
+        self, id: str, *, at: Rev | None = None, ref: Rev | None = UNSET, limit: int | None = None
     ) -> list[Version]:
         """Every version of ``id`` in ``at``'s history (default: HEAD), newest first.
 
@@ -563,7 +527,7 @@ class Repo(Resource):
         it; an erased one has its redaction record. ``ref=`` is the old name of ``at=``.
         With ``limit``, only the newest ``limit`` versions, read without the older ones.
         """
-        return self._history.history(id, _renamed("ref", "at", ref, at), limit)
+        return self._history.history(id, renamed("ref", "at", ref, at), limit)
 
     def blame(self, id: str, *, at: Rev | None = None) -> Blame:
         """Who wrote the current version of ``id``, when, from what; per line or field.
@@ -665,7 +629,7 @@ class Repo(Resource):
         return self._history.timeline_history(subject, predicate, as_of, at, limit)
 
     def contradictions(
-        self, *, at: Rev | None = None, ref: Rev | None = _UNSET, recorded: bool = False
+        self, *, at: Rev | None = None, ref: Rev | None = UNSET, recorded: bool = False
     ) -> list[Contradiction]:
         """Open contradictions at ``at`` (default: HEAD): merged claims that disagree.
 
@@ -676,7 +640,7 @@ class Repo(Resource):
         whose claim was erased since is left out, as it contradicts nothing.
         ``ref=`` is the old name of ``at=``.
         """
-        return self._history.contradictions(_renamed("ref", "at", ref, at), recorded)
+        return self._history.contradictions(renamed("ref", "at", ref, at), recorded)
 
     # -- branches ------------------------------------------------------------
 
@@ -744,7 +708,7 @@ class Repo(Resource):
         at: Rev | None = None,
         orphan: bool = False,
         author: str = DEFAULT_AUTHOR,
-        start: Rev | None = _UNSET,
+        start: Rev | None = UNSET,
     ) -> Commit | None:
         """Create branch ``name`` at revision ``at`` (default: HEAD); return the commit it starts at.
 
@@ -758,7 +722,7 @@ class Repo(Resource):
             InvalidInput: a bad name, the branch exists, or ``orphan`` with ``at``.
             NotFound: ``at`` does not resolve.
         """
-        return self._branches.create(name, _renamed("start", "at", start, at), author, orphan)
+        return self._branches.create(name, renamed("start", "at", start, at), author, orphan)
 
     def delete_branch(self, name: str, *, author: str = DEFAULT_AUTHOR) -> Commit | None:
         """Delete a branch; return the commit it pointed at (None: it had none). Its reflog stays.
@@ -1129,10 +1093,7 @@ class Repo(Resource):
             InvalidInput: it is this handle's tenant, or the default tenant.
             NotFound: no such tenant.
         """
-        tenancy.check_tenant_name(name)
-        if name == self.tenant:
-            raise InvalidInput(f"cannot drop tenant {name!r} from a handle bound to it")
-        return self.store.drop_tenant(name)
+        return _tenant_binding.drop_other_tenant(self.store, self._handle, name)
 
     # -- remotes -------------------------------------------------------------
 

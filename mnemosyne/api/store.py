@@ -13,30 +13,23 @@ object store).
 
 from __future__ import annotations
 
-import errno
 import os
 from datetime import timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal, NoReturn
 
-from mnemosyne.api._handle import Clock, Handle, Resource, read_clock, system_clock
-from mnemosyne.api.locations import (
-    Location,
-    index_cache_dir,
-    open_postgres,
-    postgres_url,
-    store_path,
-)
-from mnemosyne.errors import InvalidInput, NotFound, StorageFull
+from mnemosyne.api import _store_opening
+from mnemosyne.api._handle import Clock, Resource, read_clock, system_clock
+from mnemosyne.api._store_remotes import StoreRemotes
+from mnemosyne.api.locations import Location, index_cache_dir
+from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.model.access import NewToken, Role, Token
 from mnemosyne.model.defaults import DEFAULT_AUTHOR
 from mnemosyne.model.reports import CompactReport, ExportReport, ImportReport, Remote
 from mnemosyne.recall.index_location import IndexLocation
-from mnemosyne.store import remote_config, settings, tenancy, tokens
+from mnemosyne.store import settings, tenancy, tokens
 from mnemosyne.store.kv.base import KV, WriteTxn
-from mnemosyne.store.kv.datafile import DATA_FILE, is_lmdb_file
-from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE, LmdbKV, discard_new_store
-from mnemosyne.store.refs import REMOTE_PREFIX
+from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -58,6 +51,7 @@ class Store(Resource):
         self.path = path
         self._url = url
         self._index_cache = index_cache
+        self._remotes = StoreRemotes(kv, path, url)
 
     # -- opening ----------------------------------------------------------------------
 
@@ -86,52 +80,9 @@ class Store(Resource):
             StorageFull: the disk is full (nothing of the store is left behind).
         """
         cache = index_cache_dir(index_cache)
-        url = postgres_url(location)
-        if url is not None:
-            kv, shown = open_postgres(url, create=True, sync=sync)
-            return cls._initialised(kv, None, shown, cache)
-        where = store_path(location)
-        if where.exists():
-            if not where.is_dir():
-                raise InvalidInput(f"{where} exists and is not a directory")
-            data = where / DATA_FILE
-            if data.exists():
-                if is_lmdb_file(data):
-                    raise InvalidInput(f"a store already exists at {where}")
-                raise InvalidInput(
-                    f"{where} holds a {DATA_FILE} that is not a Mnemosyne store; choose another place"
-                )
-            if any(where.iterdir()):
-                raise InvalidInput(f"{where} exists and is not empty")
-        made = not where.exists()
-        try:
-            where.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise StorageFull(f"cannot create {where}: the disk is full ({exc.strerror})") from None
-            raise InvalidInput(f"cannot create {where}: {exc.strerror or exc}") from None
-        try:
-            kv = LmdbKV(where, create=True, map_size=map_size, max_map_size=max_map_size, sync=sync)
-            return cls._initialised(kv, where, None, cache)
-        except StorageFull:
-            discard_new_store(where, directory=made)  # a full disk leaves nothing half-made
-            raise
-
-    @classmethod
-    def _initialised(cls, kv: KV, where: Path | None, url: str | None, cache: Path | None = None) -> Store:
-        """A new store on ``kv``: its meta records written, or refused when a store is there."""
-        try:
-            label = url or str(where)
-
-            def initialise(txn: WriteTxn) -> None:
-                if tenancy.store_format(txn) is not None:
-                    raise InvalidInput(f"a store already exists at {label}")
-                tenancy.initialise(txn)
-
-            kv.transact(initialise)
-        except BaseException:
-            kv.close()
-            raise
+        kv, where, url = _store_opening.create(
+            location, map_size=map_size, max_map_size=max_map_size, sync=sync
+        )
         return cls(kv, where, url, cache)
 
     @classmethod
@@ -173,31 +124,9 @@ class Store(Resource):
         if readonly not in (True, False, "auto"):
             raise InvalidInput(f"readonly must be True, False or 'auto', not {readonly!r}")
         cache = index_cache_dir(index_cache)
-        url = postgres_url(location)
-        if url is not None:
-            kv, shown = open_postgres(url, readonly=readonly is True, sync=sync)
-            return cls._checked(kv, None, shown, cache)
-        where = store_path(location)
-        try:
-            present = (where / DATA_FILE).is_file()
-        except OSError:  # a name too long for the file system, …
-            present = False
-        if not present:
-            raise NotFound(f"no store at {where} (create one with 'mnemo init')")
-        if readonly == "auto":
-            readonly = not (os.access(where, os.W_OK) and os.access(where / DATA_FILE, os.W_OK))
-        kv = LmdbKV(where, readonly=readonly, map_size=map_size, max_map_size=max_map_size, sync=sync)
-        return cls._checked(kv, where, None, cache)
-
-    @classmethod
-    def _checked(cls, kv: KV, where: Path | None, url: str | None, cache: Path | None = None) -> Store:
-        """An existing store on ``kv``, refused when it is none or of a newer format."""
-        try:
-            with kv.read() as txn:
-                tenancy.check_format(txn, url or str(where))
-        except BaseException:
-            kv.close()
-            raise
+        kv, where, url = _store_opening.existing(
+            location, readonly=readonly, map_size=map_size, max_map_size=max_map_size, sync=sync
+        )
         return cls(kv, where, url, cache)
 
     @property
@@ -376,26 +305,7 @@ class Store(Resource):
                 is this store or a URL holding a user or token, or a token file
                 for a remote that is not served over HTTP, or one that is not a file.
         """
-        remote_config.check_remote_name(name)
-        text = remote_config.location_text(location)
-        remote_config.check_not_itself(self.path, self._url, text)
-        kept = None
-        if token_file is not None:
-            if not remote_config.is_http(text):
-                raise InvalidInput("a token file is for a remote served over HTTP (mnemo serve)")
-            if not isinstance(token_file, str | os.PathLike) or not os.fspath(token_file):
-                raise InvalidInput("token_file must be the path of a file")
-            kept = os.path.abspath(os.fspath(token_file))
-            if not Path(kept).is_file():
-                raise InvalidInput(f"token file {kept}: no such file")
-
-        def work(txn: WriteTxn) -> None:
-            remote_config.put(txn, name, text)
-            if kept is not None:
-                remote_config.put_token_file(txn, name, kept)
-
-        self._kv.transact(work)
-        return Remote(name=name, location=remote_config.shown(text), token_file=kept)
+        return self._remotes.add(name, location, token_file=token_file)
 
     def remove_remote(self, name: str, *, author: str = DEFAULT_AUTHOR, clock: Clock = system_clock) -> int:
         """Forget a remote, and delete its remote-tracking refs in every tenant (reflogged).
@@ -408,44 +318,11 @@ class Store(Resource):
         Raises:
             NotFound: no remote of that name.
         """
-        remote_config.check_remote_name(name)
-
-        def work(txn: WriteTxn) -> int:
-            try:
-                remote_config.delete(txn, name)
-                configured = True
-            except NotFound:
-                # Tracking refs may outlive their remote's entry (an imported export carries
-                # the refs, not the remotes): removing the name still drops them.
-                configured = False
-            dropped = 0
-            now = read_clock(clock)
-            for tenant in tenancy.tenant_names(txn):
-                scope = tenancy.lookup(txn, tenant)
-                assert scope is not None  # listed in this same transaction
-                refs = Handle(self._kv, scope, tenant, clock).within(txn).refs
-                for short, tip in list(refs.tracking(txn, name)):
-                    ref = REMOTE_PREFIX + short
-                    when = refs.next_time(txn, ref, now)
-                    refs.update(txn, ref, tip, None, when=when, author=author, reason=f"remote remove {name}")
-                    dropped += 1
-            if not configured and not dropped:
-                raise NotFound(f"no remote named {name!r}")
-            return dropped
-
-        return self._kv.transact(work)
+        return self._remotes.remove(name, author=author, clock=clock)
 
     def remotes(self) -> list[Remote]:
         """The store's remotes, in name order."""
-        with self._kv.read() as txn:
-            return [
-                Remote(
-                    name=name,
-                    location=remote_config.shown(where),
-                    token_file=remote_config.token_file(txn, name),
-                )
-                for name, where in remote_config.every(txn)
-            ]
+        return self._remotes.every()
 
     @property
     def unfinished_clone(self) -> str | None:
@@ -455,9 +332,7 @@ class Store(Resource):
         run again, finishes it (``fsck`` reports the mark as a problem). The text
         names the source (a URL without its password) and the tenants asked for.
         """
-        with self._kv.read() as txn:
-            found = remote_config.unfinished_clone(txn)
-        return found.described() if found is not None else None
+        return self._remotes.unfinished_clone()
 
     def remote_location(self, name: str) -> str:
         """Where remote ``name`` is, as kept (a URL with any password: for opening it, not showing).
@@ -466,10 +341,7 @@ class Store(Resource):
             NotFound: no remote by that name.
             InvalidInput: a bad name, or the remote is this store.
         """
-        with self._kv.read() as txn:
-            location = remote_config.get(txn, name)
-        remote_config.check_not_itself(self.path, self._url, location)
-        return location
+        return self._remotes.location(name)
 
     # -- access tokens ----------------------------------------------------------------
 

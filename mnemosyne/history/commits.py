@@ -32,8 +32,8 @@ from mnemosyne.model.objects import (
 )
 from mnemosyne.model.results import CommitResult
 from mnemosyne.model.times import rfc3339
-from mnemosyne.store.prolly import Change
 from mnemosyne.store.refs import BRANCH_PREFIX, TICK
+from mnemosyne.store.tree_diff import Change
 
 _id_of = attrgetter("id")
 _kind_of = attrgetter("kind")

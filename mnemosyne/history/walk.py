@@ -18,7 +18,7 @@ from mnemosyne.history.revisions import Rev, label, resolve
 from mnemosyne.index.view import View
 from mnemosyne.model.objects import Commit, CommitObject, Node, TreeChunk
 from mnemosyne.model.times import micros
-from mnemosyne.store.prolly import AVERAGE_CHUNK
+from mnemosyne.store.tree_chunking import AVERAGE_CHUNK
 
 T = TypeVar("T")
 

@@ -17,7 +17,7 @@ from mnemosyne.index.view import Stores, View, WriteView
 from mnemosyne.model.objects import CommitObject, ContradictionObject, Node, verified_ids
 from mnemosyne.store.kv.base import WriteTxn
 from mnemosyne.store.kv.overlay import Overlay
-from mnemosyne.store.prolly import Change
+from mnemosyne.store.tree_diff import Change
 
 
 def still_open(view: View, tree: bytes, oid: bytes) -> bool:

@@ -7,9 +7,10 @@ segment) whose value is a packed array of ``(document, tf, length)`` rows
 (little-endian u32, sorted by document), and one key per word summarizes its
 segments (how many rows, the highest tf, the lowest length), which bounds what
 each segment can add to a score. Catching up a batch of versions writes each
-touched word's segment and summary once; ranking (:func:`lexical`) reads the
-summaries, then only the segments that can still change the top k (block-max
-MaxScore; ADR 37), with ``np.frombuffer``, BM25 computed over whole arrays.
+touched word's segment and summary once (:mod:`~mnemosyne.recall.postings_writer`);
+ranking (:func:`lexical`) reads the summaries, then only the segments that can
+still change the top k (block-max MaxScore; ADR 37), with ``np.frombuffer``, BM25
+computed over whole arrays.
 
 Each version's expiry is kept with it, so a search turns expired versions away
 without reading them.
@@ -46,7 +47,7 @@ from mnemosyne.index.view import View
 from mnemosyne.model.objects import Node
 from mnemosyne.model.times import micros
 from mnemosyne.recall.text import content_hash, document_words
-from mnemosyne.store.kv.base import AppendLog, ReadTxn, Space, WriteTxn, last_number
+from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn, last_number
 
 DOC, NUMBER, TERM, CONTENT, STATS, CHANGES, SUMMARY = b"d", b"r", b"t", b"c", b"n", b"l", b"s"
 SEGMENT = 2048
@@ -57,23 +58,30 @@ K1, B = 1.2, 0.75
 NEVER = (1 << 63) - 1
 """The expiry of a version that never expires."""
 _STATS = struct.Struct(">QQQ")
-_DOC = struct.Struct(">Iq")  # document number, expiry; then the content hash
-_EXPIRY = struct.Struct(">q")
-NUMBER_HEAD = 32 + _EXPIRY.size
+DOC_RECORD = struct.Struct(">Iq")
+"""The head of a document record: document number, expiry; then the content hash."""
+EXPIRY = struct.Struct(">q")
+"""An expiry as a document-number record holds it."""
+NUMBER_HEAD = 32 + EXPIRY.size
 """Bytes of a document-number record before the node id: the node hash, the expiry."""
-DOC_SIZE = _DOC.size + 32
+DOC_SIZE = DOC_RECORD.size + 32
 """Bytes of a document record: number, expiry, content hash."""
 ROW = 3
 """u32 fields per posting: document, tf, length."""
-_ROW_BYTES = 4 * ROW
+ROW_BYTES = 4 * ROW
+"""Bytes per posting."""
 SUMMARY_FIELDS = 4
 """u32 fields per segment summary: segment, rows, highest tf, lowest length."""
-_SUMMARY_BYTES = 4 * SUMMARY_FIELDS
-_SUMMARY_ROW = struct.Struct("<IIII")
+SUMMARY_BYTES = 4 * SUMMARY_FIELDS
+"""Bytes per segment summary."""
+SUMMARY_ROW = struct.Struct("<IIII")
+"""One segment summary packed."""
 # Tuples, not lists: a handle may keep many, and tuples of plain values leave the
 # garbage collector's books once it has looked at them.
-_VERSIONS = msgspec.msgpack.Decoder(tuple[tuple[bytes, str, int], ...])
-_ENCODER = msgspec.msgpack.Encoder()
+VERSIONS = msgspec.msgpack.Decoder(tuple[tuple[bytes, str, int], ...])
+"""Decodes a content-map value: the versions with one content."""
+ENCODER = msgspec.msgpack.Encoder()
+"""Encodes content-map values."""
 
 Version = tuple[bytes, str, int]
 """An indexed version as a search meets it: node hash, node id, expiry (see :func:`expiry`)."""
@@ -164,10 +172,10 @@ class Postings:
         if data is None:
             return None
         try:
-            number, expires = _DOC.unpack_from(data)
+            number, expires = DOC_RECORD.unpack_from(data)
         except struct.error as exc:
             raise damaged("a document record", exc) from None
-        return number, data[_DOC.size :], expires
+        return number, data[DOC_RECORD.size :], expires
 
     def documents(self, txn: ReadTxn) -> Iterator[bytes]:
         """The node hash of every indexed version."""
@@ -227,7 +235,7 @@ class Postings:
         data = txn.get(Space.RECALL, self._summary_key(word))
         if data is None:
             return None
-        if len(data) % _SUMMARY_BYTES:
+        if len(data) % SUMMARY_BYTES:
             raise damaged("a segment summary", ValueError(f"{len(data)} bytes is no whole number of rows"))
         return np.frombuffer(data, dtype="<u4").reshape(-1, SUMMARY_FIELDS)
 
@@ -259,10 +267,6 @@ class Postings:
             yield key[len(prefix) :], _decode_versions(data)
 
     # -- writing -----------------------------------------------------------------
-
-    def writer(self, txn: WriteTxn, fresh: bool = False) -> Writer:
-        """A writer adding documents to this index (see :class:`Writer`)."""
-        return Writer(txn, self, fresh)
 
     def put_stats(self, txn: WriteTxn, found: Stats) -> None:
         """Write the totals."""
@@ -332,7 +336,7 @@ class Postings:
                 at = int(np.searchsorted(numbers, number))
                 if at == len(numbers) or int(numbers[at]) != number:
                     continue
-                rest = value[: at * _ROW_BYTES] + value[(at + 1) * _ROW_BYTES :]
+                rest = value[: at * ROW_BYTES] + value[(at + 1) * ROW_BYTES :]
                 if rest:
                     txn.put(Space.RECALL, key, rest)
                 else:
@@ -349,7 +353,7 @@ class Postings:
             self.restart_log(txn)
             versions = [entry for entry in _decode_versions(data) if entry[0] != oid]
             if versions:
-                txn.put(Space.RECALL, key, _ENCODER.encode(versions))
+                txn.put(Space.RECALL, key, ENCODER.encode(versions))
             else:
                 txn.delete(Space.RECALL, key)
 
@@ -376,225 +380,23 @@ class Postings:
             txn.delete(Space.RECALL, key)
 
 
-def _summaries(rows: npt.NDArray[np.uint32], starts: list[int], segment: int) -> bytes:
-    """The packed summary of each run of rows (one word's rows in one segment) starting at ``starts``."""
-    at = np.asarray(starts, dtype=np.intp)
-    out = np.empty((len(at), SUMMARY_FIELDS), dtype="<u4")
-    out[:, 0] = segment
-    out[:, 1] = np.diff(np.append(at, len(rows)))
-    out[:, 2] = np.maximum.reduceat(rows[:, 1], at)
-    out[:, 3] = np.minimum.reduceat(rows[:, 2], at)
-    return out.tobytes()
-
-
 def _version(data: bytes) -> Version:
     try:
-        return data[:32], data[40:].decode(), _EXPIRY.unpack_from(data, 32)[0]
+        return data[:32], data[40:].decode(), EXPIRY.unpack_from(data, 32)[0]
     except (UnicodeDecodeError, struct.error) as exc:
         raise damaged("a document number record", exc) from None
 
 
 def _decode_versions(data: bytes) -> tuple[Version, ...]:
     try:
-        return _VERSIONS.decode(data)
+        return VERSIONS.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise damaged("the content map", exc) from None
 
 
-class _Terms(dict[str, int]):
-    """Word → term number for one writer's life; a word is numbered when first looked up.
-
-    Kept rather than a vocabulary built per segment (two more passes over its
-    words): most words recur from segment to segment, a known word's lookup stays
-    in C, and words come back as the dictionary's own strings, hashes computed,
-    when their postings are filed.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.words: list[str] = []
-        """The words by term number."""
-
-    def __missing__(self, word: str) -> int:
-        number = self[word] = len(self.words)
-        self.words.append(word)
-        return number
-
-
-class Writer:
-    """Adds documents to one tenant's lexical index, a segment of postings at a time.
-
-    Document records are written as documents are added; postings wait in
-    memory until their segment is full or :meth:`close` is called, so each
-    (word, segment) key is written once per catch-up. The totals are written by
-    :meth:`close`.
-
-    A writer told its index is ``fresh`` (cleared in this transaction) keeps
-    the postings and the content map until :meth:`close` and writes them in key
-    order: written batch by batch, each new key would land on a page of its
-    own (a word's segments sit together, content hashes are random), and every
-    such page be copied again and again. It reads nothing back.
-    """
-
-    def __init__(self, txn: WriteTxn, postings: Postings, fresh: bool = False) -> None:
-        self._txn = txn
-        self._postings = postings
-        self._scope = postings.scope
-        self._fresh = fresh
-        self._totals = Stats() if fresh else postings.stats(txn)
-        self._first = self._totals.next  # the number of the first buffered document
-        self._words: list[str] = []  # the buffered documents' words, one after another
-        self._terms = _Terms()
-        self._lengths: list[int] = []
-        self._segments: dict[str, list[tuple[int, bytes, bytes]]] = {}  # fresh: word → segments, summaries
-        self._contents: dict[bytes, list[Version]] = {}  # fresh: the content map
-
-    def add(self, nodes: list[tuple[bytes, Node]]) -> list[bytes]:
-        """Index node versions that are not indexed yet; return their content hashes."""
-        scope = self._scope
-        records: list[tuple[bytes, bytes]] = []
-        contents: dict[bytes, list[Version]] = self._contents if self._fresh else {}
-        hashes: list[bytes] = []
-        docs, total, number = self._totals.docs, self._totals.words, self._totals.next
-        for oid, node in nodes:
-            found = document_words(node)
-            chash = content_hash(node)
-            expires = expiry(node.expires_at)
-            hashes.append(chash)
-            records.append((scope + DOC + oid, _DOC.pack(number, expires) + chash))
-            number_key = self._postings.number_key(number)
-            records.append((number_key, oid + _EXPIRY.pack(expires) + node.id.encode()))
-            contents.setdefault(chash, []).append((oid, node.id, expires))
-            self._words.extend(found)
-            self._lengths.append(len(found))
-            docs += 1
-            total += len(found)
-            number += 1
-            if number % SEGMENT == 0:
-                self._flush()
-        self._totals = Stats(docs, total, number)
-        if not self._fresh:
-            records.extend(self._merged(contents))
-        records.sort()
-        self._txn.put_many(Space.RECALL, records)
-        return hashes
-
-    def _merged(self, contents: dict[bytes, list[Version]]) -> Iterator[tuple[bytes, bytes]]:
-        """Content-map entries with the versions already there added."""
-        log = AppendLog(self._txn, Space.RECALL, self._scope + CHANGES)
-        for chash, versions in contents.items():
-            key = self._scope + CONTENT + chash
-            known = self._txn.get(Space.RECALL, key)
-            if known is not None:
-                versions = [*_VERSIONS.decode(known), *versions]
-                log.append(chash)  # new contents need no entry: no handle can hold them
-            yield key, _ENCODER.encode(sorted(versions))
-
-    def close(self) -> None:
-        """Write the postings still buffered (a fresh index's all) and the new totals."""
-        self._flush()
-        txn = self._txn
-        if self._segments:
-            head, summary_head = self._scope + TERM, self._scope + SUMMARY
-            ordered = sorted(self._segments)  # code point order is UTF-8 byte order
-            txn.put_many(
-                Space.RECALL,
-                [
-                    (
-                        summary_head + word.encode() + b"\x00",
-                        b"".join(row for _, _, row in self._segments[word]),
-                    )
-                    for word in ordered
-                ],
-            )
-            items = [
-                (head + word.encode() + b"\x00" + segment.to_bytes(4, "big"), value)
-                for word in ordered
-                for segment, value, _ in self._segments[word]
-            ]
-            txn.put_many(Space.RECALL, items)
-            self._segments = {}
-        if self._contents:
-            head = self._scope + CONTENT
-            txn.put_many(
-                Space.RECALL,
-                [
-                    (head + chash, _ENCODER.encode(sorted(self._contents[chash])))
-                    for chash in sorted(self._contents)
-                ],
-            )
-            self._contents = {}
-        self._postings.put_stats(txn, self._totals)
-
-    def _flush(self) -> None:
-        """Write the buffered documents' postings: one key per word (one segment)."""
-        first, count, flat = self._first, len(self._lengths), self._words
-        self._first = first + count
-        lengths = np.array(self._lengths, dtype=np.int64)
-        self._words, self._lengths = [], []
-        if not flat:
-            return
-        terms = np.fromiter(map(self._terms.__getitem__, flat), dtype=np.int64, count=len(flat))
-        vocabulary = self._terms.words
-        # One sort gives every (word, document) pair in word then document order, with its tf.
-        pairs, tf = np.unique(terms * count + np.repeat(np.arange(count), lengths), return_counts=True)
-        term, local = np.divmod(pairs, count)
-        rows = np.empty((len(pairs), ROW), dtype="<u4")
-        rows[:, 0] = first + local
-        rows[:, 1] = tf
-        rows[:, 2] = lengths[local]
-        starts = [0, *(np.flatnonzero(np.diff(term)) + 1).tolist()]
-        ends = [*starts[1:], len(pairs)]
-        segment = first // SEGMENT
-        data = rows.tobytes()
-        summaries = _summaries(rows, starts, segment)
-        bounds = zip(
-            starts, ends, term[starts].tolist(), range(0, len(summaries), _SUMMARY_BYTES), strict=True
-        )
-        if self._fresh:
-            for start, end, word, at in bounds:
-                self._segments.setdefault(vocabulary[word], []).append(
-                    (
-                        segment,
-                        data[start * _ROW_BYTES : end * _ROW_BYTES],
-                        summaries[at : at + _SUMMARY_BYTES],
-                    )
-                )
-            return
-        resumed = first % SEGMENT != 0  # the segment holds earlier documents: append to them
-        head, tail = self._scope + TERM, b"\x00" + segment.to_bytes(4, "big")
-        summary_head = self._scope + SUMMARY
-        items: list[tuple[bytes, bytes]] = []
-        for start, end, word, at in bounds:
-            encoded = vocabulary[word].encode()
-            key = head + encoded + tail
-            value = data[start * _ROW_BYTES : end * _ROW_BYTES]
-            if resumed:
-                before = self._txn.get(Space.RECALL, key)
-                if before is not None:
-                    value = before + value
-            items.append((key, value))
-            summary_key = summary_head + encoded + b"\x00"
-            known = self._txn.get(Space.RECALL, summary_key) or b""
-            items.append((summary_key, _summarized(known, summaries[at : at + _SUMMARY_BYTES])))
-        items.sort()
-        self._txn.put_many(Space.RECALL, items)
-
-
-def _summarized(known: bytes, row: bytes) -> bytes:
-    """A word's summaries with one segment's new rows' summary ``row`` added (appended or merged)."""
-    if len(known) >= _SUMMARY_BYTES:
-        last = _SUMMARY_ROW.unpack_from(known, len(known) - _SUMMARY_BYTES)
-        new = _SUMMARY_ROW.unpack(row)
-        if last[0] == new[0]:  # the segment had rows of the word already: one summary of them all
-            merged = (new[0], last[1] + new[1], max(last[2], new[2]), min(last[3], new[3]))
-            return known[:-_SUMMARY_BYTES] + _SUMMARY_ROW.pack(*merged)
-    return known + row
-
-
 def rows_of(value: bytes) -> npt.NDArray[np.uint32]:
     """A segment's packed postings as rows of (document, tf, length)."""
-    if len(value) % _ROW_BYTES:
+    if len(value) % ROW_BYTES:
         raise damaged("a postings segment", ValueError(f"{len(value)} bytes is no whole number of rows"))
     return np.frombuffer(value, dtype="<u4").reshape(-1, ROW)
 

@@ -10,6 +10,7 @@ from mnemosyne.model.objects import Node
 from mnemosyne.recall import recall_index
 from mnemosyne.recall.embedders import Embedder
 from mnemosyne.recall.postings import bulk
+from mnemosyne.recall.postings_writer import Writer
 from mnemosyne.recall.recall_index import RecallIndex
 
 
@@ -34,7 +35,7 @@ def rebuild(
     end = recall.clear(txn, vectors=vectors, rebuilding=True)
     # Counted by kind tag alone: hashing and decoding every node twice would double the work.
     total = sum(data[1:8] == NODE_TAG for _, data in view.objects.scan(txn)) if progress else 0
-    writer = recall.postings.writer(txn, fresh=True)
+    writer = Writer(txn, recall.postings, fresh=True)
     fresh = recall_index.FreshVectors() if vectors else None
     documents = 0
     contents: set[bytes] = set()

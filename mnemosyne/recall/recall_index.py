@@ -26,7 +26,8 @@ from mnemosyne.model import codec
 from mnemosyne.model.objects import Node, decode_object
 from mnemosyne.model.results import PendingRecall
 from mnemosyne.recall.embedders import Embedder
-from mnemosyne.recall.postings import Postings, Writer, bulk
+from mnemosyne.recall.postings import Postings, bulk
+from mnemosyne.recall.postings_writer import Writer
 from mnemosyne.recall.text import content_hash, text_of
 from mnemosyne.recall.vectors import VectorStore
 from mnemosyne.recall.vectors import Writer as VectorWriter
@@ -280,7 +281,7 @@ def catch_up(
         done += len(earlier[start : start + batch])
         if progress is not None:
             progress(done, total)
-    writer = index.postings.writer(txn)
+    writer = Writer(txn, index.postings)
     count = 0
     for start in range(0, len(pending), batch):
         fresh: list[tuple[bytes, Node]] = []

@@ -7,7 +7,7 @@ freed page), and branch pages keep separator keys of deleted records. A page
 built afresh from live records holds live bytes and zeroes only (LMDB zeroes
 what it does not fill of a new page), so erased bytes cannot survive it.
 
-The caller (``lmdb_kv``) holds the store alone, swaps the new file in and reopens.
+The caller (``lmdb_env``) holds the store alone, swaps the new file in and reopens.
 """
 
 from __future__ import annotations
