@@ -93,12 +93,7 @@ class CheckpointWriter:
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Store a checkpoint: its node, the channels that changed, the namespace's pointer, one commit.
-
-        The checkpoint node names, for each channel it has a value for, the node
-        holding that value: a new one for each channel in ``new_versions``, the
-        parent checkpoint's for the others (ADR 33).
-        """
+        """The work of :meth:`MnemosyneSaver.put` (see there, and ADR 33)."""
         configurable = thread_config(config)
         thread_id = str(configurable["thread_id"])
         ns = str(configurable.get("checkpoint_ns", ""))
@@ -250,7 +245,7 @@ class CheckpointWriter:
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Store a task's pending writes for a checkpoint, one commit; a repeated write is kept once."""
+        """The work of :meth:`MnemosyneSaver.put_writes`."""
         configurable = thread_config(config)
         thread_id = str(configurable["thread_id"])
         ns = str(configurable.get("checkpoint_ns", ""))
