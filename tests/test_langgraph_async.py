@@ -74,9 +74,10 @@ class Heartbeat:
             self._stop = True
             await task
 
-    @property
-    def longest_gap(self) -> float:
-        return max(b - a for a, b in zip(self.ticks, self.ticks[1:], strict=False))
+    def pace(self, spans: list[tuple[float, float]]) -> float:
+        """Beats per second from the first of ``spans`` starting to the last ending."""
+        start, end = min(s for s, _ in spans), max(e for _, e in spans)
+        return sum(1 for tick in self.ticks if start < tick < end) / (end - start)
 
     def during(self, spans: list[tuple[float, float]]) -> int:
         """How many of ``spans`` saw the heartbeat beat while they ran."""
@@ -165,7 +166,7 @@ async def _checkpointing(saver: MnemosyneSaver, inline: bool) -> None:
 
 @pytest.mark.slow
 def test_the_event_loop_keeps_its_pace_while_32_threads_checkpoint(disk_tmp_path: Path) -> None:
-    gaps: dict[bool, float] = {}
+    paces: dict[bool, float] = {}
     for inline in (False, True):
         with Repo.init(disk_tmp_path / f"inline-{inline}.mnemo") as repo:
             calls = Calls(repo)
@@ -176,14 +177,16 @@ def test_the_event_loop_keeps_its_pace_while_32_threads_checkpoint(disk_tmp_path
                 return threading.get_ident()
 
             loop_thread = asyncio.run(main(MnemosyneSaver(repo)))
-            gaps[inline] = heartbeat.longest_gap
+            paces[inline] = heartbeat.pace(calls.commits)
             if not inline:
                 assert calls.on(loop_thread) == []
                 assert heartbeat.during(calls.commits) >= len(calls.commits) // 4
             else:  # the check sees it: done inline, no commit lets the loop beat
                 assert heartbeat.during(calls.commits) == 0
-    # Done inline the longest gap is the whole run; off the loop it is a step's worth of the loop's own work.
-    assert gaps[False] * 5 < gaps[True], gaps
+    # Off the loop it beats on while the checkpoints are written: a beat every 10 ms at the
+    # least on average (every half millisecond on a quiet machine), so one scheduler hiccup on
+    # a busy machine does not decide; inline it cannot beat at all until the work is done.
+    assert paces[False] >= 100 and paces[True] == 0, paces
 
 
 # -- the long-term store ------------------------------------------------------------------------
