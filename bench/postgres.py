@@ -8,6 +8,9 @@ same shape writes on LMDB, into a table of the same shape holding as many rows),
 (psycopg, prepared: what one round trip costs) and beside the same `get` on LMDB.
 Round trips per commit and per get are counted by the handle (``kv.round_trips``).
 A cold `get` (a new process opening the store and reading one memory) is reported.
+The timed comparisons run twice: with the server on a CPU of its own, then with
+everything on one CPU (see ``placement``: left to the scheduler, a round trip's
+time depends on where each connection's backend happens to run).
 
 Then LangGraph's long-term store on the same server: ``MnemosyneStore`` on a
 PostgreSQL-backed repo beside LangGraph's own ``PostgresStore`` (package
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import make_node, median_us, node_id, row
+from placement import placed, placements
 
 from mnemosyne import Repo
 from mnemosyne.store.kv import lmdb_kv
@@ -124,68 +128,73 @@ def _bench_size(server: PgServer, conn: Any, root: Path, n: int, rounds: int) ->
     _raw_table(conn, table, n, 260)
     shapes = list(counter.rows)
     rng = random.Random(n)
-    commit_t: list[float] = []
-    raw_t: list[float] = []
     commit_trips: list[int] = []
+    get_trips: list[int] = []
+    measured = []
     with Repo.open(url) as repo:
         kv: Any = repo.kv
         for _ in repo.nodes():  # a warm handle: every chunk cached, as a long-lived agent's are
             pass
         version = 2
-        for r in range(rounds):
-            batch = list(
-                {n_.id: n_ for n_ in (make_node(rng.randrange(n), version + k) for k in range(10))}.values()
-            )
-            version += 10
-            trips = kv.round_trips
-            start = time.perf_counter()
-            repo.commit(batch, message=f"round {r}", author="bench")
-            commit_t.append(time.perf_counter() - start)
-            commit_trips.append(kv.round_trips - trips)
-            rows = [(os.urandom(k), os.urandom(v)) for k, v in shapes]
-            start = time.perf_counter()
-            with conn.transaction():
-                with conn.cursor() as cur:
-                    cur.executemany(f"INSERT INTO {table} (k, v) VALUES (%s, %s)", rows)
-            raw_t.append(time.perf_counter() - start)
-        # A warm get beside one SELECT of a row by its key: blocks of 200 taking turns. On a
-        # shared 2-core machine a round trip's time depends on where the server's backend
-        # runs (the same SELECT 1 is steadily up to twice as slow on one connection as on
-        # another), so the SELECTs take turns over four connections.
+        # A warm get beside one SELECT of a row by its key, in blocks of 200 taking turns. The
+        # SELECTs take turns over four connections, as ours over its pool's.
         import psycopg
 
         selecting = [
             psycopg.connect(f"host={server.socket} user={server.user} dbname=postgres", autocommit=True)
             for _ in range(4)
         ]
-        warm: list[float] = []
-        select_t: list[float] = []
-        get_trips: list[int] = []
         key = conn.execute(f"SELECT k FROM {table} LIMIT 1").fetchone()[0]
         for i in range(2000):  # warm: every chunk and node the timed gets read is cached
             repo.get(node_id(i * 37 % n))
-        for block in range(30):
-            for i in range(block % 10 * 200, block % 10 * 200 + 200):
-                trips = kv.round_trips
-                start = time.perf_counter()
-                repo.get(node_id(i * 37 % n))
-                warm.append(time.perf_counter() - start)
-                get_trips.append(kv.round_trips - trips)
-            for k in range(200):
-                other = selecting[(block + k) % 4]
-                start = time.perf_counter()
-                other.execute(f"SELECT v FROM {table} WHERE k = %s", [key]).fetchone()
-                select_t.append(time.perf_counter() - start)
+        for where, client, serving in placements():
+            commit_t: list[float] = []
+            raw_t: list[float] = []
+            warm: list[float] = []
+            select_t: list[float] = []
+            with placed(server.data, client, serving):
+                for r in range(rounds):
+                    batch = list(
+                        {
+                            n_.id: n_ for n_ in (make_node(rng.randrange(n), version + k) for k in range(10))
+                        }.values()
+                    )
+                    version += 10
+                    trips = kv.round_trips
+                    start = time.perf_counter()
+                    repo.commit(batch, message=f"round {r}", author="bench")
+                    commit_t.append(time.perf_counter() - start)
+                    commit_trips.append(kv.round_trips - trips)
+                    rows = [(os.urandom(k), os.urandom(v)) for k, v in shapes]
+                    start = time.perf_counter()
+                    with conn.transaction():
+                        with conn.cursor() as cur:
+                            cur.executemany(f"INSERT INTO {table} (k, v) VALUES (%s, %s)", rows)
+                    raw_t.append(time.perf_counter() - start)
+                for block in range(30):
+                    for i in range(block % 10 * 200, block % 10 * 200 + 200):
+                        trips = kv.round_trips
+                        start = time.perf_counter()
+                        repo.get(node_id(i * 37 % n))
+                        warm.append(time.perf_counter() - start)
+                        get_trips.append(kv.round_trips - trips)
+                    for k in range(200):
+                        other = selecting[(block + k) % 4]
+                        start = time.perf_counter()
+                        other.execute(f"SELECT v FROM {table} WHERE k = %s", [key]).fetchone()
+                        select_t.append(time.perf_counter() - start)
+            measured.append((where, commit_t, raw_t, warm, select_t))
         for other in selecting:
             other.close()
-    ratio = statistics.median(commit_t) / statistics.median(raw_t)
-    row(
-        f"postgres: durable commit of 10 nodes, warm handle / raw psycopg txn of the same {len(shapes)} rows, medians",
-        n,
-        f"{median_us(commit_t):,.0f} / {median_us(raw_t):,.0f} µs = {ratio:.2f}",
-        "<= 2",
-        ratio <= 2,
-    )
+    for where, commit_t, raw_t, _, _ in measured:
+        ratio = statistics.median(commit_t) / statistics.median(raw_t)
+        row(
+            f"postgres ({where}): durable commit of 10 nodes, warm handle / raw psycopg txn of the same {len(shapes)} rows, medians",
+            n,
+            f"{median_us(commit_t):,.0f} / {median_us(raw_t):,.0f} µs = {ratio:.2f}",
+            "<= 2",
+            ratio <= 2,
+        )
     row(
         "postgres: round trips per durable 10-node commit, warm handle, median (max)",
         n,
@@ -193,14 +202,15 @@ def _bench_size(server: PgServer, conn: Any, root: Path, n: int, rounds: int) ->
         "<= 2",
         statistics.median(commit_trips) <= 2,
     )
-    get_ratio = statistics.median(warm) / statistics.median(select_t)
-    row(
-        "postgres: get at HEAD, warm cache / one SELECT of a row by key (psycopg), medians",
-        n,
-        f"{median_us(warm):.0f} / {median_us(select_t):.0f} µs = {get_ratio:.2f}",
-        "<= 2",
-        get_ratio <= 2,
-    )
+    for where, _, _, warm, select_t in measured:
+        get_ratio = statistics.median(warm) / statistics.median(select_t)
+        row(
+            f"postgres ({where}): get at HEAD, warm cache / one SELECT of a row by key (psycopg), medians",
+            n,
+            f"{median_us(warm):.0f} / {median_us(select_t):.0f} µs = {get_ratio:.2f}",
+            "<= 2",
+            get_ratio <= 2,
+        )
     row(
         "postgres: round trips per warm get at HEAD, median (max)",
         n,
@@ -208,8 +218,9 @@ def _bench_size(server: PgServer, conn: Any, root: Path, n: int, rounds: int) ->
         "<= 1",
         statistics.median(get_trips) <= 1,
     )
+    _, _, _, warm, _ = measured[0]
     row(
-        "postgres: get at HEAD, warm cache / the same get on LMDB, medians",
+        f"postgres ({measured[0][0]}): get at HEAD, warm cache / the same get on LMDB, medians",
         n,
         f"{median_us(warm):.0f} / {median_us(lmdb_get):.0f} µs = {statistics.median(warm) / statistics.median(lmdb_get):.2f}",
     )
@@ -234,10 +245,8 @@ def _bench_langgraph_store(server: PgServer, rounds: int) -> None:
 
     space = ("bench", "notes")
     user = ("users", "u1")
-    times: dict[str, dict[str, list[float]]] = {
-        op: {"ours": [], "theirs": []} for op in ("put", "get", "search")
-    }
-    trips: dict[str, list[int]] = {op: [] for op in times}
+    times: dict[str, dict[str, dict[str, list[float]]]] = {}
+    trips: dict[str, list[int]] = {op: [] for op in ("put", "get", "search")}
     conninfo = f"host={server.socket} user={server.user} dbname=postgres"
     with Repo.init(server.url("bench_store")) as repo, PostgresStore.from_conn_string(conninfo) as theirs:
         theirs.setup()
@@ -249,25 +258,28 @@ def _bench_langgraph_store(server: PgServer, rounds: int) -> None:
             store.put(user, "warm", _item(-1))
             store.get(user, "warm")
             store.search(space, limit=10)
-        for r in range(rounds):
-            # Blocks taking turns: who goes first alternates from round to round.
-            order = ["ours", "theirs"] if r % 2 == 0 else ["theirs", "ours"]
-            for op in ("put", "get", "search"):
-                for name in order:
-                    store = stores[name]
-                    for k in range(5):
-                        key = f"k{r}-{k}"
-                        before = kv.round_trips
-                        start = time.perf_counter()
-                        if op == "put":
-                            store.put(user, key, _item(r * 5 + k))
-                        elif op == "get":
-                            store.get(user, key)
-                        else:
-                            store.search(space, limit=10)
-                        times[op][name].append(time.perf_counter() - start)
-                        if name == "ours":
-                            trips[op].append(kv.round_trips - before)
+        for where, client, serving in placements():
+            timed = times[where] = {op: {"ours": [], "theirs": []} for op in trips}
+            with placed(server.data, client, serving):
+                for r in range(rounds):
+                    # Blocks taking turns: who goes first alternates from round to round.
+                    order = ["ours", "theirs"] if r % 2 == 0 else ["theirs", "ours"]
+                    for op in ("put", "get", "search"):
+                        for name in order:
+                            store = stores[name]
+                            for k in range(5):
+                                key = f"{where}-k{r}-{k}"
+                                before = kv.round_trips
+                                start = time.perf_counter()
+                                if op == "put":
+                                    store.put(user, key, _item(r * 5 + k))
+                                elif op == "get":
+                                    store.get(user, key)
+                                else:
+                                    store.search(space, limit=10)
+                                timed[op][name].append(time.perf_counter() - start)
+                                if name == "ours":
+                                    trips[op].append(kv.round_trips - before)
     targets = {"put": 1.5, "get": 1.5, "search": 2.0}
     what = {
         "put": "put of one item (durable commit)",
@@ -275,14 +287,15 @@ def _bench_langgraph_store(server: PgServer, rounds: int) -> None:
         "search": "search of a namespace of 1,000 items (a page of 10)",
     }
     for op, target in targets.items():
-        mine, other = statistics.median(times[op]["ours"]), statistics.median(times[op]["theirs"])
-        row(
-            f"postgres: langgraph store {what[op]}, MnemosyneStore / PostgresStore, medians",
-            1000,
-            f"{mine * 1e6:,.0f} / {other * 1e6:,.0f} µs = {mine / other:.2f}",
-            f"<= {target:g}",
-            mine / other <= target,
-        )
+        for where, timed in times.items():
+            mine, other = statistics.median(timed[op]["ours"]), statistics.median(timed[op]["theirs"])
+            row(
+                f"postgres ({where}): langgraph store {what[op]}, MnemosyneStore / PostgresStore, medians",
+                1000,
+                f"{mine * 1e6:,.0f} / {other * 1e6:,.0f} µs = {mine / other:.2f}",
+                f"<= {target:g}",
+                mine / other <= target,
+            )
         # A put is the commit's two; a get one; a search two, its listing and its page (ADR 35).
         most = {"put": 2, "get": 1, "search": 2}[op]
         row(
