@@ -21,7 +21,7 @@ from mnemosyne import RefConflict, Repo
 from mnemosyne.integrations.langgraph import MnemosyneSaver, MnemosyneStore
 
 THREADS = 32
-READS_AND_WRITES = ["commit", "get", "nodes", "tip", "erasures", "search", "history"]
+READS_AND_WRITES = ["commit", "get", "nodes", "tip", "erasures", "freshness", "search", "history"]
 
 
 class Calls:

@@ -12,7 +12,7 @@ from mnemosyne.history.revisions import Rev, resolve
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model.choices import MergeStrategy
 from mnemosyne.model.objects import Commit
-from mnemosyne.model.results import MergeResult
+from mnemosyne.model.results import Freshness, MergeResult
 from mnemosyne.model.thread_names import (
     Thread,
     checkpoint_thread_id,
@@ -46,6 +46,17 @@ class BranchService:
         with self._handle.read() as view:
             oid = view.refs.read(view.txn, BRANCH_PREFIX + name)
         return oid.hex() if oid is not None else None
+
+    def freshness(self, name: str) -> Freshness:
+        """The work of :meth:`Repo.freshness`."""
+        check_branch_name(name)
+
+        def read(view: View) -> Freshness:
+            oid = view.refs.read(view.txn, BRANCH_PREFIX + name)
+            erasures = view.objects.erasures(view.txn)
+            return Freshness(tip=oid.hex() if oid is not None else None, erasures=erasures)
+
+        return self._handle.view(read)
 
     def tips(self) -> list[tuple[str, Commit]]:
         """The work of :meth:`Repo.branch_tips`."""

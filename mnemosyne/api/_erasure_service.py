@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 
 import msgspec
@@ -23,14 +23,14 @@ class ErasureService:
         self._handle = handle
         self._compact = compact
 
-    def forget(self, ids: str | Sequence[str], reason: str, author: str, version: str | None) -> ForgetReport:
+    def forget(self, ids: str | Iterable[str], reason: str, author: str, version: str | None) -> ForgetReport:
         """The work of :meth:`Repo.forget`."""
         if isinstance(ids, str):
             wanted = [ids]
-        elif isinstance(ids, Sequence):
+        elif isinstance(ids, Iterable) and not isinstance(ids, bytes | bytearray | Mapping):
             wanted = list(ids)
         else:
-            raise InvalidInput(f"id must be an id or a sequence of ids, not {type(ids).__name__}")
+            raise InvalidInput(f"id must be an id or ids (a list or iterable), not {type(ids).__name__}")
         if not wanted:
             raise InvalidInput("name at least one id to forget")
         for node_id in wanted:

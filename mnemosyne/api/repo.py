@@ -23,7 +23,7 @@ parameter so record time is testable.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         Contradiction,
         Diff,
         Fact,
+        Freshness,
         History,
         Hit,
         MergeResult,
@@ -665,6 +666,18 @@ class Repo(Resource):
         """
         return self._branches.tip(branch)
 
+    def freshness(self, branch: str) -> Freshness:
+        """:meth:`tip` and :meth:`erasures` together, from one snapshot in one read.
+
+        What a face that keeps what it read checks before serving it again: while
+        both are unchanged, nothing it kept has moved or been erased (one round
+        trip on PostgreSQL, where asking each apart costs two).
+
+        Raises:
+            InvalidInput: ``branch`` is not a valid branch name.
+        """
+        return self._branches.freshness(branch)
+
     def branch_tips(self) -> list[tuple[str, Commit]]:
         """Each branch with the commit at its tip, sorted by name."""
         return self._branches.tips()
@@ -991,7 +1004,7 @@ class Repo(Resource):
 
     def forget(
         self,
-        id: str | Sequence[str],
+        id: str | Iterable[str],
         reason: str,
         *,
         author: str = DEFAULT_AUTHOR,
@@ -1008,8 +1021,9 @@ class Repo(Resource):
 
         Args:
             id: the node id (ids are keys and stay; personal data belongs in content),
-                or several: erased together in one transaction (all or nothing; an
-                id with no versions erases none) and dropped in one commit.
+                or several (a list, or any iterable such as :meth:`ids`): erased
+                together in one transaction (all or nothing; an id with no versions
+                erases none) and dropped in one commit.
             reason: why, kept in the redaction record.
             author: who, kept in the redaction record.
             version: one version's hash (or a unique prefix of at least 4 hex

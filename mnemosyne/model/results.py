@@ -37,6 +37,23 @@ class CommitResult(Commit, frozen=True, kw_only=True):
     created: bool = True
 
 
+class Freshness(msgspec.Struct, frozen=True, kw_only=True):
+    """What a face that keeps what it read compares to tell whether it still holds, from one read.
+
+    Objects never change, so what was read at one tip stays true while the tip
+    stays, unless some of it was erased since: erasure leaves trees and tips as
+    they were and moves the count instead.
+
+    Attributes:
+        tip: the commit id at the branch's tip, as :meth:`Repo.tip` gives it (None
+            when the branch does not exist or has no commits yet).
+        erasures: the tenant's erasure count, as :meth:`Repo.erasures` gives it.
+    """
+
+    tip: str | None
+    erasures: int
+
+
 class Version(msgspec.Struct, frozen=True, kw_only=True):
     """One version of an id in a branch's history.
 

@@ -136,8 +136,8 @@ class CheckpointWriter:
                     latest: str | None = known.checkpoint_id
                     was = known.pointer
                 else:
-                    erasures = self.repo.erasures()
-                    tip = self.repo.tip(branch)
+                    fresh = self.repo.freshness(branch)
+                    erasures, tip = fresh.erasures, fresh.tip
                     current = latest_pointer(self.repo, base, tip) if tip is not None else None
                     latest = str(current.content["latest"]) if current is not None else None
                     was = current.id if current is not None else ""

@@ -158,12 +158,13 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
     def _latest(self, thread_id: str, ns: str) -> Latest | None:
         """The namespace's latest checkpoint with its writes, as the branch holds it now.
 
-        Read fresh: the tip says whether what the saver knows still holds, and the
-        tenant's erasure count whether any of it may have been erased since.
+        Read fresh, in one read: the tip says whether what the saver knows still
+        holds, and the tenant's erasure count whether any of it may have been erased
+        since (read before anything it vouches for).
         """
         branch = self.repo.thread_branch(thread_id)
-        erasures = self.repo.erasures()  # before anything it vouches for is read
-        tip = self.repo.tip(branch)
+        fresh = self.repo.freshness(branch)
+        erasures, tip = fresh.erasures, fresh.tip
         if tip is None:
             self._known.forget([thread_id])
             return None
