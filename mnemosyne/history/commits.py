@@ -145,9 +145,12 @@ def apply_commit(
                 f"found {tip.hex()[:7] if tip else 'no commits'}"
             )
     base = view.commit(tip).tree if tip is not None else view.empty_tree()
-    claim_root = view.graph.entry(txn, tip).claims if tip is not None else b""
     writes_claims = "claim" in map(_kind_of, nodes)  # once: most commits (and imports) write none
-    replaced = claim_conflicts(view, claim_root, nodes, removals, on_claim_conflict) if writes_claims else []
+    replaced: list[str] = []
+    if writes_claims:
+        # The tip's claim tree, read only for claims: index_commit reads the entry anyway.
+        claim_root = view.graph.entry(txn, tip).claims if tip is not None else b""
+        replaced = claim_conflicts(view, claim_root, nodes, removals, on_claim_conflict)
     # Hashed first, stored only once a commit will name them: a retried write stores
     # nothing, not even bytes an erasure removed since the first try.
     encoded = view.objects.encode_nodes(nodes)
@@ -236,8 +239,10 @@ def apply_verify(
 def _result(
     commit: Commit, put_ids: tuple[str, ...], deleted_ids: tuple[str, ...], created: bool
 ) -> CommitResult:
-    fields = {name: getattr(commit, name) for name in commit.__struct_fields__}
-    return CommitResult(**fields, put_ids=put_ids, deleted_ids=deleted_ids, created=created)
+    # asdict, in C: the same shallow map of the commit's fields as a getattr per field.
+    return CommitResult(
+        **msgspec.structs.asdict(commit), put_ids=put_ids, deleted_ids=deleted_ids, created=created
+    )
 
 
 def claim_conflicts(

@@ -157,7 +157,8 @@ class CommitGraph:
             depth = first.depth + 1
             generation = 1 + max(e.generation for e in entries)
             merges = len(parents) > 1 or any(e.merges for e in entries)
-            skip = self.first_parent_at(txn, parents[0], skip_depth(depth))
+            # From the first parent's entry just read: first_parent_at would read it again.
+            skip = self._first_parent_at(txn, parents[0], _shape(first), skip_depth(depth))
         else:
             depth, generation, merges, skip = 0, 1, False, b""
         entry = GraphEntry(parents, generation, depth, skip, merges, claims, open_records)

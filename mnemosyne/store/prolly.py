@@ -94,8 +94,8 @@ def _merge(
         out_known[-1] = last_flag
 
 
-def _edit_key(edit: Edit) -> str:
-    return edit[0]
+_edit_key = itemgetter(0)
+"""An edit's key, for ``bisect``: in C, not a Python call per probe."""
 
 
 class _Plan:
@@ -122,7 +122,8 @@ class Tree:
 
     def __init__(self, load: Load, store: Store | None = None, fetch: Fetch | None = None) -> None:
         self._load = load
-        self._store = store
+        # Bound once: each chunk a commit writes then costs no call through a checking method.
+        self._put: Store = store if store is not None else self._no_store
         self._fetch = fetch
         self._diff = TreeDiff(load)
 
@@ -354,10 +355,9 @@ class Tree:
         """Build a tree from sorted, unique entries."""
         return self.update(self._put(EMPTY), list(zip(keys, values, strict=True)))[0]
 
-    def _put(self, chunk: TreeChunk) -> bytes:
-        if self._store is None:
-            raise TypeError("this Tree was opened without a store")
-        return self._store(chunk)
+    @staticmethod
+    def _no_store(chunk: TreeChunk) -> bytes:
+        raise TypeError("this Tree was opened without a store")
 
     def _finish(self, level: int, chunks: list[tuple[str, bytes]]) -> bytes:
         """Stack levels over ``chunks`` until one chunk remains; that is the root."""

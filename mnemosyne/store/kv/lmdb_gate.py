@@ -19,17 +19,11 @@ class Gate:
         self._active = 0
         self._resizing = False
 
-    @contextmanager
-    def shared(self) -> Iterator[None]:
-        """Hold a shared slot for the block (transactions run together)."""
-        self.enter()
-        try:
-            yield
-        finally:
-            self.leave()
-
     def enter(self) -> None:
-        """Take a shared slot (waiting out a resize)."""
+        """Take a shared slot (waiting out a resize); :meth:`leave` gives it back.
+
+        A pair of calls rather than a context manager: every transaction passes here.
+        """
         with self._cond:
             while self._resizing:
                 self._cond.wait()

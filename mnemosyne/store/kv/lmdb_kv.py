@@ -278,7 +278,10 @@ class LmdbKV:
             failed: lmdb.Transaction | None = None
             try:
                 try:
-                    with shared.gate.shared():
+                    # enter/leave rather than ``with gate.shared()``: no generator per commit.
+                    gate = shared.gate
+                    gate.enter()
+                    try:
                         size = shared.map_size
                         txn = self._begin(shared, write=True)
                         try:
@@ -288,6 +291,8 @@ class LmdbKV:
                             failed = txn
                             raise
                         return result
+                    finally:
+                        gate.leave()
                 finally:
                     if failed is not None:
                         # py-lmdb (3.x) makes a write abort wait until no other thread of the
