@@ -91,6 +91,8 @@ def _put(saver: MnemosyneSaver, config: Any, step: int) -> Any:
 
 @pytest.mark.slow
 def test_on_postgresql_it_is_one_round_trip_and_so_is_the_savers_warm_read(pg_url: str) -> None:
+    """And right after a put, reading the latest is two: the check and the (new) checkpoint's writes,
+    read at the commit the put made (not at its id as text, which needs a lookup of a branch so named)."""
     with Repo.init(pg_url) as repo:
         kv: Any = repo.kv
         repo.commit([Node(id="a", content="x")])
@@ -104,7 +106,9 @@ def test_on_postgresql_it_is_one_round_trip_and_so_is_the_savers_warm_read(pg_ur
         for step in range(3):
             config = _put(saver, config, step)
         latest = {"configurable": {"thread_id": "t"}}
-        saver.get_tuple(latest)
+        before = kv.round_trips
+        saver.get_tuple(latest)  # the check, then the new checkpoint's pending writes (none)
+        assert kv.round_trips - before == 2
         saver.get_tuple(latest)  # what the saver keeps is complete now: only its check is read
         before = kv.round_trips
         found = saver.get_tuple(latest)

@@ -184,7 +184,7 @@ class CheckpointWriter:
                     except (RefConflict, NotFound):
                         self._known.forget([thread_id])  # another writer moved the thread: read again
                         continue
-                self._known.advance(thread_id, made_on(result), result.id)
+                self._known.advance(thread_id, made_on(result), result)
                 if newest or (known is not None and latest == checkpoint_id):
                     # A new latest: its writes, if any came first, are read when it is read.
                     # The latest saved again keeps the writes it had.
@@ -205,6 +205,7 @@ class CheckpointWriter:
                             known.writes if again and known is not None else None,
                             erasures,
                             pointer.id,
+                            result,
                         ),
                     )
                 break
@@ -284,9 +285,9 @@ class CheckpointWriter:
                 except (RefConflict, NotFound):
                     self._known.forget([thread_id])  # another writer moved the thread: read again
                     continue
-                self._known.advance(thread_id, made_on(result), result.id, changed=(ns, checkpoint_id))
+                self._known.advance(thread_id, made_on(result), result, changed=(ns, checkpoint_id))
                 if known is not None and known.writes is not None:
-                    self._known.set(thread_id, ns, more_writes(known, result.id, puts))
+                    self._known.set(thread_id, ns, more_writes(known, result, puts))
                 return
             self._known.forget([thread_id])  # many writers at once on one thread
             self._commit(branch, puts, message)

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from mnemosyne import Node
+from mnemosyne import Commit, Node
 from mnemosyne.integrations.langgraph.stored_values import Serialized
 
 CACHED_THREADS = 128
@@ -57,6 +57,10 @@ class Latest(msgspec.Struct, frozen=True):
             has grown since, something here may have been erased.
         pointer: the id of the node that names this checkpoint the latest (where
             an earlier version kept it, until a put moves it); empty when not read.
+        at: the commit at ``tip`` when the saver made it: read at as a revision, it
+            needs no lookup of a branch by that name (as the id's text does), so the
+            pending writes of a checkpoint just put are read in one round trip on
+            PostgreSQL. None when not made here, or from an earlier tip.
     """
 
     tip: str
@@ -68,6 +72,7 @@ class Latest(msgspec.Struct, frozen=True):
     writes: dict[str, dict[str, Any]] | None
     erasures: int
     pointer: str = ""
+    at: Commit | None = None
 
     @property
     def checkpoint_id(self) -> str:
@@ -85,11 +90,11 @@ def known_writes(known: Latest, writes: Sequence[Node]) -> Latest:
     return msgspec.structs.replace(known, writes={node.id: node.content for node in writes})
 
 
-def more_writes(known: Latest, tip: str, puts: Sequence[Node]) -> Latest:
-    """``known`` at ``tip``, after a commit that stored ``puts`` among its writes."""
+def more_writes(known: Latest, made: Commit, puts: Sequence[Node]) -> Latest:
+    """``known`` at the commit ``made``, which stored ``puts`` among its writes."""
     writes = dict(known.writes or {})
     writes.update((node.id, node.content) for node in puts)
-    return msgspec.structs.replace(known, tip=tip, writes=writes)
+    return msgspec.structs.replace(known, tip=made.id, writes=writes, at=made)
 
 
 class LatestCheckpoints:
@@ -131,14 +136,14 @@ class LatestCheckpoints:
                 self._threads.pop(thread_id, None)
 
     def advance(
-        self, thread_id: str, before: str, after: str, *, changed: tuple[str, str] | None = None
+        self, thread_id: str, before: str, after: Commit, *, changed: tuple[str, str] | None = None
     ) -> None:
         """A commit moved the thread from ``before`` to ``after``: carry what it left alone.
 
         Args:
             thread_id: the thread.
             before: the tip the commit was made on.
-            after: the tip it made.
+            after: the commit it made (the new tip).
             changed: (namespace, checkpoint id) whose pending writes the commit
                 changed: that entry, if it is of that checkpoint, is dropped.
         """
@@ -148,6 +153,6 @@ class LatestCheckpoints:
                 if changed is not None and (ns, known.checkpoint_id) == changed:
                     del entries[ns]
                 elif known.tip == before:
-                    entries[ns] = msgspec.structs.replace(known, tip=after)
+                    entries[ns] = msgspec.structs.replace(known, tip=after.id, at=after)
                 else:
                     del entries[ns]  # known at another tip: no longer the branch's

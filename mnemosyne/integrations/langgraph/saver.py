@@ -172,7 +172,8 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         if known is not None and (known.tip != tip or known.erasures != erasures):
             known = None
         if known is not None and known.writes is None:
-            known = known_writes(known, self._writes_nodes(tip, known.node_id))
+            at = known.at if known.at is not None and known.at.id == tip else tip
+            known = known_writes(known, self._writes_nodes(at, known.node_id))
             self._known.set(thread_id, ns, known)
         if known is None:
             base = f"{branch}/{segment(ns)}"
