@@ -10,15 +10,23 @@ and so is a clone killed part-way that no rerun has finished yet.
 
 from __future__ import annotations
 
-from mnemosyne.errors import CorruptObject, MnemoError
-from mnemosyne.index.build import rebuild, ref_tips, topological
+from collections.abc import Iterator
+from itertools import filterfalse, islice
+
+from mnemosyne.errors import CorruptObject, MnemoError, NotFound
+from mnemosyne.index.build import Rebuilt, rebuild, ref_tips, topological
 from mnemosyne.index.view import View
 from mnemosyne.model import codec
-from mnemosyne.model.objects import CommitObject, TreeChunk, decode_object
+from mnemosyne.model.objects import CommitObject, StoredObject, TreeChunk, decode_object
 from mnemosyne.model.reports import FsckReport, Problem
 from mnemosyne.store import remote_config
 
 _REINDEX = "run 'mnemo reindex'"
+_BATCH = 1024
+"""Objects the scan hashes at a time."""
+_KEPT_CHUNKS = 8192
+"""Decoded chunks kept for the rebuild's diffs at most (~50 MB): every chunk of a
+100,000-node tree, with room to spare."""
 
 
 def fsck(view: View) -> FsckReport:
@@ -29,9 +37,7 @@ def fsck(view: View) -> FsckReport:
     try:
         stored: set[bytes] = set()
         count, claims_possible = _check_objects(view, problems, stored)
-        commits = _check_history(view, problems, stored)
-        if not any(p.kind != "index" for p in problems):
-            _check_indexes(view, problems, claims_possible)
+        commits = _check_history(view, problems, stored, claims_possible)
         from mnemosyne.recall.check import check as recall_check  # numpy: loaded when fsck runs
 
         problems.extend(Problem(kind="index", object=None, message=line) for line in recall_check(view))
@@ -62,22 +68,37 @@ def _check_objects(view: View, problems: list[Problem], stored: set[bytes]) -> t
     """
     count = 0
     claims_possible = False  # no stored object holds a claim: the rebuild skips the claim index
-    for oid, data in view.objects.scan(view.txn):
-        count += 1
-        stored.add(oid)
-        claims_possible = claims_possible or codec.CLAIM_TAG in data
-        if codec.object_id(data) != oid:
-            problems.append(Problem(kind="corrupt", object=oid.hex(), message="bytes do not match the hash"))
-            continue
-        try:
-            decode_object(data, oid)
-        except CorruptObject as exc:
-            problems.append(Problem(kind="corrupt", object=oid.hex(), message=str(exc)))
+    scan = view.objects.scan(view.txn)
+    while batch := list(islice(scan, _BATCH)):
+        oids = [oid for oid, _ in batch]
+        datas = [data for _, data in batch]
+        count += len(batch)
+        stored.update(oids)
+        claims_possible = claims_possible or any(codec.CLAIM_TAG in data for data in datas)
+        # Hashed a batch at a time: one hasher for all, a third cheaper than one each.
+        for oid, data, digest in zip(oids, datas, codec.object_ids(datas), strict=True):
+            if digest != oid:
+                problems.append(
+                    Problem(kind="corrupt", object=oid.hex(), message="bytes do not match the hash")
+                )
+                continue
+            try:
+                decode_object(data, oid)
+            except CorruptObject as exc:
+                problems.append(Problem(kind="corrupt", object=oid.hex(), message=str(exc)))
     return count, claims_possible
 
 
-def _check_history(view: View, problems: list[Problem], stored: set[bytes]) -> list[bytes]:
-    """Follow refs, reflogs, commits and trees; return the commits reached."""
+def _check_history(
+    view: View, problems: list[Problem], stored: set[bytes], claims_possible: bool
+) -> list[bytes]:
+    """Follow refs, reflogs, commits and trees, then compare the indexes; return the commits reached.
+
+    The indexes are compared only when nothing else is wrong. Then the rebuild
+    walks the commits as the tree check does, parents first, so the two take
+    turns: each commit's tree is checked as the rebuild comes to it, and the
+    chunks the check decodes are those the rebuild's diff of that commit reads.
+    """
     bad = {p.object for p in problems}
     tips = ref_tips(view)
     commits: list[bytes] = []
@@ -92,20 +113,49 @@ def _check_history(view: View, problems: list[Problem], stored: set[bytes]) -> l
         raise
     except MnemoError as exc:
         problems.append(Problem(kind="missing", object=None, message=f"history cannot be walked: {exc}"))
-    seen: set[bytes] = set()
-    for oid in commits:
-        _check_tree(view, view.commit(oid), seen, problems, bad, stored)
+    chunks = _Chunks(view)
+    walk = _walk(view, commits, problems, bad, stored, chunks)
+    if problems:  # the indexes cannot be judged: check every tree all the same
+        for _ in walk:
+            pass
+        return commits
+    rebuilt: Rebuilt | MnemoError
+    try:
+        rebuilt = rebuild(
+            view, claims_possible, commits=walk, chunks=chunks.current, replaced=chunks.replaced
+        )
+    except MnemoError as exc:
+        rebuilt = exc  # a damaged tree stops the rebuild: the check of the trees goes on
+    for _ in walk:
+        pass
+    if problems:
+        return commits
+    if isinstance(rebuilt, CorruptObject):
+        raise rebuilt
+    _compare_indexes(view, problems, rebuilt)
     return commits
 
 
-def _check_indexes(view: View, problems: list[Problem], claims_possible: bool) -> None:
-    """Compare the commit graph, change and claim indexes with a rebuild."""
-    try:
-        rebuilt = rebuild(view, claims_possible)
-    except CorruptObject:
-        raise
-    except MnemoError as exc:
-        problems.append(Problem(kind="index", object=None, message=f"cannot rebuild indexes: {exc}"))
+def _walk(
+    view: View,
+    commits: list[bytes],
+    problems: list[Problem],
+    bad: set[str | None],
+    stored: set[bytes],
+    chunks: _Chunks,
+) -> Iterator[tuple[bytes, CommitObject]]:
+    """Check each commit's tree, then hand the commit on."""
+    seen: set[bytes] = set()
+    for oid in commits:
+        commit = view.commit(oid)
+        _check_tree(view, commit, seen, problems, bad, stored, chunks)
+        yield oid, commit
+
+
+def _compare_indexes(view: View, problems: list[Problem], rebuilt: Rebuilt | MnemoError) -> None:
+    """Compare the commit graph, change and claim indexes with their rebuild."""
+    if isinstance(rebuilt, MnemoError):
+        problems.append(Problem(kind="index", object=None, message=f"cannot rebuild indexes: {rebuilt}"))
         return
     if rebuilt.chunks:
         problems.append(
@@ -127,6 +177,57 @@ def _check_indexes(view: View, problems: list[Problem], claims_possible: bool) -
         )
 
 
+class _Chunks:
+    """Tree chunks decoded once for both the tree check and the rebuild's diffs.
+
+    The scan has re-hashed every object of this same read transaction, and the
+    rebuild runs only when it found all of them sound: so chunks are read from
+    storage and decoded, without hashing them again or going through the
+    handle's cache (which a walk over every version of a tree would only churn).
+    The check keeps each chunk it decodes, the first time a tree names it, for
+    the rebuild's diff of that commit; the diff of a later commit, the one that
+    replaces it, reads it once more and lets it go. A chunk read again after that
+    (a branch off an older commit) is decoded again.
+    """
+
+    def __init__(self, view: View) -> None:
+        self._view = view
+        self._kept: dict[bytes, TreeChunk] = {}
+
+    def read(self, oid: bytes) -> StoredObject | None:
+        """The object ``oid`` decoded from storage (None when it is not stored)."""
+        view = self._view
+        data = view.objects.raw(view.txn, oid)  # storage, not the cache: it may hold chunks never stored
+        return None if data is None else decode_object(data, oid)
+
+    def keep(self, oid: bytes, chunk: TreeChunk) -> None:
+        """Keep a chunk for the diffs (all are dropped at once when too many are kept)."""
+        if len(self._kept) >= _KEPT_CHUNKS:
+            self._kept.clear()
+        self._kept[oid] = chunk
+
+    def current(self, oid: bytes) -> TreeChunk:
+        """A chunk of the tree being indexed: kept for the diff of the commit that replaces it."""
+        chunk = self._kept.get(oid)
+        if chunk is None:
+            chunk = self._decoded(oid)
+            self.keep(oid, chunk)
+        return chunk
+
+    def replaced(self, oid: bytes) -> TreeChunk:
+        """A chunk of the parent's tree the commit replaced: no longer kept."""
+        chunk = self._kept.pop(oid, None)
+        return self._decoded(oid) if chunk is None else chunk
+
+    def _decoded(self, oid: bytes) -> TreeChunk:
+        obj = self.read(oid)
+        if obj is None:
+            raise NotFound(f"object {oid.hex()} is not in the store")
+        if not isinstance(obj, TreeChunk):
+            raise CorruptObject(f"object {oid.hex()} should be a tree chunk")
+        return obj
+
+
 def _check_tree(
     view: View,
     commit: CommitObject,
@@ -134,6 +235,7 @@ def _check_tree(
     problems: list[Problem],
     bad: set[str | None],
     stored: set[bytes],
+    chunks: _Chunks,
 ) -> None:
     stack = [commit.tree]
     while stack:
@@ -141,30 +243,27 @@ def _check_tree(
         if oid in seen:
             continue
         seen.add(oid)
-        if oid.hex() in bad:
+        if bad and oid.hex() in bad:
             continue
-        # Ask storage, not the object cache: the cache may hold chunks never stored.
-        data = view.objects.raw(view.txn, oid)
-        if data is None:
+        chunk = chunks.read(oid)
+        if chunk is None:
             problems.append(Problem(kind="missing", object=oid.hex(), message="a tree names a missing chunk"))
             continue
-        # Decoded here without the cache: one pass over every chunk would evict the
-        # chunks the index rebuild reads again and again. (The scan above verified hashes.)
-        chunk = decode_object(data, oid)
         if not isinstance(chunk, TreeChunk):
             problems.append(Problem(kind="corrupt", object=oid.hex(), message="expected a tree chunk"))
             continue
+        chunks.keep(oid, chunk)
         if chunk.level:
-            stack.extend(chunk.values)
+            # Only children not met yet: a new version of an inner chunk names mostly
+            # children of the version before it, and a lookup here is one in C, not a pop.
+            stack.extend(filterfalse(seen.__contains__, chunk.values))
+            continue
+        if stored.issuperset(chunk.values):  # one call, not a lookup per node: nearly every leaf
             continue
         for value in chunk.values:
-            if value not in seen:
-                seen.add(value)
-                if (
-                    value not in stored
-                    and value.hex() not in bad
-                    and view.objects.redaction(view.txn, value) is None  # erased on purpose
-                ):
+            if value not in stored and value not in seen:
+                seen.add(value)  # reported once, however many chunks name it
+                if value.hex() not in bad and view.objects.redaction(view.txn, value) is None:  # erased
                     problems.append(
                         Problem(kind="missing", object=value.hex(), message="a tree names a missing node")
                     )

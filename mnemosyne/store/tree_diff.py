@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from itertools import chain
+from itertools import chain, compress
+from operator import ne
 
 from mnemosyne.model.objects import TreeChunk
 
 Change = tuple[str, bytes | None, bytes | None]
 """``(key, old value, new value)``; None for absent."""
-
-
-def _last(chunk: TreeChunk) -> str:
-    return chunk.keys[-1] if chunk.keys else ""
 
 
 def _without(
@@ -34,10 +31,19 @@ def _entry_diff(
 
 
 class TreeDiff:
-    """The diff of prolly trees whose chunks come from ``load``."""
+    """The diff of prolly trees whose chunks come from ``load``.
 
-    def __init__(self, load: Callable[[bytes], TreeChunk]) -> None:
+    ``load_old``, when given, loads the chunks of the old tree (the first of a
+    diff's two) instead. Each chunk a diff reads is read once, and only where the
+    two trees differ: so a caller walking a history, diffing each commit with its
+    parent, reads a chunk from ``load_old`` only where the next tree replaces it.
+    """
+
+    def __init__(
+        self, load: Callable[[bytes], TreeChunk], load_old: Callable[[bytes], TreeChunk] | None = None
+    ) -> None:
         self._load = load
+        self._load_old = load if load_old is None else load_old
 
     def diff(self, a: bytes, b: bytes) -> Iterator[Change]:
         """Yield ``(key, old, new)`` for every key whose value differs, in key order.
@@ -47,9 +53,11 @@ class TreeDiff:
         """
         if a == b:
             return
-        chunk_a, chunk_b = self._load(a), self._load(b)
+        chunk_a, chunk_b = self._load_old(a), self._load(b)
+        # The roots differ, so their children are compared (a level down, where
+        # _diff_level opens the taller tree's chunks until both sides are level).
         yield from self._diff_level(
-            chunk_a.level, (_last(chunk_a),), (a,), chunk_b.level, (_last(chunk_b),), (b,)
+            chunk_a.level - 1, chunk_a.keys, chunk_a.values, chunk_b.level - 1, chunk_b.keys, chunk_b.values
         )
 
     def _diff_level(
@@ -71,13 +79,19 @@ class TreeDiff:
         read, and an entry is never compared with one outside its window.
         """
         while level_a > level_b:  # one tree is taller: open its chunks down to the other's level
-            keys_a, values_a = self._children(values_a)
+            keys_a, values_a = self._children(values_a, self._load_old)
             level_a -= 1
         while level_b > level_a:
-            keys_b, values_b = self._children(values_b)
+            keys_b, values_b = self._children(values_b, self._load)
             level_b -= 1
-        shared = set(values_a).intersection(values_b)
-        if shared:
+        if keys_a == keys_b:
+            # The same keys (a commit that replaced values): an item on both sides sits at
+            # the same place on both, as its hash names its key, so one pass finds the rest.
+            differs = list(map(ne, values_a, values_b))
+            if not all(differs):
+                keys_a = keys_b = list(compress(keys_a, differs))
+                values_a, values_b = list(compress(values_a, differs)), list(compress(values_b, differs))
+        elif shared := set(values_a).intersection(values_b):
             keys_a, values_a = _without(keys_a, values_a, shared)
             keys_b, values_b = _without(keys_b, values_b, shared)
         if level_a < 0:
@@ -107,17 +121,20 @@ class TreeDiff:
                 i, j = n, m
             yield from self._diff_level(
                 below,
-                *self._children(values_a[start_i:i]),
+                *self._children(values_a[start_i:i], self._load_old),
                 below,
-                *self._children(values_b[start_j:j]),
+                *self._children(values_b[start_j:j], self._load),
             )
 
-    def _children(self, oids: Sequence[bytes]) -> tuple[Sequence[str], Sequence[bytes]]:
+    @staticmethod
+    def _children(
+        oids: Sequence[bytes], load: Callable[[bytes], TreeChunk]
+    ) -> tuple[Sequence[str], Sequence[bytes]]:
         """The keys and values of the chunks ``oids``, one run (a lone chunk's own tuples)."""
         if len(oids) == 1:
-            chunk = self._load(oids[0])
+            chunk = load(oids[0])
             return chunk.keys, chunk.values
-        chunks = [self._load(oid) for oid in oids]
+        chunks = [load(oid) for oid in oids]
         return (
             tuple(chain.from_iterable(chunk.keys for chunk in chunks)),
             tuple(chain.from_iterable(chunk.values for chunk in chunks)),
