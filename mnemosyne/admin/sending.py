@@ -133,10 +133,11 @@ def _plan_tree(
                 new.setdefault(level - 1, {}).update(dict.fromkeys(chunk.values))
             else:
                 nodes.extend(chunk.values)
-    for node in nodes:
-        if node not in queued and node not in old_nodes and node not in skip:
-            queued.add(node)
-            objects.append(node)
+    # Set differences in C: a differing leaf lists mostly nodes the bases hold too. In
+    # sorted order, so that the same trees always plan the same list.
+    fresh = sorted(set(nodes).difference(queued, old_nodes, skip))
+    queued.update(fresh)
+    objects.extend(fresh)
     for level in sorted(found):
         for oid in found[level]:
             if oid not in queued:
