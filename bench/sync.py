@@ -58,15 +58,18 @@ def bench_push(root: Path, commits: int, per_commit: int = 8) -> None:
     all from there into an empty local store; rates side by side.
     """
     with _history(root / "push-local", commits, per_commit) as local:
-        Repo.init(root / "push-remote").close()
-        local.store.add_remote("bench", root / "push-remote")
-        t0 = time.perf_counter()
-        report = local.push("bench")
-        elapsed = time.perf_counter() - t0
-        (part,) = report.tenants
-        rate = part.objects / elapsed
+        rates = []
+        for run in range(3):  # each to an empty remote of its own: the median of three
+            Repo.init(root / f"push-remote-{run}").close()
+            local.store.add_remote(f"bench-{run}", root / f"push-remote-{run}")
+            t0 = time.perf_counter()
+            report = local.push(f"bench-{run}")
+            elapsed = time.perf_counter() - t0
+            (part,) = report.tenants
+            rates.append(part.objects / elapsed)
+        rate = statistics.median(rates)
         row(
-            "push to a path remote, objects/s",
+            "push to a path remote, objects/s, median of 3",
             f"{part.commits} commits, {part.objects} objects",
             f"{rate:,.0f}",
             ">= 20,000",
@@ -150,14 +153,14 @@ def _over_http(root: Path, local: Repo, in_process: float, rounds: int = 7) -> N
     row("push over HTTP (mnemo serve), objects/s", n, f"{push_rate:,.0f}")
     row("fetch over HTTP (mnemo serve), objects/s", n, f"{fetch_rate:,.0f}")
     row(
-        "push over HTTP / push to a path remote, objects/s (one run each)",
+        "push over HTTP (one run) / push to a path remote (median of 3), objects/s",
         n,
         f"{push_rate:,.0f} / {in_process:,.0f} = {push_rate / in_process:.2f}",
         ">= 0.5",
         push_rate / in_process >= 0.5,
     )
     row(
-        "fetch over HTTP / push to a path remote, objects/s (one run each)",
+        "fetch over HTTP (one run) / push to a path remote (median of 3), objects/s",
         n,
         f"{fetch_rate:,.0f} / {in_process:,.0f} = {fetch_rate / in_process:.2f}",
         ">= 0.5",
