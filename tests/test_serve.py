@@ -8,11 +8,13 @@ start, and a clean stop on SIGINT and SIGTERM.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -526,3 +528,27 @@ def test_a_signal_stops_the_server_cleanly(tmp_path: Path, sig: int) -> None:
     assert server.stderr.endswith("stopped\n") and "Traceback" not in server.stderr
     with Repo.open(tmp_path / "store") as repo:  # closed cleanly: opens, and writes
         repo.commit([Node(id="b", content=2)])
+
+
+def acme(*parts: str) -> str:
+    return "/v1/tenants/acme/" + "/".join(quote(part, safe="") for part in parts)
+
+
+def test_every_answer_of_the_store_says_how_long_its_work_took(served) -> None:
+    """``Server-Timing: app;dur=MS``: the server's own time, within what the client waited (tenant acme)."""
+    with client(served, "acme-writer") as http:
+        made = http.post(acme("commits"), json={"put": [{"id": "timing/a", "content": "kept for timing"}]})
+        started = time.perf_counter()
+        found = http.post(acme("search"), json={"query": "kept timing"})
+        waited = (time.perf_counter() - started) * 1e3
+        listed = http.get(acme("log"), params={"limit": 2})  # a stream: the time of its first lines
+        refused = http.get(acme("nodes", "no/such/id"))
+    for answer in (made, found, listed, refused):
+        timing = answer.headers.get("server-timing", "")
+        assert re.fullmatch(r"app;dur=\d+\.\d\d", timing), (answer.status_code, timing)
+    assert made.status_code in (200, 201) and found.status_code == 200 and listed.status_code == 200
+    assert refused.status_code == 404
+    spent = float(found.headers["server-timing"].removeprefix("app;dur="))
+    assert 0 < spent <= waited, (spent, waited)
+    with served.client("not-a-token") as http:
+        assert "server-timing" not in http.get(path("log")).headers  # no work was done for a stranger
