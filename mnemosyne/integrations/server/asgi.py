@@ -270,11 +270,12 @@ class Api:
                         # and commit another trip to a worker thread, about a millisecond.)
                         token = await self.in_thread(self.tenants.authenticate, headers)
                     raw = await self._body(receive, headers)
+                work = functools.partial(self._run, route, params, query, raw, headers, token)
                 if route.recall:
                     async with self._recall_limiter():
-                        response = await self.in_thread(self._run, route, params, query, raw, headers, token)
+                        response = await self.in_thread(self._timed, work)
                 else:
-                    response = await self.in_thread(self._run, route, params, query, raw, headers, token)
+                    response = await self.in_thread(self._timed, work)
         except HttpError as error:
             response = error_response(error.status, error.kind, str(error), error.headers)
         except MnemoError as error:
@@ -334,6 +335,27 @@ class Api:
             if not message.get("more_body"):
                 return b"".join(chunks)
 
+    def _timed(self, work: Callable[[], Response]) -> Response:
+        """Run a request's blocking work (:meth:`_run`) and say how long it took.
+
+        The answer carries ``Server-Timing`` (``app;dur=`` milliseconds; of a stream,
+        its first lines), so a client can tell the server's work from the network and
+        HTTP around it. An error answer says so too, unless the token was refused: a
+        stranger learns nothing of how long checking it took.
+        """
+        started = time.perf_counter()
+        try:
+            response = work()
+        except HttpError as error:
+            if error.status == 401:
+                raise
+            response = error_response(error.status, error.kind, str(error), error.headers)
+        except MnemoError as error:
+            response = error_response(status_of(error), error_kind(error), one_line(error))
+        spent = (time.perf_counter() - started) * 1e3
+        response.headers.append((b"server-timing", f"app;dur={spent:.2f}".encode()))
+        return response
+
     def _run(
         self,
         route: Route,
@@ -345,34 +367,8 @@ class Api:
     ) -> Response:
         """Check the token (unless checked already), call the handler and render its reply.
 
-        All of a request's blocking work, timed: the response says how long it took in
-        ``Server-Timing`` (``app;dur=`` milliseconds; of a stream, its first lines), so
-        a client can tell the server's work from the network and HTTP around it. An
-        error answer says so too, unless the token was refused: a stranger learns
-        nothing of how long checking it took.
+        All of a request's blocking work.
         """
-        started = time.perf_counter()
-        try:
-            response = self._work(route, params, query, raw, headers, token)
-        except HttpError as error:
-            if error.status == 401:
-                raise
-            response = error_response(error.status, error.kind, str(error), error.headers)
-        except MnemoError as error:
-            response = error_response(status_of(error), error_kind(error), one_line(error))
-        spent = (time.perf_counter() - started) * 1e3
-        response.headers.append((b"server-timing", f"app;dur={spent:.2f}".encode()))
-        return response
-
-    def _work(
-        self,
-        route: Route,
-        params: dict[str, str],
-        query: dict[str, str],
-        raw: bytes,
-        headers: list[tuple[bytes, bytes]],
-        token: Token | None,
-    ) -> Response:
         if token is None:
             token = self.tenants.authenticate(headers)
         tenant = params["tenant"]
