@@ -11,12 +11,17 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # would redo it in every worker on every run (~7 s of the ~12 s a worker spends collecting).
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
 
+EXTRAS := .[test,embed,langgraph,mcp,postgres,ui,serve,client]
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# uv resolves the same versions as pip and fetches them in parallel: on a machine with no
+# download cache the install takes ~6 s instead of ~46 s. Where no uv wheel exists, pip does it.
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test,embed,langgraph,mcp,postgres,ui,serve,client]'
+	($(BIN)/python -m pip install --quiet --disable-pip-version-check --only-binary=:all: uv \
+	  && $(BIN)/uv pip install --quiet --python $(BIN)/python -e '$(EXTRAS)') \
+	|| $(BIN)/python -m pip install --quiet -e '$(EXTRAS)'
 	touch $(STAMP)
 
 demo: $(STAMP)
