@@ -37,6 +37,7 @@ from mnemosyne.integrations.langgraph.known import (
     LatestCheckpoints,
     Located,
     complete,
+    known_writes,
     more_writes,
 )
 from mnemosyne.integrations.langgraph.stored_values import Serialized, stored
@@ -259,8 +260,13 @@ class CheckpointWriter:
         with self._known.lock:
             for _ in range(_TRIES):
                 known = self._known.get(thread_id, ns)
-                if known is not None and (known.checkpoint_id != checkpoint_id or known.writes is None):
+                if known is not None and known.checkpoint_id != checkpoint_id:
                     known = None  # what is known does not say which of these writes are stored
+                if known is not None and known.writes is None:
+                    # The checkpoint's writes, read once at the tip they are known at: from then
+                    # on neither its next writes nor the next put (its child) read anything.
+                    at = known.at if known.at is not None and known.at.id == known.tip else known.tip
+                    known = known_writes(known, list(self.repo.nodes(at=at, prefix=known.node_id + WRITES)))
                 if known is not None and known.writes is not None:
                     tip: str | None = known.tip
                     stored = {node_id for node_id in known.writes if node_id.startswith(task_base + "/")}
