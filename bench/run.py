@@ -21,7 +21,7 @@ from checkpointer import bench_checkpointer, bench_checkpointer_cost, bench_chec
 from commit_cpu import bench_commit_cpu
 from core_runs import bench_history, bench_merge, bench_size
 from feature_runs import bench_claims, bench_integrity, bench_recall
-from graph_step import bench_graph_step
+from graph_step import bench_graph_step, bench_graph_step_postgres
 from harness import write_table
 from postgres import bench_postgres
 from serve_load import bench_serve
@@ -68,6 +68,7 @@ def main() -> None:
         bench_checkpointer_cost(root, 100 if args.quick else 1000)
         bench_graph_step(root, 3 if args.quick else 12)
         bench_checkpointer_postgres(40 if args.quick else 300)
+        bench_graph_step_postgres(3 if args.quick else 12)
         bench_postgres(root, [1_000, 5_000] if args.quick else [10_000, 100_000], args.rounds)
         bench_sync(root, 300 if args.quick else 10_000, (300, 1_000) if args.quick else (1_000, 100_000))
         bench_viewer(root, 300 if args.quick else 10_000, 3_000 if args.quick else 100_000, 5 if args.quick else 30)
