@@ -13,7 +13,9 @@ the server's error bodies, with the remote's name in front. Needs ``httpx``
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from urllib.parse import quote
 
 import httpx
@@ -41,6 +43,10 @@ MAX_BODY = "x-mnemo-max-body"
 
 _ID_BYTES = 40
 """What an id costs in a request body, at most (32 bytes and msgpack's framing)."""
+
+STORING = 3
+"""``store`` requests sent ahead at most (their bodies held here): the server stores them
+one after another while this process plans and reads what comes next."""
 
 FINISH = 20_000
 """Commits one ``finish`` request indexes, at most (the last one moves the branch)."""
@@ -77,6 +83,11 @@ class HttpRemote:
         self.url = url.rstrip("/")
         self.name = name
         self.max_body = 8 << 20  # until the server says
+        self._storing: deque[Future[wire.Counts]] = deque()
+        """The ``store`` requests under way and queued, in order (see :meth:`store`)."""
+        self._sending: ThreadPoolExecutor | None = None
+        self._refused = False
+        """A ``store`` request failed: those queued after it are not sent (nor any later)."""
         self._http = httpx.Client(
             base_url=self.url,
             headers={"authorization": f"Bearer {token}", "user-agent": f"mnemo/{VERSION}"},
@@ -105,7 +116,11 @@ class HttpRemote:
         return self.token.tenant
 
     def close(self) -> None:
-        """Release the connections."""
+        """Release the connections (after the request under way, if any, is answered)."""
+        if self._sending is not None:
+            self._sending.shutdown(wait=True, cancel_futures=True)
+            self._sending = None
+        self._storing.clear()
         self._http.close()
 
     # -- requests ----------------------------------------------------------------------
@@ -159,7 +174,10 @@ class HttpRemote:
         return kind(f"remote {self.name!r}: {message}")
 
     def _step(self, step: str, message: msgspec.Struct, answer: type[wire.M]) -> wire.M:
-        data = self._send("POST", self._steps + step, wire.encode(message), step)
+        return self._answer(step, wire.encode(message), answer)
+
+    def _answer(self, step: str, body: bytes, answer: type[wire.M]) -> wire.M:
+        data = self._send("POST", self._steps + step, body, step)
         try:
             return wire.decode(data, answer, f"the answer to {step}")
         except InvalidInput as error:
@@ -189,23 +207,37 @@ class HttpRemote:
     def read(self, ids: list[bytes]) -> Iterator[Objects]:
         """The objects of ``ids``: a part per answer, each of a few megabytes.
 
+        The next part is asked for, from a thread of its own, while the caller
+        stores this one: the server reads it meanwhile.
+
         Raises:
             NotFound: a version was erased there since it was offered (a rerun
                 brings its erasure first).
         """
-        rest = ids
-        while rest:
-            batch = self._step("read", wire.Ids(ids=next(self._parts(rest))), wire.ObjectBatch)
-            count = len(batch.ids)
-            if not count or batch.ids != rest[:count] or len(batch.data) != count:
-                raise MnemoError(f"remote {self.name!r} answered other objects than those asked for")
-            if batch.erased:
-                raise NotFound(
-                    f"remote {self.name!r}: {len(batch.erased)} version(s) were erased there during the "
-                    f"transfer (e.g. {batch.erased[0].hex()[:12]}); run it again: the erasure comes first"
-                )
-            yield list(zip(batch.ids, batch.data, strict=True))
-            rest = rest[count:]
+        if not ids:
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-read") as reading:
+            ahead = reading.submit(self._read_part, ids)
+            while True:
+                part, rest = ahead.result()
+                if rest:
+                    ahead = reading.submit(self._read_part, rest)
+                yield part
+                if not rest:
+                    return
+
+    def _read_part(self, ids: list[bytes]) -> tuple[list[tuple[bytes, bytes | None]], list[bytes]]:
+        """The first objects of ``ids`` one answer holds, and the ids left to ask for."""
+        batch = self._step("read", wire.Ids(ids=next(self._parts(ids))), wire.ObjectBatch)
+        count = len(batch.ids)
+        if not count or batch.ids != ids[:count] or len(batch.data) != count:
+            raise MnemoError(f"remote {self.name!r} answered other objects than those asked for")
+        if batch.erased:
+            raise NotFound(
+                f"remote {self.name!r}: {len(batch.erased)} version(s) were erased there during the "
+                f"transfer (e.g. {batch.erased[0].hex()[:12]}); run it again: the erasure comes first"
+            )
+        return list(zip(batch.ids, batch.data, strict=True)), ids[count:]
 
     # -- as a destination (push) -------------------------------------------------------
 
@@ -235,6 +267,15 @@ class HttpRemote:
     def store(self, objects: Objects) -> tuple[int, int]:
         """Send objects in requests of at most :data:`BODY_LIMIT` bytes, each one transaction there.
 
+        The requests go from a thread of their own, in order, one at a time; up to
+        :data:`STORING` of them may still be under way when this returns, so the
+        server stores them while this process reads and plans what comes next.
+        :meth:`flush` (or a later call) waits for their answers and raises the
+        first error one carries (the requests after it are not sent).
+
+        Returns:
+            ``(objects written, bytes)`` of the requests answered during this call.
+
         Raises:
             InvalidInput: an object larger than the server takes in a request.
         """
@@ -245,12 +286,16 @@ class HttpRemote:
         held = 0
 
         def send() -> None:
-            nonlocal written, size, held
-            counts = self._step("store", wire.ObjectBatch(ids=ids, data=data), wire.Counts)
-            written += counts.objects
-            size += counts.bytes
-            ids.clear()
-            data.clear()
+            nonlocal written, size, held, ids, data
+            body = wire.encode(wire.ObjectBatch(ids=ids, data=data))
+            while len(self._storing) >= STORING:
+                counts = self._stored()
+                written += counts.objects
+                size += counts.bytes
+            if self._sending is None:
+                self._sending = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-store")
+            self._storing.append(self._sending.submit(self._store_part, body))
+            ids, data = [], []
             held = 0
 
         for oid, raw in objects:
@@ -270,8 +315,42 @@ class HttpRemote:
             send()
         return written, size
 
+    def flush(self) -> tuple[int, int]:
+        """Wait for the ``store`` requests under way; ``(objects written, bytes)`` they report.
+
+        Raises:
+            MnemoError: as the first failed request's answer says (those after it are not sent).
+        """
+        written = size = 0
+        while self._storing:
+            counts = self._stored()
+            written += counts.objects
+            size += counts.bytes
+        return written, size
+
+    def _store_part(self, body: bytes) -> wire.Counts:
+        """One ``store`` request, in the sending thread; none once one failed (a transfer ends there)."""
+        if self._refused:
+            raise MnemoError(f"remote {self.name!r}: objects not sent, as an earlier batch failed")
+        try:
+            return self._answer("store", body, wire.Counts)
+        except BaseException:
+            self._refused = True
+            raise
+
+    def _stored(self) -> wire.Counts:
+        """The answer to the oldest ``store`` request under way; on an error, the rest are dropped."""
+        try:
+            return self._storing.popleft().result()
+        except BaseException:
+            for later in self._storing:
+                later.cancel()  # not sent: a store after a failed one would only be wasted
+            self._storing.clear()
+            raise
+
     def finish(self, commits: list[bytes], move: wire.Move) -> tuple[int, RefUpdate | None]:
         """Index ``commits`` there, in parts, then move the branch by compare-and-swap."""
+        self.flush()  # every object is stored before the commits naming them are indexed
         indexed = 0
         start = 0
         step = max(1, min(FINISH, (self.max_body - 4096) // _ID_BYTES))

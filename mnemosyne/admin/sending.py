@@ -66,7 +66,11 @@ def candidates(view: View, tips: list[bytes], common: list[bytes]) -> list[tuple
 
 
 def plan_objects(
-    view: View, commits: list[bytes], skip: set[bytes], diffs: dict[bytes, list[Change]] | None = None
+    view: View,
+    commits: list[bytes],
+    skip: set[bytes],
+    diffs: dict[bytes, list[Change]] | None = None,
+    queued: set[bytes] | None = None,
 ) -> list[bytes]:
     """Ids of the objects ``commits`` (parents first) add to their parents' trees, children first.
 
@@ -79,10 +83,15 @@ def plan_objects(
     :data:`DIFFS` changes in all: compared right after planning, the chunks are
     read from the cache, and a receiver in this process indexes the commits
     without reading and comparing its copies of them again.
+
+    ``queued``, when given, holds the ids planned by earlier calls (a history
+    planned in parts, parents first): they are not listed again, and this call's
+    are added.
     """
-    queued: set[bytes] = set()
+    if queued is None:
+        queued = set()
     objects: list[bytes] = []
-    kept = 0
+    kept = sum(map(len, diffs.values())) if diffs else 0  # what earlier parts kept counts too
     for oid in commits:
         commit = view.commit(oid)
         bases = [view.commit(parent).tree for parent in commit.parents]

@@ -26,13 +26,17 @@ both stores consistent and running it again completes it:
    streams them, children before parents (nodes, then tree chunks bottom-up,
    contradiction records, then the commit, commits parents first), in
    transactions of at most :data:`BATCH` objects. Every object's bytes are
-   hashed on arrival and must match their id. What the receiver holds never
+   hashed on arrival and must match their id. With the other side in another
+   process, the history goes in parts (:data:`PLAN`, :data:`PLAN_THERE`
+   commits), one part planned while the other side stores the one before, and
+   the receiver compares each commit with its first parent as it stores it
+   (:class:`Received`). What the receiver holds never
    prunes the walk, only the list, so objects an interrupted run left behind
    are skipped and a ``gc`` between runs loses nothing. Objects of an
    interrupted transfer are unreachable until the refs move, so ``gc`` collects
    them after its grace period if no rerun comes.
 4. **Indexes and refs**, in one transaction: the new commits enter the commit
-   graph, change and claim indexes (computed here, never copied), their
+   graph, change and claim indexes (computed by the receiver, never copied), their
    versions are queued for recall, and the caller's ref moves run last
    (compare-and-swap, reflogged). Derived indexes are rebuilt, never received.
 """
@@ -40,21 +44,23 @@ both stores consistent and running it again completes it:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager
+import threading
+from collections.abc import Callable, Generator, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, closing
 from typing import Protocol, TypeVar
 
 import msgspec
 
 from mnemosyne.admin.erase import claim_keys, erase, unindex_claims
-from mnemosyne.admin.sending import candidates, plan_objects
-from mnemosyne.errors import CorruptObject, InvalidInput, NotFound
+from mnemosyne.admin.sending import DIFFS, candidates, plan_objects
+from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, NotFound
 from mnemosyne.index.build import commit_changes, index_commit
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model import codec
-from mnemosyne.model.objects import Redaction, decode_object
+from mnemosyne.model.objects import CommitObject, Redaction, TreeChunk, decode_object
 from mnemosyne.store.object_store import decode_redaction
-from mnemosyne.store.tree_diff import Change
+from mnemosyne.store.tree_diff import Change, TreeDiff
 
 T = TypeVar("T")
 
@@ -68,6 +74,15 @@ BATCH = 20_000
 
 QUESTION = 50_000
 """Ids asked about at once (whether the receiver lacks them): bounded requests over HTTP."""
+
+PLAN = 256
+"""Commits planned at once for a receiver in another process (a push over HTTP), which
+stores one part while this process plans the next (one in this process takes them all)."""
+
+PLAN_THERE = 1024
+"""Commits a sender in another process (a fetch over HTTP) is asked to plan at once: it
+plans the next part while this process stores one; each part is a request and a
+transaction more, so larger parts than a push's."""
 
 Objects = Iterable[tuple[bytes, bytes | None]]
 """``(id, stored bytes)`` of objects sent; None where the sender lacks one."""
@@ -157,7 +172,16 @@ class Destination(Protocol):
         ...
 
     def store(self, objects: Objects) -> tuple[int, int]:
-        """Write objects, each hashed on arrival; ``(objects written, bytes)``."""
+        """Write objects, each hashed on arrival; ``(objects written, bytes)`` confirmed so far.
+
+        A destination in another process may still be writing some when this
+        returns (:meth:`flush` waits for them); each write is still one
+        transaction there, and an error of one surfaces at the next call.
+        """
+        ...
+
+    def flush(self) -> tuple[int, int]:
+        """Wait for the objects still being written; ``(objects written, bytes)`` of those."""
         ...
 
 
@@ -228,20 +252,50 @@ def exchange(sender: Sender, destination: Destination, tips: list[bytes] | None)
     candidates = [oid for oid, _ in offer.commits]
     lacking = _ask(destination.lacking_commits, candidates)
     commits = [oid for oid in candidates if oid in lacking]
-    # Versions erased on the receiving side are never sent, nor asked about.
-    planned = [oid for oid in sender.objects(commits) if oid not in erased] if commits else []
+    step = len(commits) or 1
     if isinstance(sender, LocalSender) and isinstance(destination, LocalDestination):
-        # Both in this process: the trees the sender compared while planning are the
+        # Both in this process: the trees the sender compares while planning are the
         # ones the destination would compare to index the commits (ids name content).
-        destination.diffs = sender.diffs
-    absent = _ask(destination.lacking, planned)
-    wanted = [oid for oid in planned if oid in absent]
-    for start in range(0, len(wanted), BATCH):
-        for part in sender.read(wanted[start : start + BATCH]):
-            written, size = destination.store(part)
-            sent.objects += written
-            sent.bytes += size
+        # Elsewhere nobody takes them: a sender over HTTP, or to one, does not compute
+        # them, and the receiver compares the trees as their chunks arrive (Received).
+        sender.diffs = destination.diffs = {}
+    else:
+        # The other side is another process (over HTTP): it stores one part of the
+        # history while this process plans the next (a push), or plans the next while
+        # this process stores one (a fetch): two processes at work, not one.
+        step = PLAN if isinstance(sender, LocalSender) else PLAN_THERE
+    parts = [commits[first : first + step] for first in range(0, len(commits), step)]
+    # Closed on the way out, error or not: a request a thread sent ahead is answered first.
+    with closing(_planned(sender, parts)) as plans:
+        for ids in plans:
+            # Versions erased on the receiving side are never sent, nor asked about.
+            planned = [oid for oid in ids if oid not in erased]
+            absent = _ask(destination.lacking, planned)
+            wanted = [oid for oid in planned if oid in absent]
+            for start in range(0, len(wanted), BATCH):
+                for objects in sender.read(wanted[start : start + BATCH]):
+                    written, size = destination.store(objects)
+                    sent.objects += written
+                    sent.bytes += size
+    written, size = destination.flush()
+    sent.objects += written
+    sent.bytes += size
     return Exchange(sent=sent, commits=commits, offer=offer)
+
+
+def _planned(sender: Sender, parts: list[list[bytes]]) -> Generator[list[bytes], None, None]:
+    """The objects each part of the commits adds; a sender in another process plans the next meanwhile."""
+    if isinstance(sender, LocalSender):  # its snapshot is a transaction of this thread
+        for part in parts:
+            yield sender.objects(part)
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-plan") as planning:
+        ahead = [planning.submit(sender.objects, part) for part in parts[:1]]
+        for i in range(len(parts)):
+            ids = ahead.pop().result()
+            if i + 1 < len(parts):
+                ahead.append(planning.submit(sender.objects, parts[i + 1]))
+            yield ids
 
 
 def _ask(question: Callable[[list[bytes]], set[bytes]], ids: list[bytes]) -> set[bytes]:
@@ -259,8 +313,13 @@ class LocalSender:
 
     def __init__(self, view: View) -> None:
         self.view = view
-        self.diffs: dict[bytes, list[Change]] = {}
-        """What commits planned so far changed against their first parents (see :func:`plan_objects`)."""
+        self.planned: set[bytes] = set()
+        """The ids :meth:`objects` listed so far: a history planned in parts lists each once."""
+        self._erased: set[bytes] | None = None
+        self.diffs: dict[bytes, list[Change]] | None = None
+        """Where planning keeps what each commit changed against its first parent (see
+        :func:`plan_objects`), for a receiver in this process; None (a served store
+        planning for a client, a push over HTTP): not computed, as nobody would use them."""
 
     def offer(self, tips: list[bytes] | None, have: list[bytes], erased: frozenset[bytes]) -> Offer:
         """The candidates for ``tips`` (None: every branch), stopping where ``have`` reaches."""
@@ -282,11 +341,13 @@ class LocalSender:
     def objects(self, commits: list[bytes]) -> list[bytes]:
         """Ids of the objects ``commits`` add to their parents' trees, children before parents.
 
-        What each commit changed is kept in :attr:`diffs` on the way (see :func:`plan_objects`).
+        What each commit changed is kept in :attr:`diffs` on the way, if it is set (see
+        :func:`plan_objects`).
         """
         view = self.view
-        mine = {key for key, _ in view.objects.redactions(view.txn)}  # erased here: no bytes to send
-        return plan_objects(view, commits, mine, self.diffs)
+        if self._erased is None:  # erased here: no bytes to send (read once for all the parts)
+            self._erased = {key for key, _ in view.objects.redactions(view.txn)}
+        return plan_objects(view, commits, self._erased, self.diffs, self.planned)
 
     def read(self, ids: list[bytes]) -> Iterator[Objects]:
         """The objects of ``ids``, read as the receiver writes them (one part)."""
@@ -310,13 +371,67 @@ class _Reading:
 # -- the receiving side -------------------------------------------------------------
 
 
-class LocalDestination:
-    """A receiver open in this process: its tenant handle, one transaction per step."""
+class Received:
+    """What commits changed against their first parents, as the receiving side found storing them.
 
-    def __init__(self, receiver: Receiver) -> None:
+    Each commit that arrives is compared with its first parent right then, from
+    the tree chunks of the same batch (just hashed and decoded) and those stored
+    before: ``finish`` then indexes it without reading, hashing and decoding its
+    chunks again. Computed by the receiver from objects it verified, never taken
+    from a sender, and the same whichever transfer brings the commit (ids name
+    content): so a served store keeps one per tenant across a push's requests.
+    At most :data:`~mnemosyne.admin.sending.DIFFS` changes are kept, the oldest
+    dropped first; what is not kept, ``finish`` computes.
+    """
+
+    def __init__(self) -> None:
+        self._diffs: dict[bytes, list[Change]] = {}
+        self._changes = 0
+        self._lock = threading.Lock()  # a served store's requests run in threads
+
+    def keep(self, found: dict[bytes, list[Change]]) -> None:
+        """Keep what a committed transaction's commits changed."""
+        with self._lock:
+            for oid, changes in found.items():
+                if oid not in self._diffs:
+                    self._diffs[oid] = changes
+                    self._changes += len(changes)
+            while self._changes > DIFFS and self._diffs:
+                oldest = next(iter(self._diffs))
+                self._changes -= len(self._diffs.pop(oldest))
+
+    def known(self, commits: list[bytes]) -> dict[bytes, list[Change]]:
+        """What is kept of ``commits``."""
+        with self._lock:
+            return {oid: self._diffs[oid] for oid in commits if oid in self._diffs}
+
+    def drop(self, commits: Iterable[bytes]) -> None:
+        """Forget ``commits`` (indexed now)."""
+        with self._lock:
+            for oid in commits:
+                changes = self._diffs.pop(oid, None)
+                if changes is not None:
+                    self._changes -= len(changes)
+
+    def __len__(self) -> int:
+        return len(self._diffs)
+
+
+class LocalDestination:
+    """A receiver open in this process: its tenant handle, one transaction per step.
+
+    Args:
+        receiver: the receiving tenant.
+        received: where what stored commits changed is kept (a served store passes
+            its tenant's, kept across requests; by default, this destination's own).
+    """
+
+    def __init__(self, receiver: Receiver, received: Received | None = None) -> None:
         self.receiver = receiver
-        self.diffs: dict[bytes, list[Change]] = {}
-        """What commits changed, as a sender in this process found planning them (see :func:`exchange`)."""
+        self.diffs: dict[bytes, list[Change]] | None = None
+        """What commits changed, as a sender in this process found planning them (see
+        :func:`exchange`); None: no such sender, this side compares them storing them."""
+        self.received = Received() if received is None else received
 
     def survey(self) -> Survey:
         """The tips of every ref (branches and remote-tracking refs), and the versions erased."""
@@ -345,17 +460,32 @@ class LocalDestination:
         return self.receiver.write(lambda view: _apply_redactions(view, records))
 
     def store(self, objects: Objects) -> tuple[int, int]:
-        """Write objects in one transaction, each hashed on arrival."""
-        return self.receiver.write(functools.partial(_store, objects))
+        """Write objects in one transaction, each hashed on arrival.
+
+        Without a sender in this process, the commits among them are compared with
+        their first parents on the way (see :class:`Received`).
+        """
+        compare = self.diffs is None
+        written, size, found = self.receiver.write(functools.partial(_store, objects, compare))
+        if found:
+            self.received.keep(found)  # only once the transaction holding their objects committed
+        return written, size
+
+    def flush(self) -> tuple[int, int]:
+        """Nothing to wait for: each :meth:`store` wrote its objects before it returned."""
+        return 0, 0
 
     def finish(self, commits: list[bytes], move: Callable[[WriteView], T]) -> tuple[int, T]:
         """Index ``commits`` (parents first), then run ``move``: one transaction."""
+        known = self.diffs if self.diffs is not None else self.received.known(commits)
 
         def work(view: WriteView) -> tuple[int, T]:
-            indexed = index_commits(view, commits, self.diffs)
+            indexed = index_commits(view, commits, known)
             return indexed, move(view)
 
-        return self.receiver.write(work)
+        done = self.receiver.write(work)
+        self.received.drop(known)
+        return done
 
 
 def _apply_redactions(view: WriteView, records: list[tuple[bytes, bytes]]) -> int:
@@ -394,10 +524,21 @@ def _apply_redactions(view: WriteView, records: list[tuple[bytes, bytes]]) -> in
     return applied
 
 
-def _store(objects: Objects, view: WriteView) -> tuple[int, int]:
-    """Write one batch of objects, each hashed on arrival; ``(objects written, bytes)``."""
+def _store(objects: Objects, compare: bool, view: WriteView) -> tuple[int, int, dict[bytes, list[Change]]]:
+    """Write one batch of objects, each hashed on arrival; ``(objects written, bytes, changes)``.
+
+    ``compare``: decode the tree chunks and commits on the way (their bytes are
+    at hand and hashed), and compare each commit not indexed here yet with its
+    first parent: the changes found, by commit (see :class:`Received`), at most
+    :data:`~mnemosyne.admin.sending.DIFFS` in all (a batch of commits that each
+    replace a large tree leaves the rest to ``finish``, which keeps none).
+    """
     store, txn = view.objects, view.txn
     written = size = 0
+    chunks: dict[bytes, TreeChunk] = {}
+    commits: dict[bytes, CommitObject] = {}
+    found: dict[bytes, list[Change]] = {}
+    budget = DIFFS
     for oid, data in objects:
         if data is None:
             raise CorruptObject(f"{oid.hex()} is missing from the sending store (run 'mnemo fsck' there)")
@@ -413,7 +554,48 @@ def _store(objects: Objects, view: WriteView) -> tuple[int, int]:
         if store.put_raw(txn, oid, data):
             written += 1
             size += len(data)
-    return written, size
+        if compare and data[1:8] != codec.NODE_TAG:
+            changes = _compare(view, oid, data, chunks, commits)
+            if changes is not None and len(changes) > budget:
+                compare = False  # enough held for one batch: finish compares the rest
+            elif changes is not None:
+                found[oid] = changes
+                budget -= len(changes)
+    return written, size, found
+
+
+def _compare(
+    view: WriteView,
+    oid: bytes,
+    data: bytes,
+    chunks: dict[bytes, TreeChunk],
+    commits: dict[bytes, CommitObject],
+) -> list[Change] | None:
+    """Keep a chunk of the batch decoded; a commit's changes against its first parent, if they can be found.
+
+    The batch's own chunks and commits come from here, never from the store's
+    cache: a transaction that rolls back leaves nothing decoded behind. What
+    cannot be compared now (a parent or chunk missing, bytes that do not decode)
+    is left for ``finish``, which reports it.
+    """
+    try:
+        obj = decode_object(data, oid)
+        if isinstance(obj, TreeChunk):
+            chunks[oid] = obj
+        elif isinstance(obj, CommitObject):
+            commits[oid] = obj
+            if obj.parents and not view.graph.has(view.txn, oid):  # not sent again to no purpose
+                parent = commits.get(obj.parents[0]) or view.commit(obj.parents[0])
+                stored = view.objects.chunk_loader(view.txn)
+
+                def load(key: bytes) -> TreeChunk:
+                    chunk = chunks.get(key)
+                    return chunk if chunk is not None else stored(key)
+
+                return list(TreeDiff(load).diff(parent.tree, obj.tree))
+    except (MnemoError, ValueError, TypeError, LookupError):
+        pass  # whatever is wrong with these objects, finish compares them again and reports it
+    return None
 
 
 def index_commits(

@@ -13,17 +13,32 @@ Which role each step needs is the server's to decide (its route table).
 
 from __future__ import annotations
 
+import threading
+import weakref
+
 import msgspec
 
 from mnemosyne.admin import wire
 from mnemosyne.admin.sending import read_some
-from mnemosyne.admin.transfer import LocalDestination, LocalSender
+from mnemosyne.admin.transfer import LocalDestination, LocalSender, Received
 from mnemosyne.api._handle import Handle
 from mnemosyne.api._remotes import move_branch
 from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.index.view import WriteView
 from mnemosyne.model.reports import RefUpdate
 from mnemosyne.store.refs import check_branch_name
+
+_received: weakref.WeakKeyDictionary[Handle, Received] = weakref.WeakKeyDictionary()
+"""Each served tenant's :class:`Received`: what its ``store`` steps compared, for ``finish``."""
+_receiving = threading.Lock()
+
+
+def _received_by(handle: Handle) -> Received:
+    with _receiving:
+        found = _received.get(handle)
+        if found is None:
+            found = _received[handle] = Received()
+        return found
 
 
 def answer(handle: Handle, step: str, request: bytes, *, author: str) -> bytes:
@@ -41,7 +56,7 @@ def answer(handle: Handle, step: str, request: bytes, *, author: str) -> bytes:
 
 
 def _answer(handle: Handle, step: str, message: msgspec.Struct, author: str) -> msgspec.Struct:
-    destination = LocalDestination(handle)
+    destination = LocalDestination(handle, _received_by(handle))
     if isinstance(message, wire.Want):
         with handle.read() as view:
             offer = LocalSender(view).offer(message.tips, message.have, frozenset(message.erased))
