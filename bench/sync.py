@@ -1,4 +1,4 @@
-"""Benchmarks for remotes: a push of many new commits to a path remote, and a no-op fetch.
+"""Benchmarks for remotes: a push of many new commits to a path remote, a fetch of them, and a no-op fetch.
 
 The same history then travels over HTTP, to and from a real ``mnemo serve``
 process: a push into the empty store it serves, a fetch of all of it into an
@@ -75,7 +75,27 @@ def bench_push(root: Path, commits: int, per_commit: int = 8) -> None:
             ">= 20,000",
             rate >= 20_000,
         )
+        _fetch_from_path(root, root / "push-local")
         _over_http(root, local, rate)
+
+
+def _fetch_from_path(root: Path, source: Path) -> None:
+    """Fetch the whole history of ``source`` into an empty store, three times: the median rate."""
+    rates = []
+    for run in range(3):  # each into an empty store of its own
+        with Repo.init(root / f"fetch-path-{run}", sync=False) as fetcher:
+            fetcher.store.add_remote("source", source)
+            t0 = time.perf_counter()
+            (part,) = fetcher.fetch("source").tenants
+            rates.append(part.objects / (time.perf_counter() - t0))
+    rate = statistics.median(rates)
+    row(
+        "fetch from a path remote, objects/s, median of 3",
+        f"{part.commits} commits, {part.objects} objects",
+        f"{rate:,.0f}",
+        ">= 20,000",
+        rate >= 20_000,
+    )
 
 
 class _Server:
