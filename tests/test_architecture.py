@@ -233,8 +233,6 @@ PRIVATE_REACHES: set[tuple[str, str]] = {
     ("support/internals.py", "repo._recall._vectors"),
     # The best-first walk is checked row by row against a sort, which a search could not show.
     ("test_recall.py", "semantic._best_first"),
-    # Kills a push between two batches, as a killed process would, so a rerun after gc must complete.
-    ("test_remotes.py", "transfer._store"),
 }
 """``(file under tests/, expression)`` of each reach into a private name of the library, and why.
 

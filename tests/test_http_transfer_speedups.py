@@ -24,7 +24,7 @@ import pytest
 from support.components import need_module
 
 from mnemosyne import CorruptObject, MnemoError, Node, NotFound, Repo
-from mnemosyne.admin import transfer, wire
+from mnemosyne.admin import receiving, transfer, wire
 from mnemosyne.model.access import Token
 from mnemosyne.store.tree_diff import TreeDiff
 
@@ -144,7 +144,7 @@ def test_a_fetch_over_http_plans_without_comparing_and_the_fetching_side_compare
 def test_a_push_stores_part_of_the_history_while_it_plans_the_rest(
     hub: Hub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(transfer, "PLAN", 10, raising=False)
+    monkeypatch.setattr(transfer, "PLAN", 10)
     with history(tmp_path / "local.mnemo", 35) as local:
         local.store.add_remote("hub", URL)
         local.push("hub", token="secret")
@@ -165,7 +165,7 @@ def test_a_fetch_plans_the_next_part_of_the_history_while_it_stores_one(
         source.store.add_remote("hub", URL)
         source.push("hub", token="secret")
     hub.log.clear()
-    monkeypatch.setattr(transfer, "PLAN_THERE", 10, raising=False)
+    monkeypatch.setattr(transfer, "PLAN_THERE", 10)
     with Repo.init(tmp_path / "fresh.mnemo", sync=False) as fresh:
         fresh.store.add_remote("hub", URL)
         assert fresh.fetch("hub", token="secret").tenants[0].commits == 35
@@ -199,7 +199,7 @@ def test_a_fetch_whose_planning_ahead_fails_raises_that_error_and_leaves_the_fet
     with history(tmp_path / "source.mnemo", 30) as source:
         source.store.add_remote("hub", URL)
         source.push("hub", token="secret")
-    monkeypatch.setattr(transfer, "PLAN_THERE", 10, raising=False)
+    monkeypatch.setattr(transfer, "PLAN_THERE", 10)
     hub.fail = lambda step, n: "the hub is shutting down" if step == "plan" and n == 2 else None
     with Repo.init(tmp_path / "fresh.mnemo", sync=False) as fresh:
         fresh.store.add_remote("hub", URL)
@@ -266,8 +266,8 @@ def test_commits_sent_before_their_trees_are_compared_in_finish_and_indexed_righ
 def test_what_a_served_store_keeps_of_its_comparisons_is_bounded_oldest_dropped_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(transfer, "DIFFS", 5)
-    kept = transfer.Received()
+    monkeypatch.setattr(receiving, "DIFFS", 5)
+    kept = receiving.Received()
     a, b, c = b"a" * 32, b"b" * 32, b"c" * 32
     change = ("k", None, b"v" * 32)
     kept.keep({a: [change] * 3})
@@ -282,7 +282,7 @@ def test_what_a_served_store_keeps_of_its_comparisons_is_bounded_oldest_dropped_
 def test_a_batch_compares_at_most_a_bounded_number_of_changes_and_finish_does_the_rest(
     hub: Hub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(transfer, "DIFFS", 7)  # each commit changes 3 ids: two per batch are kept
+    monkeypatch.setattr(receiving, "DIFFS", 7)  # each commit changes 3 ids: two per batch are kept
     with history(tmp_path / "local.mnemo", 6) as local:
         local.store.add_remote("hub", URL)
         local.push("hub", token="secret")

@@ -535,7 +535,7 @@ def test_a_push_interrupted_twice_with_gc_between_completes_when_run_again(
     Repo.init(tmp_path / "b.mnemo").close()
     a.store.add_remote("b", tmp_path / "b.mnemo")
     monkeypatch.setattr(transfer, "BATCH", 1)
-    real = transfer._store
+    real = transfer.store_objects
     budget = {"left": 0}
 
     def dies_after_budget(*args: object) -> object:
@@ -544,7 +544,7 @@ def test_a_push_interrupted_twice_with_gc_between_completes_when_run_again(
         budget["left"] -= 1
         return real(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(transfer, "_store", dies_after_budget)
+    monkeypatch.setattr(transfer, "store_objects", dies_after_budget)
 
     def push(batches: int) -> None:
         budget["left"] = batches

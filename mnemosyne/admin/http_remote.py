@@ -22,7 +22,8 @@ import httpx
 import msgspec
 
 from mnemosyne.admin import wire
-from mnemosyne.admin.transfer import BATCH, QUESTION, Objects, Offer, Survey
+from mnemosyne.admin.receiving import Objects
+from mnemosyne.admin.transfer import BATCH, QUESTION, Offer, Survey
 from mnemosyne.errors import (
     CorruptObject,
     InvalidInput,

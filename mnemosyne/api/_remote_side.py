@@ -19,8 +19,9 @@ import weakref
 import msgspec
 
 from mnemosyne.admin import wire
+from mnemosyne.admin.receiving import Received
 from mnemosyne.admin.sending import read_some
-from mnemosyne.admin.transfer import LocalDestination, LocalSender, Received
+from mnemosyne.admin.transfer import LocalDestination, LocalSender
 from mnemosyne.api._handle import Handle
 from mnemosyne.api._remotes import move_branch
 from mnemosyne.errors import InvalidInput, NotFound
