@@ -226,23 +226,29 @@ def bench_checkpointer(root: Path, rounds: int = 200, blocks: int = 5) -> None:
     )
 
 
-def bench_checkpointer_postgres(rounds: int = 200, blocks: int = 5) -> None:
-    """MnemosyneSaver on a PostgreSQL store beside LangGraph's PostgresSaver on the same server."""
+def postgres_savers(server: PgServer, schema: str) -> tuple[Repo, Any, Any]:
+    """Ours on a store in ``schema`` and LangGraph's PostgresSaver, set up, on ``server``: (repo, connection, saver)."""
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row
 
+    repo = Repo.init(server.url(schema))
+    connection = psycopg.connect(
+        f"host={server.socket} user={server.user} dbname=postgres",
+        autocommit=True,
+        prepare_threshold=0,
+        row_factory=dict_row,  # as PostgresSaver asks
+    )
+    saver = PostgresSaver(connection)  # type: ignore[arg-type]
+    saver.setup()
+    return repo, connection, saver
+
+
+def bench_checkpointer_postgres(rounds: int = 200, blocks: int = 5) -> None:
+    """MnemosyneSaver on a PostgreSQL store beside LangGraph's PostgresSaver on the same server."""
     server = PgServer().start()
     try:
-        repo = Repo.init(server.url("saver"))
-        connection = psycopg.connect(
-            f"host={server.socket} user={server.user} dbname=postgres",
-            autocommit=True,
-            prepare_threshold=0,
-            row_factory=dict_row,  # as PostgresSaver asks
-        )
-        postgres_saver = PostgresSaver(connection)  # type: ignore[arg-type]
-        postgres_saver.setup()
+        repo, connection, postgres_saver = postgres_savers(server, "saver")
         ours = Thread(MnemosyneSaver(repo), "thread-1")
         theirs = Thread(postgres_saver, "thread-1")
         kv: Any = repo.kv

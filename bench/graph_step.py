@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, TypedDict
 
+from checkpointer import postgres_savers
 from harness import row
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
@@ -149,22 +150,10 @@ def bench_graph_step(root: Path, runs: int = 12, steps: int = 20) -> None:
 
 def bench_graph_step_postgres(runs: int = 12, steps: int = 20) -> None:
     """The same on one PostgreSQL server: MnemosyneSaver beside PostgresSaver, in each placement."""
-    import psycopg
-    from langgraph.checkpoint.postgres import PostgresSaver
-    from psycopg.rows import dict_row
-
     graph = _graph(steps)
     server = PgServer().start()
     try:
-        repo = Repo.init(server.url("graph"))
-        connection = psycopg.connect(
-            f"host={server.socket} user={server.user} dbname=postgres",
-            autocommit=True,
-            prepare_threshold=0,
-            row_factory=dict_row,  # as PostgresSaver asks
-        )
-        theirs = PostgresSaver(connection)  # type: ignore[arg-type]
-        theirs.setup()
+        repo, connection, theirs = postgres_savers(server, "graph")
         compiled = {
             "ours": graph.compile(checkpointer=MnemosyneSaver(repo)),
             "theirs": graph.compile(checkpointer=theirs),

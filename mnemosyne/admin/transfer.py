@@ -30,7 +30,7 @@ both stores consistent and running it again completes it:
    process, the history goes in parts (:data:`PLAN`, :data:`PLAN_THERE`
    commits), one part planned while the other side stores the one before, and
    the receiver compares each commit with its first parent as it stores it
-   (:class:`Received`). What the receiver holds never
+   (:class:`~mnemosyne.admin.receiving.Received`). What the receiver holds never
    prunes the walk, only the list, so objects an interrupted run left behind
    are skipped and a ``gc`` between runs loses nothing. Objects of an
    interrupted transfer are unreachable until the refs move, so ``gc`` collects
