@@ -24,7 +24,7 @@ import pytest
 from support.components import need_module
 
 from mnemosyne import CorruptObject, MnemoError, Node, NotFound, Repo
-from mnemosyne.admin import receiving, transfer, wire
+from mnemosyne.admin import http_remote, receiving, transfer, wire
 from mnemosyne.model.access import Token
 from mnemosyne.store.tree_diff import TreeDiff
 
@@ -191,6 +191,30 @@ def test_a_store_request_that_fails_stops_the_ones_queued_after_it_and_the_hub_s
         again = local.push("hub", token="secret").tenants[0]  # a rerun completes it
         assert again.commits == 20
         same_history(local, hub.repo)
+
+
+def test_a_push_whose_last_finish_part_fails_leaves_the_hub_sound_and_a_rerun_completes_it(
+    hub: Hub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Indexing is sent in parts; the earlier parts commit on their own, so a last part
+    # refused leaves commits indexed that no branch reaches yet: sound, as any object
+    # stored with no ref to it is, until a rerun moves the branch or gc drops them.
+    monkeypatch.setattr(http_remote, "FINISH", 4)
+    hub.fail = lambda step, n: "the connection dropped" if step == "finish" and n == 3 else None
+    with history(tmp_path / "local.mnemo", 10) as local:
+        local.store.add_remote("hub", URL)
+        with pytest.raises(MnemoError, match="the connection dropped"):
+            local.push("hub", token="secret")
+        assert hub.log.count("finish") == 3  # 4 + 4 indexed, the last 2 refused
+        assert hub.repo.tip("main") is None
+        report = hub.repo.fsck()
+        assert report.ok, report.problems
+        assert report.commits == 8  # the dangling ones are checked, not skipped
+        hub.fail = lambda step, n: None
+        rerun = local.push("hub", token="secret").tenants[0]
+        assert rerun.commits == 2 and rerun.objects == 0  # the rest was there, indexed
+        same_history(local, hub.repo)
+        assert hub.repo.fsck().commits == 10
 
 
 def test_a_fetch_whose_planning_ahead_fails_raises_that_error_and_leaves_the_fetching_store_consistent(

@@ -132,6 +132,8 @@ def store_objects(
     commits: dict[bytes, CommitObject] = {}
     found: dict[bytes, list[Change]] = {}
     budget = DIFFS
+    # A tenant that never erased anything has no redaction record to look up per node.
+    erased = store.erasures(txn) > 0
     for oid, data in objects:
         if data is None:
             raise CorruptObject(f"{oid.hex()} is missing from the sending store (run 'mnemo fsck' there)")
@@ -142,7 +144,7 @@ def store_objects(
             if newer is not None:
                 raise InvalidInput(f"object {oid.hex()}: {newer}; upgrade Mnemosyne to receive it")
             decode_object(data, oid)  # raises CorruptObject for what is no object at all
-        if data[1:8] == codec.NODE_TAG and store.redaction(txn, oid) is not None:
+        if erased and data[1:8] == codec.NODE_TAG and store.redaction(txn, oid) is not None:
             continue  # erased here: the bytes never come back
         if store.put_raw(txn, oid, data):
             written += 1

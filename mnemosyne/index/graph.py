@@ -235,6 +235,11 @@ class CommitGraph:
                 ) from None
         return found
 
+    def commits(self, txn: ReadTxn) -> list[bytes]:
+        """The id of every indexed commit, its entry not decoded (one range read)."""
+        size = len(self.prefix)
+        return [key[size:] for key, _ in txn.scan(Space.INDEX, self.prefix)]
+
     def set_claims(self, txn: WriteTxn, oid: bytes, entry: GraphEntry, claims: bytes) -> None:
         """Point a commit's entry (``entry``, as read) at another claim tree; its shape stays."""
         txn.put(
