@@ -142,6 +142,11 @@ class CommitGraph:
         """Whether the commit is indexed (so it and everything it reaches is stored)."""
         return txn.get(Space.INDEX, self.prefix + oid) is not None
 
+    def indexed(self, txn: ReadTxn, oids: list[bytes]) -> set[bytes]:
+        """Those of ``oids`` that are indexed, read at once (one round trip on PostgreSQL)."""
+        found = txn.get_many(Space.INDEX, [self.prefix + oid for oid in oids])
+        return {oid for oid, data in zip(oids, found, strict=True) if data is not None}
+
     def add(
         self,
         txn: WriteTxn,
