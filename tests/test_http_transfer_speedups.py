@@ -26,6 +26,7 @@ from support.components import need_module
 from mnemosyne import CorruptObject, MnemoError, Node, NotFound, Repo
 from mnemosyne.admin import http_remote, receiving, transfer, wire
 from mnemosyne.model.access import Token
+from mnemosyne.store.kv.postgres_kv import PostgresKV
 from mnemosyne.store.tree_diff import TreeDiff
 
 need_module("httpx")
@@ -74,10 +75,9 @@ class Hub:
         return httpx.Response(200, content=body, headers=headers)
 
 
-@pytest.fixture
-def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Hub]:
-    """An empty served store; every httpx client of this test reaches it."""
-    served = Hub(Repo.init(tmp_path / "hub.mnemo", sync=False))
+def _served(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> Hub:
+    """``repo`` served: every httpx client of this test reaches it."""
+    served = Hub(repo)
     transport = httpx.MockTransport(served)
     real = httpx.Client
 
@@ -93,6 +93,21 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Hub]:
         return diff(self, a, b)
 
     monkeypatch.setattr(TreeDiff, "diff", counted)
+    return served
+
+
+@pytest.fixture
+def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Hub]:
+    """An empty served store on LMDB."""
+    served = _served(Repo.init(tmp_path / "hub.mnemo", sync=False), monkeypatch)
+    yield served
+    served.repo.close()
+
+
+@pytest.fixture
+def pg_hub(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Hub]:
+    """An empty served store on the session's PostgreSQL server."""
+    served = _served(Repo.init(pg_url), monkeypatch)
     yield served
     served.repo.close()
 
@@ -313,3 +328,33 @@ def test_a_batch_compares_at_most_a_bounded_number_of_changes_and_finish_does_th
         # Two compared and kept, a third compared past the bound and dropped: finish compares three.
         assert hub.diffs == Counter({"store": 3, "finish": 3})
         same_history(local, hub.repo)
+
+
+@pytest.mark.slow  # on the session's PostgreSQL server
+def test_a_hub_on_postgresql_answers_a_push_and_a_fetch_in_round_trips_per_request_not_per_commit(
+    pg_hub: Hub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trips = [0]
+    waited = PostgresKV.waited
+
+    def counting(self: PostgresKV) -> None:
+        trips[0] += 1
+        waited(self)
+
+    monkeypatch.setattr(PostgresKV, "waited", counting)
+    with history(tmp_path / "local.mnemo", 40, per_commit=5) as local:
+        local.store.add_remote("hub", URL)
+        assert local.push("hub", token="secret").tenants[0].commits == 40
+        # Storing asks once per request which of its commits are indexed (before: once
+        # for each, to compare it with its parent), and looks up no redaction record
+        # while the hub has erased nothing (before: once per version).
+        assert trips[0] <= 30, trips[0]
+        same_history(local, pg_hub.repo)
+    trips[0] = 0
+    with Repo.init(tmp_path / "fresh.mnemo", sync=False) as fresh:
+        fresh.store.add_remote("hub", URL)
+        assert fresh.fetch("hub", token="secret").tenants[0].commits == 40
+        # The walk of the hub's commit graph reads the shapes the hub kept when it
+        # indexed them (before: one entry a commit).
+        assert trips[0] <= 10, trips[0]
+        same_history(pg_hub.repo, fresh, "hub/main")

@@ -32,6 +32,8 @@ _KNOWN_TAGS = tuple(
 )
 """How the tags of the object kinds this version reads begin an encoded object (msgpack strings)."""
 
+_COMMIT_TAGS = tuple(codec.encode(tag) for tag in ("commit@1", "commit@2"))
+
 
 class Received:
     """What commits changed against their first parents, as the receiving side found storing them.
@@ -134,6 +136,13 @@ def store_objects(
     budget = DIFFS
     # A tenant that never erased anything has no redaction record to look up per node.
     erased = store.erasures(txn) > 0
+    indexed: set[bytes] = set()
+    if compare:
+        objects = list(objects)  # a request's batch, in memory already
+        # Which commits are indexed here, asked once (on PostgreSQL a round trip each).
+        indexed = view.graph.indexed(
+            txn, [oid for oid, data in objects if data is not None and data[1:].startswith(_COMMIT_TAGS)]
+        )
     for oid, data in objects:
         if data is None:
             raise CorruptObject(f"{oid.hex()} is missing from the sending store (run 'mnemo fsck' there)")
@@ -150,7 +159,7 @@ def store_objects(
             written += 1
             size += len(data)
         if compare and data[1:8] != codec.NODE_TAG:
-            changes = _compare(view, oid, data, chunks, commits)
+            changes = _compare(view, oid, data, chunks, commits, indexed)
             if changes is not None and len(changes) > budget:
                 compare = False  # enough held for one batch: finish compares the rest
             elif changes is not None:
@@ -165,6 +174,7 @@ def _compare(
     data: bytes,
     chunks: dict[bytes, TreeChunk],
     commits: dict[bytes, CommitObject],
+    indexed: set[bytes],
 ) -> list[Change] | None:
     """Keep a chunk of the batch decoded; a commit's changes against its first parent, if they can be found.
 
@@ -179,7 +189,7 @@ def _compare(
             chunks[oid] = obj
         elif isinstance(obj, CommitObject):
             commits[oid] = obj
-            if obj.parents and not view.graph.has(view.txn, oid):  # not sent again to no purpose
+            if obj.parents and oid not in indexed:  # not sent again to no purpose
                 parent = commits.get(obj.parents[0]) or view.commit(obj.parents[0])
                 stored = view.objects.chunk_loader(view.txn)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 
 from mnemosyne.index.build import commit_changes
-from mnemosyne.index.graph import GraphEntry
+from mnemosyne.index.graph import Shape
 from mnemosyne.index.view import View
 from mnemosyne.store.tree_diff import Change
 
@@ -27,10 +27,12 @@ def candidates(view: View, tips: list[bytes], common: list[bytes]) -> list[tuple
     A walk by generation, newest first (every child comes before its parents), of
     both sides at once: a commit reached from ``common`` marks its ancestors, and
     the walk stops once no commit left to visit is wanted. So it reads the
-    commits wanted, and those of ``common``'s history down to the oldest of them.
+    commits wanted, and those of ``common``'s history down to the oldest of them:
+    their shapes, which a handle keeps (a served store, or one that made the
+    commits, reads none of them again; on PostgreSQL each read is a round trip).
     """
     graph, txn = view.graph, view.txn
-    entries: dict[bytes, GraphEntry] = {}
+    shapes: dict[bytes, Shape] = {}
     reached: dict[bytes, bool] = {}  # commit -> reached from common
     queue: list[tuple[int, bytes]] = []
     wanted = 0
@@ -39,9 +41,9 @@ def candidates(view: View, tips: list[bytes], common: list[bytes]) -> list[tuple
         nonlocal wanted
         before = reached.get(oid)
         if before is None:
-            entry = entries[oid] = graph.entry(txn, oid)
+            shape = shapes[oid] = graph.shape(txn, oid)  # every commit visited is in this snapshot
             reached[oid] = known
-            heapq.heappush(queue, (-entry.generation, oid))
+            heapq.heappush(queue, (-shape.generation, oid))
             wanted += not known
         elif known and not before:
             reached[oid] = True
@@ -55,7 +57,7 @@ def candidates(view: View, tips: list[bytes], common: list[bytes]) -> list[tuple
     while wanted:
         _, oid = heapq.heappop(queue)
         known = reached[oid]
-        parents = entries[oid].parents
+        parents = shapes[oid].parents
         if not known:
             wanted -= 1
             found.append((oid, parents))
