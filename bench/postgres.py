@@ -16,6 +16,8 @@ Then LangGraph's long-term store on the same server: ``MnemosyneStore`` on a
 PostgreSQL-backed repo beside LangGraph's own ``PostgresStore`` (package
 ``langgraph-checkpoint-postgres``), ``put``, ``get`` and a ``search`` of a namespace
 of 1,000 items (a page of 10, LangGraph's default), blocks taking turns, medians.
+
+Last, push and fetch with a PostgreSQL store on the other side (``transfer_pg``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 
 from harness import make_node, median_us, node_id, row
 from placement import placed, placements
+from transfer_pg import bench_transfers_pg
 
 from mnemosyne import Repo
 from mnemosyne.store.kv import lmdb_kv
@@ -97,6 +100,7 @@ def bench_postgres(root: Path, sizes: list[int], rounds: int) -> None:
             for n in sizes:
                 _bench_size(server, conn, root, n, rounds)
         _bench_langgraph_store(server, max(rounds, 21))
+        bench_transfers_pg(server, root)
     finally:
         server.stop()
 
