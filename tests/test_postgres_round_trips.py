@@ -194,3 +194,21 @@ def test_statements_prepared_by_a_commit_that_failed_are_known_afterwards(pg_url
         assert answers[-1] is True  # guessed new again, and right: the same statement, prepared once
         with kv.read() as txn:
             assert txn.get_many(Space.OBJECTS, [b"old", b"new"]) == [b"v", b"w"]
+
+
+def test_catching_up_the_search_index_reads_in_batches_not_a_version_at_a_time(pg_url):
+    # A search first indexes the versions committed since the last one: whether each
+    # is indexed already, its bytes, its content's vector, the postings and content
+    # map entries it extends are each read for a batch at once (before: about seven
+    # round trips a version).
+    with Repo.init(pg_url) as repo:
+        repo.use_embedder("hash")
+        repo.commit(_nodes(40), message="indexed by the first search")
+        repo.search("note 7", k=3)
+        for version in range(1, 4):
+            repo.commit(_nodes(100, version), message=f"v{version}")
+        first = _trips(repo, lambda: repo.search("note 42", k=5))
+        again = _trips(repo, lambda: repo.search("note 42", k=5))
+        assert first - again <= 60, (first, again)  # catching up 300 versions
+        hits = repo.search("note 42 v3", k=1)
+        assert hits[0].id == "mem/00042" and hits[0].node.content == "note 42 v3"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from itertools import islice
 from typing import TypeVar
 
 import numpy as np
@@ -269,6 +270,9 @@ the vectors waiting (float32) stay small (12 MB at 384 wide)."""
 MEMBERS_BYTES = 64 << 20
 """Vectors of namespaces scored whole that a handle keeps at most."""
 
+BLOCKS_READ = 64
+"""Change-log entries applied at a time, the blocks they name read together: a few MB at most."""
+
 SAVE_AFTER = 2048
 """Rows linked since the saved index (or dropped from it) past which a writable handle
 saves it again: a new process then links at most about this many itself (a third of a
@@ -397,9 +401,26 @@ class VectorCache:
 
     def _catch_up(self, txn: ReadTxn, store: VectorStore, model: str, found: Matrix) -> Matrix:
         """Apply the change log after ``found.seq``: new blocks added, rows of rewritten ones dropped."""
-        dim = found.dim
         rewritten: set[int] = set()
-        for seq, change in store.log_since(txn, model, found.seq):
+        log = store.log_since(txn, model, found.seq)
+        while changes := list(islice(log, BLOCKS_READ)):
+            # The blocks these entries name, read at once (on PostgreSQL a round trip each).
+            named = [change[1:] for _, change in changes if len(change) == 5 and change[:1] != b"-"]
+            blocks = store.blocks_at(txn, model, list(dict.fromkeys(named)))
+            found = self._apply(changes, blocks, rewritten, found)
+        # Dropped rows are found from the blocks as this transaction sees them, so the
+        # order of the entries read does not matter: a row is alive where its block holds it.
+        found.drop_gone(txn, store, model, rewritten)
+        found.link()
+        return found
+
+    @staticmethod
+    def _apply(
+        changes: list[tuple[int, bytes]], blocks: dict[bytes, bytes], rewritten: set[int], found: Matrix
+    ) -> Matrix:
+        """Apply log entries, their blocks read: new blocks added, rewritten ones noted in ``rewritten``."""
+        dim = found.dim
+        for seq, change in changes:
             if change == b"*":  # the vectors were rebuilt: start over
                 rewritten.clear()
                 found = Matrix(dim, found.approx is not None)
@@ -410,15 +431,11 @@ class VectorCache:
             if kind == b"-":
                 rewritten.add(int.from_bytes(rest, "big"))
                 continue
-            data = store.block(txn, model, rest)
+            data = blocks.get(rest)
             if data is not None:
                 hashes, vectors = parse_block(data)
                 if vectors.shape[1:] == (dim,):
                     found.add(int.from_bytes(rest, "big"), hashes, vectors)
-        # Dropped rows are found from the blocks as this transaction sees them, so the
-        # order of the entries read does not matter: a row is alive where its block holds it.
-        found.drop_gone(txn, store, model, rewritten)
-        found.link()
         return found
 
     def _maybe_save(self, txn: ReadTxn, store: VectorStore, model: str, found: Matrix) -> None:

@@ -177,6 +177,11 @@ class Postings:
             raise damaged("a document record", exc) from None
         return number, data[DOC_RECORD.size :], expires
 
+    def indexed(self, txn: ReadTxn, oids: list[bytes]) -> set[bytes]:
+        """Those of ``oids`` that are indexed, read at once (one round trip on PostgreSQL)."""
+        found = txn.get_many(Space.RECALL, [self.scope + DOC + oid for oid in oids])
+        return {oid for oid, data in zip(oids, found, strict=True) if data is not None}
+
     def documents(self, txn: ReadTxn) -> Iterator[bytes]:
         """The node hash of every indexed version."""
         prefix = self.scope + DOC

@@ -130,9 +130,11 @@ class Writer:
     def _merged(self, contents: dict[bytes, list[Version]]) -> Iterator[tuple[bytes, bytes]]:
         """Content-map entries with the versions already there added."""
         log = AppendLog(self._txn, Space.RECALL, self._scope + CHANGES)
-        for chash, versions in contents.items():
-            key = self._scope + CONTENT + chash
-            known = self._txn.get(Space.RECALL, key)
+        keys = [self._scope + CONTENT + chash for chash in contents]
+        # Read at once: on PostgreSQL a round trip each.
+        for key, known, (chash, versions) in zip(
+            keys, self._txn.get_many(Space.RECALL, keys), contents.items(), strict=True
+        ):
             if known is not None:
                 versions = [*VERSIONS.decode(known), *versions]
                 log.append(chash)  # new contents need no entry: no handle can hold them
@@ -212,19 +214,20 @@ class Writer:
         resumed = first % layout.SEGMENT != 0  # the segment holds earlier documents: append to them
         head, tail = self._scope + TERM, b"\x00" + segment.to_bytes(4, "big")
         summary_head = self._scope + SUMMARY
+        spans = list(bounds)
+        encoded = [vocabulary[word].encode() for _, _, word, _ in spans]
+        keys = [head + word + tail for word in encoded]
+        summary_keys = [summary_head + word + b"\x00" for word in encoded]
+        # What is there already, read at once: on PostgreSQL a round trip each.
+        befores = self._txn.get_many(Space.RECALL, keys) if resumed else [None] * len(keys)
+        knowns = self._txn.get_many(Space.RECALL, summary_keys)
         items: list[tuple[bytes, bytes]] = []
-        for start, end, word, at in bounds:
-            encoded = vocabulary[word].encode()
-            key = head + encoded + tail
+        for (start, end, _, at), key, before, summary_key, known in zip(
+            spans, keys, befores, summary_keys, knowns, strict=True
+        ):
             value = data[start * ROW_BYTES : end * ROW_BYTES]
-            if resumed:
-                before = self._txn.get(Space.RECALL, key)
-                if before is not None:
-                    value = before + value
-            items.append((key, value))
-            summary_key = summary_head + encoded + b"\x00"
-            known = self._txn.get(Space.RECALL, summary_key) or b""
-            items.append((summary_key, _summarized(known, summaries[at : at + SUMMARY_BYTES])))
+            items.append((key, value if before is None else before + value))
+            items.append((summary_key, _summarized(known or b"", summaries[at : at + SUMMARY_BYTES])))
         items.sort()
         self._txn.put_many(Space.RECALL, items)
 

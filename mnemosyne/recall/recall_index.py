@@ -16,6 +16,7 @@ or erasure; until then read-only handles refuse to search it rather than misread
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 
 import numpy as np
 
@@ -249,6 +250,19 @@ class FreshVectors:
 
 
 @bulk()
+def _stored(view: WriteView, oids: list[bytes]) -> list[tuple[bytes, Node]]:
+    """The versions of ``oids`` still stored, read at once; erased or collected since queued: left out."""
+    try:
+        nodes = view.objects.nodes(view.txn, oids)  # one round trip on PostgreSQL
+    except NotFound:  # one of them is gone (collected): one by one, to leave out only those
+        found: list[tuple[bytes, Node]] = []
+        for oid in oids:
+            with suppress(NotFound):
+                found.append((oid, view.node(oid)))
+        return found
+    return [(oid, node) for oid, node in zip(oids, nodes, strict=True) if node is not None]
+
+
 def catch_up(
     view: WriteView, embedder: Embedder | None, progress: Callable[[int, int], None] | None = None
 ) -> int:
@@ -284,14 +298,9 @@ def catch_up(
     writer = Writer(txn, index.postings)
     count = 0
     for start in range(0, len(pending), batch):
-        fresh: list[tuple[bytes, Node]] = []
-        for oid in pending[start : start + batch]:
-            if index.postings.document(txn, oid) is not None:
-                continue  # indexed already (written again by a later commit)
-            try:
-                fresh.append((oid, view.node(oid)))
-            except NotFound:
-                continue  # erased or collected since it was queued
+        part = pending[start : start + batch]
+        indexed = index.postings.indexed(txn, part)  # written again by a later commit
+        fresh = _stored(view, [oid for oid in part if oid not in indexed])
         index_nodes(txn, index, writer, embedder, fresh, batch)
         count += len(fresh)
         done += len(pending[start : start + batch])
@@ -331,11 +340,13 @@ def _embed_contents(
     store.set_model(txn, model, embedder.dim)
     store.ensure_identity(txn)
     missing: dict[bytes, Node] = {}
+    # Looked up at once: on PostgreSQL a round trip each.
+    there = store.with_vectors(txn, model, list(dict.fromkeys(hashes))) if fresh is None else set()
     for chash, node in zip(hashes, nodes, strict=True):
         if chash in missing:
             continue
         if fresh is None:
-            if not store.has_vector(txn, model, chash):
+            if chash not in there:
                 missing[chash] = node
         elif chash not in fresh.embedded:
             fresh.embedded.add(chash)

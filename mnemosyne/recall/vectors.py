@@ -169,6 +169,12 @@ class VectorStore:
         """Whether ``model`` has a vector for this content."""
         return txn.get(Space.VECTORS, self.scope + model.encode() + _MAP + chash) is not None
 
+    def with_vectors(self, txn: ReadTxn, model: str, hashes: list[bytes]) -> set[bytes]:
+        """Those of content ``hashes`` that ``model`` has vectors for, read at once."""
+        prefix = self.scope + model.encode() + _MAP
+        found = txn.get_many(Space.VECTORS, [prefix + chash for chash in hashes])
+        return {chash for chash, data in zip(hashes, found, strict=True) if data is not None}
+
     def vector_hashes(self, txn: ReadTxn, model: str) -> Iterator[bytes]:
         """The content hashes ``model`` has vectors for."""
         prefix = self.scope + model.encode() + _MAP
@@ -192,6 +198,12 @@ class VectorStore:
     def block(self, txn: ReadTxn, model: str, number: bytes) -> bytes | None:
         """One block of ``model`` as stored (``number``: 4 bytes), or None."""
         return txn.get(Space.VECTORS, self.scope + model.encode() + _BLOCK + number)
+
+    def blocks_at(self, txn: ReadTxn, model: str, numbers: list[bytes]) -> dict[bytes, bytes]:
+        """The blocks of ``model`` with these ``numbers`` (4 bytes each) that exist, read at once."""
+        prefix = self.scope + model.encode() + _BLOCK
+        found = txn.get_many(Space.VECTORS, [prefix + number for number in numbers])
+        return {number: data for number, data in zip(numbers, found, strict=True) if data is not None}
 
     def where(self, txn: ReadTxn, model: str, chash: bytes) -> tuple[int, int] | None:
         """``(block, row)`` of a content's vector under ``model``, or None."""
