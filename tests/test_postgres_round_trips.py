@@ -212,3 +212,20 @@ def test_catching_up_the_search_index_reads_in_batches_not_a_version_at_a_time(p
         assert first - again <= 60, (first, again)  # catching up 300 versions
         hits = repo.search("note 42 v3", k=1)
         assert hits[0].id == "mem/00042" and hits[0].node.content == "note 42 v3"
+
+
+def test_fsck_reads_in_batches_not_an_object_at_a_time(pg_url):
+    # Every commit at once, each tree a level at a time, and the search index checked
+    # against the objects fsck listed (before: a read for each indexed version, twice,
+    # and for every ref tip, commit and tree chunk).
+    with Repo.init(pg_url) as repo:
+        repo.use_embedder("hash")
+        for c in range(30):
+            repo.commit(_nodes(20, c, start=c * 20), message=f"c{c}")
+        repo.search("note 7", k=3)
+    with Repo.open(pg_url) as repo:
+        trips = repo.kv.round_trips
+        report = repo.fsck()
+        trips = repo.kv.round_trips - trips
+        assert report.ok and report.commits == 30
+        assert trips <= 5 * 30 + 40, trips

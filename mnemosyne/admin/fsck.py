@@ -36,11 +36,14 @@ def fsck(view: View) -> FsckReport:
     commits: list[bytes] = []
     try:
         stored: set[bytes] = set()
-        count, claims_possible = _check_objects(view, problems, stored)
+        found: list[bytes] = []
+        count, claims_possible = _check_objects(view, problems, stored, found)
+        view.objects.prefetch(view.txn, found)  # the walks read every commit: at once, not one by one
         commits = _check_history(view, problems, stored, claims_possible)
         from mnemosyne.recall.check import check as recall_check  # numpy: loaded when fsck runs
 
-        problems.extend(Problem(kind="index", object=None, message=line) for line in recall_check(view))
+        recall = recall_check(view, stored)
+        problems.extend(Problem(kind="index", object=None, message=line) for line in recall)
     except CorruptObject as exc:
         # Damage below the objects (the store file): what was checked so far stands.
         problems.append(Problem(kind="corrupt", object=None, message=str(exc)))
@@ -60,11 +63,14 @@ def _unfinished_clone(view: View) -> list[Problem]:
     return [Problem(kind="missing", object=None, message=message)]
 
 
-def _check_objects(view: View, problems: list[Problem], stored: set[bytes]) -> tuple[int, bool]:
+def _check_objects(
+    view: View, problems: list[Problem], stored: set[bytes], commits: list[bytes]
+) -> tuple[int, bool]:
     """Re-hash and decode every object; return how many, and whether any may hold a claim.
 
     Adds the id of every stored object to ``stored``, so that following the trees
-    asks a set rather than storage (a read per node version).
+    asks a set rather than storage (a read per node version), and of every sound
+    commit to ``commits``.
     """
     count = 0
     claims_possible = False  # no stored object holds a claim: the rebuild skips the claim index
@@ -83,7 +89,8 @@ def _check_objects(view: View, problems: list[Problem], stored: set[bytes]) -> t
                 )
                 continue
             try:
-                decode_object(data, oid)
+                if isinstance(decode_object(data, oid), CommitObject):
+                    commits.append(oid)
             except CorruptObject as exc:
                 problems.append(Problem(kind="corrupt", object=oid.hex(), message=str(exc)))
     return count, claims_possible
@@ -103,7 +110,7 @@ def _check_history(
     tips = ref_tips(view)
     commits: list[bytes] = []
     for oid in sorted(tips):
-        if oid.hex() not in bad and not view.objects.contains(view.txn, oid):
+        if oid.hex() not in bad and oid not in stored:
             problems.append(
                 Problem(kind="missing", object=oid.hex(), message="a ref or reflog names a missing commit")
             )
@@ -222,6 +229,13 @@ class _Chunks:
         data = view.objects.raw(view.txn, oid)  # storage, not the cache: it may hold chunks never stored
         return None if data is None else decode_object(data, oid)
 
+    def read_many(self, oids: list[bytes]) -> list[StoredObject | None]:
+        """:meth:`read` of each of ``oids``, from one read of storage."""
+        view = self._view
+        found = view.objects.raw_many(view.txn, oids) if oids else []
+        pairs = zip(oids, found, strict=True)
+        return [None if data is None else decode_object(data, oid) for oid, data in pairs]
+
     def keep(self, oid: bytes, chunk: TreeChunk) -> None:
         """Keep a chunk for the diffs (all are dropped at once when too many are kept)."""
         if len(self._kept) >= _KEPT_CHUNKS:
@@ -259,33 +273,51 @@ def _check_tree(
     stored: set[bytes],
     chunks: _Chunks,
 ) -> None:
-    stack = [commit.tree]
-    while stack:
-        oid = stack.pop()
-        if oid in seen:
-            continue
-        seen.add(oid)
-        if bad and oid.hex() in bad:
-            continue
-        chunk = chunks.read(oid)
-        if chunk is None:
-            problems.append(Problem(kind="missing", object=oid.hex(), message="a tree names a missing chunk"))
-            continue
-        if not isinstance(chunk, TreeChunk):
-            problems.append(Problem(kind="corrupt", object=oid.hex(), message="expected a tree chunk"))
-            continue
-        chunks.keep(oid, chunk)
-        if chunk.level:
-            # Only children not met yet: a new version of an inner chunk names mostly
-            # children of the version before it, and a lookup here is one in C, not a pop.
-            stack.extend(filterfalse(seen.__contains__, chunk.values))
-            continue
-        if stored.issuperset(chunk.values):  # one call, not a lookup per node: nearly every leaf
-            continue
-        for value in chunk.values:
-            if value not in stored and value not in seen:
-                seen.add(value)  # reported once, however many chunks name it
-                if value.hex() not in bad and view.objects.redaction(view.txn, value) is None:  # erased
-                    problems.append(
-                        Problem(kind="missing", object=value.hex(), message="a tree names a missing node")
-                    )
+    level = [commit.tree]
+    while level:
+        # A level of the tree at a time, its chunks not met yet read together (on
+        # PostgreSQL one round trip, not one each).
+        wanted = []
+        for oid in level:
+            if oid not in seen:
+                seen.add(oid)
+                if not (bad and oid.hex() in bad):
+                    wanted.append(oid)
+        level = []
+        for oid, chunk in zip(wanted, chunks.read_many(wanted), strict=True):
+            _check_chunk(view, oid, chunk, seen, problems, bad, stored, chunks, level)
+
+
+def _check_chunk(
+    view: View,
+    oid: bytes,
+    chunk: StoredObject | None,
+    seen: set[bytes],
+    problems: list[Problem],
+    bad: set[str | None],
+    stored: set[bytes],
+    chunks: _Chunks,
+    below: list[bytes],
+) -> None:
+    """Check one chunk of a tree; the ids of its child chunks not met yet go to ``below``."""
+    if chunk is None:
+        problems.append(Problem(kind="missing", object=oid.hex(), message="a tree names a missing chunk"))
+        return
+    if not isinstance(chunk, TreeChunk):
+        problems.append(Problem(kind="corrupt", object=oid.hex(), message="expected a tree chunk"))
+        return
+    chunks.keep(oid, chunk)
+    if chunk.level:
+        # Only children not met yet: a new version of an inner chunk names mostly
+        # children of the version before it, and a lookup here is one in C.
+        below.extend(filterfalse(seen.__contains__, chunk.values))
+        return
+    if stored.issuperset(chunk.values):  # one call, not a lookup per node: nearly every leaf
+        return
+    for value in chunk.values:
+        if value not in stored and value not in seen:
+            seen.add(value)  # reported once, however many chunks name it
+            if value.hex() not in bad and view.objects.redaction(view.txn, value) is None:  # erased
+                problems.append(
+                    Problem(kind="missing", object=value.hex(), message="a tree names a missing node")
+                )

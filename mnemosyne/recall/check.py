@@ -19,39 +19,44 @@ from mnemosyne.recall.vectors import parse_block
 _REINDEX = "run 'mnemo reindex'"
 
 
-def check(view: View) -> list[str]:
-    """Problems of one tenant's recall indexes, one line each."""
+def check(view: View, stored: set[bytes] | None = None) -> list[str]:
+    """Problems of one tenant's recall indexes, one line each.
+
+    ``stored``: the id of every object the tenant stores, when the caller has
+    listed them (``fsck`` has): versions are looked up there rather than in the
+    store, one by one (on PostgreSQL a round trip each).
+    """
     recall = RecallIndex(view.stores.scope)
     try:
         # Postings of a layout lacking only id words are rebuilt at the next search: not a problem.
         if not recall.vectors_current(view.txn):
             return [f"the search index was written by an older version; {_REINDEX}"]
-        return _check(view, recall)
+        return _check(view, recall, stored)
     except CorruptObject as exc:
         return [f"{exc}"]
 
 
-def _check(view: View, recall: RecallIndex) -> list[str]:
+def _check(view: View, recall: RecallIndex, stored: set[bytes] | None) -> list[str]:
     txn = view.txn
     postings = recall.postings
     problems: list[str] = []
 
     def readable(oid: bytes) -> bool:
         # Presence is enough here: the object check re-hashes every stored object.
-        return view.objects.contains(txn, oid)
+        return oid in stored if stored is not None else view.objects.contains(txn, oid)
 
     postings.stats(txn)  # decodes, or reports the damage
-    for oid in postings.documents(txn):
+    documents: set[bytes] = set()
+    for oid, _ in postings.every_document(txn):  # decodes each, or reports the damage
+        documents.add(oid)
         if len(oid) != 32:
             problems.append(f"the search index has a document record of a malformed hash; {_REINDEX}")
         elif not readable(oid):
             problems.append(f"the search index names version {oid.hex()[:12]}, which is erased or missing")
-        else:
-            postings.document(txn, oid)  # decodes, or reports the damage
     numbers: list[int] = []
     for number, (oid, _, _) in postings.every_number(txn):
         numbers.append(number)
-        if postings.document(txn, oid) is None:
+        if oid not in documents:
             problems.append(f"document {number} names version {oid.hex()[:12]}, which is not indexed")
     known = np.zeros(max(numbers, default=-1) + 2, dtype=bool)  # the last slot: beyond them all
     known[numbers] = True

@@ -169,13 +169,17 @@ class Postings:
     def document(self, txn: ReadTxn, oid: bytes) -> tuple[int, bytes, int] | None:
         """``(document number, content hash, expiry)`` of an indexed version, or None."""
         data = txn.get(Space.RECALL, self.scope + DOC + oid)
-        if data is None:
-            return None
-        try:
-            number, expires = DOC_RECORD.unpack_from(data)
-        except struct.error as exc:
-            raise damaged("a document record", exc) from None
-        return number, data[DOC_RECORD.size :], expires
+        return None if data is None else _document(data)
+
+    def every_document(self, txn: ReadTxn) -> Iterator[tuple[bytes, tuple[int, bytes, int]]]:
+        """``(node hash, (document number, content hash, expiry))`` of every indexed version, one scan.
+
+        Raises:
+            CorruptObject: a damaged document record.
+        """
+        prefix = self.scope + DOC
+        for key, data in txn.scan(Space.RECALL, prefix):
+            yield key[len(prefix) :], _document(data)
 
     def indexed(self, txn: ReadTxn, oids: list[bytes]) -> set[bytes]:
         """Those of ``oids`` that are indexed, read at once (one round trip on PostgreSQL)."""
@@ -383,6 +387,15 @@ class Postings:
             txn.put(Space.RECALL, key, keep.astype("<u4").tobytes())
         else:
             txn.delete(Space.RECALL, key)
+
+
+def _document(data: bytes) -> tuple[int, bytes, int]:
+    """A document record decoded: ``(document number, content hash, expiry)``."""
+    try:
+        number, expires = DOC_RECORD.unpack_from(data)
+    except struct.error as exc:
+        raise damaged("a document record", exc) from None
+    return number, data[DOC_RECORD.size :], expires
 
 
 def _version(data: bytes) -> Version:
