@@ -95,7 +95,7 @@ def dump(kv, space=Space.INDEX):
 keys = st.binary(min_size=1, max_size=4).map(lambda b: bytes(x % 4 for x in b).replace(b"\x03", b"\xff"))
 values = st.binary(max_size=8)
 ops = st.lists(
-    st.tuples(st.sampled_from(["put", "put", "delete"]), keys, values),
+    st.tuples(st.sampled_from(["put", "put", "delete", "discard"]), keys, values),
     max_size=40,
 )
 
@@ -179,9 +179,13 @@ class TestKVContract:
                     if op == "put":
                         assert txn.put(Space.INDEX, key, value) is True
                         model[key] = value
-                    else:
+                    elif op == "delete":
                         assert txn.delete(Space.INDEX, key) is (key in model)
                         model.pop(key, None)
+                    else:  # discard: says nothing; on PostgreSQL sent with the commit
+                        assert txn.discard(Space.INDEX, key) is None
+                        model.pop(key, None)
+                    assert txn.get(Space.INDEX, key) == model.get(key)  # its own write, read back
                 # scans inside the write transaction see its own writes
                 for prefix, start, reverse in probes:
                     got = list(txn.scan(Space.INDEX, prefix, start=start, reverse=reverse))

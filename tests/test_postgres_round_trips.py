@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from datetime import timedelta
 
 import pytest
 
@@ -229,3 +230,25 @@ def test_fsck_reads_in_batches_not_an_object_at_a_time(pg_url):
         trips = repo.kv.round_trips - trips
         assert report.ok and report.commits == 30
         assert trips <= 5 * 30 + 40, trips
+
+
+def test_gc_marks_every_tree_a_level_at_a_time(pg_url):
+    # The commits' graph entries at once, the chunks of all their trees a level at a
+    # time, when each unreachable object was first found so read a batch at once, and
+    # deletions sent with the commit (before: a read or a delete for each entry,
+    # chunk, object and reflog entry: 268 round trips here). The walk of the history
+    # still reads a commit at a time, and each version collected is taken out of the
+    # search index by itself.
+    with Repo.init(pg_url) as repo:
+        for c in range(30):
+            repo.commit(_nodes(20, c, start=c * 20), message=f"c{c}")
+        repo.branch("gone")
+        repo.commit(_nodes(5, 99), branch="gone", message="only on a branch that goes")
+        repo.delete_branch("gone")
+    with Repo.open(pg_url) as repo:
+        trips = repo.kv.round_trips
+        report = repo.gc(grace=timedelta(0), expire_reflog=timedelta(0))
+        trips = repo.kv.round_trips - trips
+        assert trips <= 30 + 60, trips
+        assert report.commits_removed == 1 and report.objects_removed > 5  # the branch that went
+        assert repo.fsck().ok and len(list(repo.nodes())) == 600

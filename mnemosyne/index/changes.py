@@ -104,7 +104,7 @@ class ChangeIndex:
         tail = b"\x00" + generation.to_bytes(8, "big") + commit
         # Sorted: neighbouring keys share pages, so each page is touched once.
         for key in sorted(prefix + node_id.encode() + tail for node_id in node_ids):
-            txn.delete(Space.INDEX, key)
+            txn.discard(Space.INDEX, key)
 
     def entries(self, txn: ReadTxn) -> dict[bytes, bytes]:
         """Every entry as stored (to compare with a rebuild)."""

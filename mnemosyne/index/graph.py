@@ -54,6 +54,20 @@ class Shape(NamedTuple):
     merges: bool
 
 
+def _entry(oid: bytes, data: bytes | None) -> GraphEntry:
+    """A commit's entry decoded from what is stored for it."""
+    if data is None:
+        raise CorruptObject(
+            f"commit {oid.hex()} is missing from the commit graph (damaged?); run 'mnemo reindex'"
+        )
+    try:
+        return _decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise CorruptObject(
+            f"the commit graph entry of {oid.hex()} is damaged ({exc}); run 'mnemo reindex'"
+        ) from None
+
+
 def _shape(entry: GraphEntry) -> Shape:
     parents = entry.parents
     return Shape(
@@ -112,17 +126,16 @@ class CommitGraph:
         Raises:
             CorruptObject: if the commit is missing from the index.
         """
-        data = txn.get(Space.INDEX, self.prefix + oid)
-        if data is None:
-            raise CorruptObject(
-                f"commit {oid.hex()} is missing from the commit graph (damaged?); run 'mnemo reindex'"
-            )
-        try:
-            return _decoder.decode(data)
-        except msgspec.DecodeError as exc:
-            raise CorruptObject(
-                f"the commit graph entry of {oid.hex()} is damaged ({exc}); run 'mnemo reindex'"
-            ) from None
+        return _entry(oid, txn.get(Space.INDEX, self.prefix + oid))
+
+    def entries_of(self, txn: ReadTxn, oids: list[bytes]) -> list[GraphEntry]:
+        """The index entries of ``oids``, in order, read at once (one round trip on PostgreSQL).
+
+        Raises:
+            CorruptObject: as :meth:`entry`.
+        """
+        found = txn.get_many(Space.INDEX, [self.prefix + oid for oid in oids])
+        return [_entry(oid, data) for oid, data in zip(oids, found, strict=True)]
 
     def prefetch(self, txn: ReadTxn, oids: list[bytes]) -> None:
         """Keep the shapes of ``oids`` not kept yet, read at once (one round trip on PostgreSQL)."""
@@ -258,7 +271,7 @@ class CommitGraph:
         depends on its ancestors alone, so it stays what a rebuild would give.
         """
         for oid in oids:
-            txn.delete(Space.INDEX, self.prefix + oid)
+            txn.discard(Space.INDEX, self.prefix + oid)
             # Its shape would outlive it: a later read must find the commit missing.
             self._steps.pop(oid, None)
 

@@ -291,7 +291,7 @@ class Postings:
         end = self.last_change(txn)
         prefix = self.scope + CHANGES
         for key in [key for key, _ in txn.scan(Space.RECALL, prefix)]:
-            txn.delete(Space.RECALL, key)
+            txn.discard(Space.RECALL, key)
         txn.put(Space.RECALL, prefix + (end + 1).to_bytes(8, "big"), b"*")
 
     def clear(self, txn: WriteTxn, *, keep_numbers: bool) -> None:
@@ -305,7 +305,7 @@ class Postings:
         families = [DOC, TERM, SUMMARY, CONTENT, STATS, CHANGES, *([] if keep_numbers else [NUMBER])]
         for family in families:
             for key in [key for key, _ in txn.scan(Space.RECALL, self.scope + family)]:
-                txn.delete(Space.RECALL, key)
+                txn.discard(Space.RECALL, key)
         # Every handle must see the ``*``, so the log goes on from where it was.
         txn.put(Space.RECALL, self.scope + CHANGES + (seq + 1).to_bytes(8, "big"), b"*")
 
@@ -320,7 +320,7 @@ class Postings:
         deleting them first; this drops those it did not reach.
         """
         for number in range(self.stats(txn).next, end):
-            txn.delete(Space.RECALL, self.number_key(number))
+            txn.discard(Space.RECALL, self.number_key(number))
 
     def remove(self, txn: WriteTxn, oid: bytes, node: Node) -> None:
         """Remove one version's document record, postings and content-map entry.
@@ -349,10 +349,10 @@ class Postings:
                 if rest:
                     txn.put(Space.RECALL, key, rest)
                 else:
-                    txn.delete(Space.RECALL, key)
+                    txn.discard(Space.RECALL, key)
                 self._resummarize(txn, word, segment, rest)
-            txn.delete(Space.RECALL, scope + DOC + oid)
-            txn.delete(Space.RECALL, self.number_key(number))
+            txn.discard(Space.RECALL, scope + DOC + oid)
+            txn.discard(Space.RECALL, self.number_key(number))
             totals = self.stats(txn)
             left = Stats(max(totals.docs - 1, 0), max(totals.words - len(found_words), 0), totals.next)
             self.put_stats(txn, left)
@@ -364,7 +364,7 @@ class Postings:
             if versions:
                 txn.put(Space.RECALL, key, ENCODER.encode(versions))
             else:
-                txn.delete(Space.RECALL, key)
+                txn.discard(Space.RECALL, key)
 
     def _resummarize(self, txn: WriteTxn, word: str, segment: int, rest: bytes) -> None:
         """Summarize a rewritten segment again from what is left of it (no row: drop its summary).
@@ -386,7 +386,7 @@ class Postings:
         if len(keep):
             txn.put(Space.RECALL, key, keep.astype("<u4").tobytes())
         else:
-            txn.delete(Space.RECALL, key)
+            txn.discard(Space.RECALL, key)
 
 
 def _document(data: bytes) -> tuple[int, bytes, int]:

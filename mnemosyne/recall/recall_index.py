@@ -62,7 +62,7 @@ class Layout:
     def wipe(self, txn: WriteTxn) -> None:
         """Delete every key of the tenant's recall keyspace, whatever layout wrote it."""
         for key in [key for key, _ in txn.scan(Space.RECALL, self.scope)]:
-            txn.delete(Space.RECALL, key)
+            txn.discard(Space.RECALL, key)
 
 
 class RecallIndex:

@@ -159,7 +159,7 @@ class VectorStore:
     def forget_models(self, txn: WriteTxn) -> None:
         """Forget which models embedded here (their vectors cleared)."""
         for key in [key for key, _ in txn.scan(Space.RECALL, self.scope + MODEL)]:
-            txn.delete(Space.RECALL, key)
+            txn.discard(Space.RECALL, key)
 
     def any(self, txn: ReadTxn) -> bool:
         """Whether any vector (or its log) is kept."""
@@ -247,7 +247,7 @@ class VectorStore:
                 continue
             block, row = _WHERE.unpack(data)
             rows.setdefault(block, []).append(row)
-            txn.delete(Space.VECTORS, key)
+            txn.discard(Space.VECTORS, key)
             gone.append(chash)
         for block, dropped in rows.items():
             key = prefix + _BLOCK + block.to_bytes(4, "big")
@@ -258,7 +258,7 @@ class VectorStore:
             for row in dropped:
                 hashes[row] = DEAD
             if all(chash == DEAD for chash in hashes):
-                txn.delete(Space.VECTORS, key)
+                txn.discard(Space.VECTORS, key)
                 continue
             kept = vectors.copy()
             kept[dropped] = 0.0
@@ -289,7 +289,7 @@ class VectorStore:
         for model in restart:
             prefix = scope + model.encode()
             for key in [key for key, _ in txn.scan(Space.VECTORS, prefix + _MAP)]:
-                txn.delete(Space.VECTORS, key)
+                txn.discard(Space.VECTORS, key)
             # Blocks and log entries are numbered: deleted by number, their values unread.
             for part in (_BLOCK, _LOG):
                 first = next(iter(txn.scan(Space.VECTORS, prefix + part)), None)
@@ -297,7 +297,7 @@ class VectorStore:
                     start = int.from_bytes(first[0][len(prefix) + 1 :], "big")
                     width = 4 if part == _BLOCK else 8
                     for number in range(start, self._last(txn, prefix + part) + 1):
-                        txn.delete(Space.VECTORS, prefix + part + number.to_bytes(width, "big"))
+                        txn.discard(Space.VECTORS, prefix + part + number.to_bytes(width, "big"))
         for key in [key for key, _ in txn.scan(Space.VECTORS, scope)]:
             # Anything else, such as the log of a model no longer listed (its vectors
             # all went): its count must go on too, for handles that read that far.
@@ -306,7 +306,7 @@ class VectorStore:
             if cut > 0 and rest[cut : cut + 1] == _LOG and len(rest) == cut + 9:
                 model = rest[:cut].decode(errors="replace")
                 restart[model] = max(restart.get(model, 0), int.from_bytes(rest[cut + 1 :], "big"))
-            txn.delete(Space.VECTORS, key)
+            txn.discard(Space.VECTORS, key)
         for model, seq in restart.items():
             txn.put(Space.VECTORS, scope + model.encode() + _LOG + (seq + 1).to_bytes(8, "big"), b"*")
 

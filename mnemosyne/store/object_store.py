@@ -280,7 +280,7 @@ class ObjectStore:
 
     def remove(self, txn: WriteTxn, oid: bytes) -> None:
         """Delete an unreachable object (garbage collection)."""
-        txn.delete(Space.OBJECTS, self.scope + oid)
+        txn.discard(Space.OBJECTS, self.scope + oid)
         self._forget(oid)
 
     # -- erasure --------------------------------------------------------------------

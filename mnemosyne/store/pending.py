@@ -26,13 +26,18 @@ class PendingMarks:
         found = txn.get(Space.META, self.prefix + oid)
         return from_micros(int.from_bytes(found, "big")) if found is not None else None
 
+    def first_seen_many(self, txn: ReadTxn, oids: list[bytes]) -> list[datetime | None]:
+        """:meth:`first_seen` of each of ``oids``, read at once (one round trip on PostgreSQL)."""
+        found = txn.get_many(Space.META, [self.prefix + oid for oid in oids]) if oids else []
+        return [from_micros(int.from_bytes(data, "big")) if data is not None else None for data in found]
+
     def mark(self, txn: WriteTxn, oid: bytes, when: datetime) -> None:
         """Record that ``oid`` was found unreachable at ``when``."""
         txn.put(Space.META, self.prefix + oid, micros(when).to_bytes(8, "big"))
 
     def unmark(self, txn: WriteTxn, oid: bytes) -> None:
         """Forget the mark of ``oid`` (removed, or reachable again)."""
-        txn.delete(Space.META, self.prefix + oid)
+        txn.discard(Space.META, self.prefix + oid)
 
     def marked(self, txn: ReadTxn) -> Iterator[bytes]:
         """The ids of every marked object."""

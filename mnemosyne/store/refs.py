@@ -240,7 +240,7 @@ class RefStore:
         kept = set(newest.values())
         doomed = [key for key in old if key not in kept]
         for key in doomed:
-            txn.delete(Space.REFLOG, key)
+            txn.discard(Space.REFLOG, key)
         return len(doomed)
 
     def raw_refs(self, txn: ReadTxn) -> Iterator[tuple[bytes, bytes]]:

@@ -95,6 +95,10 @@ class WriteTxn(ReadTxn, Protocol):
         """Remove ``key``; False when it was absent."""
         ...
 
+    def discard(self, space: Space, key: bytes) -> None:
+        """Remove ``key`` if it is there, saying nothing: on PostgreSQL at commit, not in a round trip."""
+        ...
+
     def put_many(self, space: Space, items: list[tuple[bytes, bytes]], overwrite: bool = True) -> int:
         """Store many items at once (bulk writes); return how many were added."""
         ...

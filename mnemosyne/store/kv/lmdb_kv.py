@@ -181,6 +181,9 @@ class _Txn:
             raise damaged(self._path, exc) from None
         return done
 
+    def discard(self, space: Space, key: bytes) -> None:
+        self.delete(space, key)
+
     def put_many(self, space: Space, items: list[tuple[bytes, bytes]], overwrite: bool = True) -> int:
         # One C loop instead of a Python call per key: bulk commits write 3 keys a node.
         try:

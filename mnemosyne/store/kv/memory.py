@@ -120,6 +120,9 @@ class _Txn:
         table.changed()
         return True
 
+    def discard(self, space: Space, key: bytes) -> None:
+        self.delete(space, key)
+
 
 class MemoryKV:
     """Keyspaces held in process memory. Nothing survives ``close``."""

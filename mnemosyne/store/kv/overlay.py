@@ -55,6 +55,10 @@ class Overlay:
         """Delete from scratch."""
         return self.scratch.delete(space, key)
 
+    def discard(self, space: Space, key: bytes) -> None:
+        """Delete from scratch."""
+        self.scratch.discard(space, key)
+
     def put_many(self, space: Space, items: list[tuple[bytes, bytes]], overwrite: bool = True) -> int:
         """Write each item as :meth:`put` does."""
         return sum(self.put(space, key, value, overwrite) for key, value in items)

@@ -447,6 +447,17 @@ class Txn:
         self._cur.execute(self._kv.sql.delete(space), [key])
         return self._cur.rowcount == 1
 
+    def discard(self, space: Space, key: bytes) -> None:
+        """Remove ``key`` at commit, with the buffered writes: no round trip, nothing to say."""
+        pending = self._buffer(space)
+        if space is self._objects:
+            self.changed_objects = True
+            self.written_objects.pop(key, None)
+            self._kv.cache.evict(key)
+            self._absent.pop(key, None)  # a guessed insert stays: made at commit, then deleted
+        self._known.pop((space, key), None)
+        pending[key] = None  # the server may hold it: deleted there at commit
+
     def _sent(self, space: Space | None = None) -> list[Statement]:
         """Take the buffered writes (of one keyspace, or all) as statements to send, guessed objects first."""
         statements: list[Statement] = []
