@@ -55,7 +55,7 @@ class RecallQueue:
     def clear(self, txn: WriteTxn) -> None:
         """Empty the queue (a catch-up took everything in it, or a rebuild starts over)."""
         for key in [key for key, _ in txn.scan(Space.RECALL, self.prefix)]:
-            txn.delete(Space.RECALL, key)
+            txn.discard(Space.RECALL, key)
 
     def drop(self, txn: WriteTxn, oids: Iterable[bytes]) -> None:
         """Cut versions out of every entry that names them (erasure, collection), in one pass."""
@@ -92,4 +92,4 @@ class RecallQueue:
             if len(kept):
                 txn.put(Space.RECALL, key, kept.tobytes())
             else:
-                txn.delete(Space.RECALL, key)
+                txn.discard(Space.RECALL, key)
