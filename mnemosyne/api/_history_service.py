@@ -359,11 +359,14 @@ class HistoryService:
             added: list[Change] = []
             removed: list[Change] = []
             modified: list[Change] = []
+            # Every version both sides name, read at once (on PostgreSQL one round trip, not one each).
+            hashes = list(dict.fromkeys(h for _, old, new in changed for h in (old, new) if h is not None))
+            versions = dict(zip(hashes, view.objects.nodes(view.txn, hashes), strict=True))
             for key, old, new in changed:
                 change = Change(
                     key,
-                    queries.readable(view, old) if old is not None else None,
-                    queries.readable(view, new) if new is not None else None,
+                    versions[old] if old is not None else None,
+                    versions[new] if new is not None else None,
                     old.hex() if old is not None else None,
                     new.hex() if new is not None else None,
                 )
