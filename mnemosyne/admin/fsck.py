@@ -38,7 +38,8 @@ def fsck(view: View) -> FsckReport:
         stored: set[bytes] = set()
         found: list[bytes] = []
         count, claims_possible = _check_objects(view, problems, stored, found)
-        view.objects.prefetch(view.txn, found)  # the walks read every commit: at once, not one by one
+        if view.txn.remote:  # the walks read every commit: at once, not a round trip each
+            view.objects.prefetch(view.txn, found)
         commits = _check_history(view, problems, stored, claims_possible)
         from mnemosyne.recall.check import check as recall_check  # numpy: loaded when fsck runs
 

@@ -29,7 +29,7 @@ from mnemosyne.store.prolly import EMPTY_ID
 _COMMIT_TAGS = (b"\xa8commit@1", b"\xa8commit@2")
 
 _READ = 1024
-"""Tree chunks marking reads at a time."""
+"""Tree chunks (and commits' graph entries) marking reads at a time."""
 
 
 def reachable(view: View) -> set[bytes]:
@@ -42,12 +42,14 @@ def reachable(view: View) -> set[bytes]:
     live: set[bytes] = set(commits)
     live.add(EMPTY_ID)
     roots: list[bytes] = []
-    for oid, entry in zip(commits, view.graph.entries_of(view.txn, commits), strict=True):
-        commit = view.commit(oid)
-        live.update(commit.contradictions)
-        roots.append(commit.tree)
-        if entry.claims:
-            roots.append(entry.claims)
+    for start in range(0, len(commits), _READ):
+        part = commits[start : start + _READ]
+        for oid, entry in zip(part, view.graph.entries_of(view.txn, part), strict=True):
+            commit = view.commit(oid)
+            live.update(commit.contradictions)
+            roots.append(commit.tree)
+            if entry.claims:
+                roots.append(entry.claims)
     _mark_trees(view, roots, live)
     return live
 
@@ -63,8 +65,8 @@ def _lost(view: View, live: set[bytes], present: int) -> bool:
 def _mark_trees(view: View, roots: list[bytes], live: set[bytes]) -> None:
     """Mark every chunk and node of the trees at ``roots``, all the trees a level at a time.
 
-    The chunks of a level not marked yet are read :data:`_READ` at a time (on
-    PostgreSQL a round trip each, where a chunk at a time was a round trip each).
+    The chunks of a level not marked yet are read :data:`_READ` at a time: on
+    PostgreSQL a round trip for each such part, where it was one for each chunk.
     """
     level = [root for root in dict.fromkeys(roots) if root not in live]
     while level:

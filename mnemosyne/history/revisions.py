@@ -126,6 +126,11 @@ def _first_parent_ancestor(view: View, oid: bytes, number: int, rev: str) -> byt
         depth = None
     if depth is not None and number <= depth:
         return view.graph.first_parent_at(view.txn, oid, depth - number)
+    if depth is not None:
+        raise NotFound(
+            f"{rev}: {oid.hex()[:7]} has only {depth} first-parent ancestor"
+            f"{'' if depth == 1 else 's'}, not {number}"
+        )
     start = oid
     for step in range(number):
         parents = view.commit(oid).parents

@@ -249,7 +249,6 @@ class FreshVectors:
             self._writer.close()
 
 
-@bulk()
 def _stored(view: WriteView, oids: list[bytes]) -> list[tuple[bytes, Node]]:
     """The versions of ``oids`` still stored, read at once; erased or collected since queued: left out."""
     try:
@@ -263,6 +262,7 @@ def _stored(view: WriteView, oids: list[bytes]) -> list[tuple[bytes, Node]]:
     return [(oid, node) for oid, node in zip(oids, nodes, strict=True) if node is not None]
 
 
+@bulk()
 def catch_up(
     view: WriteView, embedder: Embedder | None, progress: Callable[[int, int], None] | None = None
 ) -> int:
