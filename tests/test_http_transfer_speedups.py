@@ -22,11 +22,11 @@ import httpx
 import msgspec
 import pytest
 from support.components import need_module
+from support.round_trips import count_round_trips
 
 from mnemosyne import CorruptObject, MnemoError, Node, NotFound, Repo
 from mnemosyne.admin import http_remote, receiving, transfer, wire
 from mnemosyne.model.access import Token
-from mnemosyne.store.kv.postgres_kv import PostgresKV
 from mnemosyne.store.tree_diff import TreeDiff
 
 need_module("httpx")
@@ -334,14 +334,7 @@ def test_a_batch_compares_at_most_a_bounded_number_of_changes_and_finish_does_th
 def test_a_hub_on_postgresql_answers_a_push_and_a_fetch_in_round_trips_per_request_not_per_commit(
     pg_hub: Hub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    trips = [0]
-    waited = PostgresKV.waited
-
-    def counting(self: PostgresKV) -> None:
-        trips[0] += 1
-        waited(self)
-
-    monkeypatch.setattr(PostgresKV, "waited", counting)
+    trips = count_round_trips(monkeypatch)
     with history(tmp_path / "local.mnemo", 40, per_commit=5) as local:
         local.store.add_remote("hub", URL)
         assert local.push("hub", token="secret").tenants[0].commits == 40

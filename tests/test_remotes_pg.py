@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from support.round_trips import count_round_trips
 
 from mnemosyne import InvalidInput, Node, Redacted, RefConflict, Repo, to_json
 from mnemosyne.store.kv.base import Space
-from mnemosyne.store.kv.postgres_kv import PostgresKV
 
 pytestmark = pytest.mark.slow  # every test runs on the session's PostgreSQL server
 
@@ -133,19 +133,6 @@ def _history_of(repo: Repo, commits: int, per_commit: int) -> None:
         )
 
 
-def _counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Round trips to the server from every PostgreSQL handle of this process (a transfer opens its own)."""
-    trips = [0]
-    waited = PostgresKV.waited
-
-    def counting(self: PostgresKV) -> None:
-        trips[0] += 1
-        waited(self)
-
-    monkeypatch.setattr(PostgresKV, "waited", counting)
-    return trips
-
-
 def test_a_push_to_postgres_costs_round_trips_per_transaction_not_per_commit_or_version(
     pg_url, tmp_path, monkeypatch
 ):
@@ -157,7 +144,7 @@ def test_a_push_to_postgres_costs_round_trips_per_transaction_not_per_commit_or_
     with Repo.init(tmp_path / "local.mnemo", sync=False) as local:
         _history_of(local, 40, 5)
         local.store.add_remote("hub", pg_url)
-        trips = _counted(monkeypatch)
+        trips = count_round_trips(monkeypatch)
         assert local.push("hub").tenants[0].commits == 40
         assert trips[0] <= 30, trips[0]
         with Repo.open(pg_url) as hub:
@@ -173,7 +160,7 @@ def test_planning_a_fetch_from_postgres_reads_the_commits_and_their_roots_togeth
         _history_of(hub, 40, 5)
     with Repo.init(tmp_path / "fresh.mnemo", sync=False) as fresh:
         fresh.store.add_remote("hub", pg_url)
-        trips = _counted(monkeypatch)
+        trips = count_round_trips(monkeypatch)
         assert fresh.fetch("hub").tenants[0].commits == 40
         # About one a commit remains: the walk of the commit graph, by a handle that
         # has not seen it, reads an entry at a time. Planning reads the commits, their
