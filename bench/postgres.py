@@ -33,13 +33,13 @@ from typing import Any
 
 from harness import make_node, median_us, node_id, row
 from placement import placed, placements
-from transfer_pg import bench_transfers_pg
 
 from mnemosyne import Repo
 from mnemosyne.store.kv import lmdb_kv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from support.pg_server import PgServer
+from transfer_pg import bench_transfers_pg  # uses tests/support too
 
 
 class RowCounter:

@@ -5,7 +5,8 @@ PostgreSQL store, then a fetch of them back from it into an empty LMDB store by 
 handle that has read none of them (as ``mnemo fetch`` in a new process). Round
 trips are counted on every PostgreSQL handle of this process (the transfer opens
 its own). No tool does this beside us: the rows are for what a user pays, and the
-round trips per commit say what a network between them would add.
+round trips per commit say what a network between them would add. Import it
+with ``tests`` on the path, as ``postgres`` does (the counter is the tests' own).
 """
 
 from __future__ import annotations
@@ -15,29 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from harness import row
+from support.round_trips import RoundTrips
 from sync import _history
 
 from mnemosyne import Repo
-from mnemosyne.store.kv.postgres_kv import PostgresKV
-
-
-class _Trips:
-    """Counts the round trips of every PostgreSQL handle while entered."""
-
-    def __enter__(self) -> _Trips:
-        self.count = 0
-        self._waited = PostgresKV.waited
-        waited = self._waited
-
-        def counting(kv: Any) -> None:
-            self.count += 1
-            waited(kv)
-
-        PostgresKV.waited = counting  # type: ignore[method-assign]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        PostgresKV.waited = self._waited  # type: ignore[method-assign]
 
 
 def bench_transfers_pg(server: Any, root: Path, commits: int = 1_000) -> None:
@@ -45,7 +27,7 @@ def bench_transfers_pg(server: Any, root: Path, commits: int = 1_000) -> None:
     Repo.init(url).close()
     with _history(root / "pg-push-local", commits, 8) as local:
         local.store.add_remote("pg", url)
-        with _Trips() as trips:
+        with RoundTrips() as trips:
             start = time.perf_counter()
             pushed = local.push("pg").tenants[0]
             elapsed = time.perf_counter() - start
@@ -56,7 +38,7 @@ def bench_transfers_pg(server: Any, root: Path, commits: int = 1_000) -> None:
     )
     with Repo.init(root / "pg-fetch-local", sync=False) as fresh:
         fresh.store.add_remote("pg", url)
-        with _Trips() as trips:
+        with RoundTrips() as trips:
             start = time.perf_counter()
             fetched = fresh.fetch("pg").tenants[0]
             elapsed = time.perf_counter() - start

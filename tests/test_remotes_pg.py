@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from support.round_trips import count_round_trips
+from support.round_trips import RoundTrips
 
 from mnemosyne import InvalidInput, Node, Redacted, RefConflict, Repo, to_json
 from mnemosyne.store.kv.base import Space
@@ -133,9 +133,7 @@ def _history_of(repo: Repo, commits: int, per_commit: int) -> None:
         )
 
 
-def test_a_push_to_postgres_costs_round_trips_per_transaction_not_per_commit_or_version(
-    pg_url, tmp_path, monkeypatch
-):
+def test_a_push_to_postgres_costs_round_trips_per_transaction_not_per_commit_or_version(pg_url, tmp_path):
     # Indexing the received commits asks which are indexed once for all of them, and
     # queues their versions for recall once; storing looks up no redaction record
     # per version while the tenant has erased nothing. Before: 3 round trips a
@@ -144,30 +142,28 @@ def test_a_push_to_postgres_costs_round_trips_per_transaction_not_per_commit_or_
     with Repo.init(tmp_path / "local.mnemo", sync=False) as local:
         _history_of(local, 40, 5)
         local.store.add_remote("hub", pg_url)
-        trips = count_round_trips(monkeypatch)
-        assert local.push("hub").tenants[0].commits == 40
-        assert trips[0] <= 30, trips[0]
+        with RoundTrips() as trips:
+            assert local.push("hub").tenants[0].commits == 40
+        assert trips.count <= 30, trips.count
         with Repo.open(pg_url) as hub:
             assert hub.fsck().ok
             assert [v.commit for v in hub.history("n/7-3")] == [v.commit for v in local.history("n/7-3")]
             assert hub.search("note 7.3", k=1)[0].id == "n/7-3"  # every version was queued for recall
 
 
-def test_planning_a_fetch_from_postgres_reads_the_commits_and_their_roots_together(
-    pg_url, tmp_path, monkeypatch
-):
+def test_planning_a_fetch_from_postgres_reads_the_commits_and_their_roots_together(pg_url, tmp_path):
     with Repo.init(pg_url) as hub:
         _history_of(hub, 40, 5)
     with Repo.init(tmp_path / "fresh.mnemo", sync=False) as fresh:
         fresh.store.add_remote("hub", pg_url)
-        trips = count_round_trips(monkeypatch)
-        assert fresh.fetch("hub").tenants[0].commits == 40
+        with RoundTrips() as trips:
+            assert fresh.fetch("hub").tenants[0].commits == 40
         # About one a commit remains: the walk of the commit graph, by a handle that
         # has not seen it, reads an entry at a time. Planning reads the commits, their
         # parents, and their trees a level at a time, for 64 commits together; one
         # tree at a time it made about 4.5 a commit, the commits and roots read
         # together for a whole part about 2.5.
-        assert trips[0] <= 40 + 20, trips[0]
+        assert trips.count <= 40 + 20, trips.count
         assert fresh.get("n/39-4", at="hub/main").content == "note 39.4" and fresh.fsck().ok
 
 

@@ -26,8 +26,6 @@ from mnemosyne.model.objects import Node, TreeChunk, decode_object
 from mnemosyne.model.reports import GcReport
 from mnemosyne.store.prolly import EMPTY_ID
 
-_COMMIT_TAGS = (b"\xa8commit@1", b"\xa8commit@2")
-
 _READ = 1024
 """Tree chunks (and commits' graph entries) marking reads at a time."""
 
@@ -104,7 +102,7 @@ def collect(view: WriteView, *, grace: timedelta, now: datetime, expire_reflog: 
             if now - (seen or now) >= grace:
                 doomed.append(oid)
                 removed_bytes += len(data)
-                if data[1:10] in _COMMIT_TAGS:
+                if data[1:10] in codec.COMMIT_TAGS:
                     removed_commits += 1
                 elif data[1:8] == codec.NODE_TAG and codec.object_id(data) == oid:
                     node = decode_object(data, oid)

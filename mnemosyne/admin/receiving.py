@@ -32,8 +32,6 @@ _KNOWN_TAGS = tuple(
 )
 """How the tags of the object kinds this version reads begin an encoded object (msgpack strings)."""
 
-_COMMIT_TAGS = tuple(codec.encode(tag) for tag in ("commit@1", "commit@2"))
-
 
 class Received:
     """What commits changed against their first parents, as the receiving side found storing them.
@@ -141,7 +139,7 @@ def store_objects(
         objects = list(objects)  # a request's batch, in memory already
         # Which commits are indexed here, asked once (on PostgreSQL a round trip each).
         indexed = view.graph.indexed(
-            txn, [oid for oid, data in objects if data is not None and data[1:].startswith(_COMMIT_TAGS)]
+            txn, [oid for oid, data in objects if data is not None and data[1:].startswith(codec.COMMIT_TAGS)]
         )
     for oid, data in objects:
         if data is None:

@@ -20,6 +20,8 @@ NODE_TAG = b"\xa6node@1"
 """How a node's stored bytes go on after their array header (the msgpack fixstr tag)."""
 CLAIM_TAG = b"\xa7claim@1"
 """How a claim's content begins inside a node's stored bytes."""
+COMMIT_TAGS = (b"\xa8commit@1", b"\xa8commit@2")
+"""How a commit's stored bytes go on after their array header, one per format."""
 
 _encoder = msgspec.msgpack.Encoder(order="deterministic")
 

@@ -165,10 +165,6 @@ class VectorStore:
         """Whether any vector (or its log) is kept."""
         return next(iter(txn.scan(Space.VECTORS, self.scope)), None) is not None
 
-    def has_vector(self, txn: ReadTxn, model: str, chash: bytes) -> bool:
-        """Whether ``model`` has a vector for this content."""
-        return txn.get(Space.VECTORS, self.scope + model.encode() + _MAP + chash) is not None
-
     def with_vectors(self, txn: ReadTxn, model: str, hashes: list[bytes]) -> set[bytes]:
         """Those of content ``hashes`` that ``model`` has vectors for, read at once."""
         prefix = self.scope + model.encode() + _MAP

@@ -1,23 +1,29 @@
-"""Round trips to the PostgreSQL server from every handle of this process, counted in a test."""
+"""Round trips to the PostgreSQL server from every handle of this process, counted (tests and bench)."""
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
 from mnemosyne.store.kv.postgres_kv import PostgresKV
 
 
-def count_round_trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count every handle's round trips from now on (a transfer opens handles of its own).
+class RoundTrips:
+    """Counts every handle's round trips while entered (a transfer opens handles of its own).
 
-    Returns a one-item list the count goes into, read as ``trips[0]`` (set it to 0 to start again).
+    Attributes:
+        count: round trips so far.
     """
-    trips = [0]
-    waited = PostgresKV.waited
 
-    def counting(self: PostgresKV) -> None:
-        trips[0] += 1
-        waited(self)
+    def __enter__(self) -> RoundTrips:
+        self.count = 0
+        self._waited = waited = PostgresKV.waited
 
-    monkeypatch.setattr(PostgresKV, "waited", counting)
-    return trips
+        def counting(kv: Any) -> None:
+            self.count += 1
+            waited(kv)
+
+        PostgresKV.waited = counting  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        PostgresKV.waited = self._waited  # type: ignore[method-assign]

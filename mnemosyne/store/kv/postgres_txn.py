@@ -429,9 +429,7 @@ class Txn:
         """Remove ``key``; False when it was absent."""
         pending = self._buffer(space)
         if space is self._objects:
-            self.changed_objects = True
-            self.written_objects.pop(key, None)
-            self._kv.cache.evict(key)
+            self._dropping(key)
             if key in self._guessed:
                 pending[key] = None  # inserted (and checked) at commit, then deleted after it
                 return True
@@ -451,12 +449,16 @@ class Txn:
         """Remove ``key`` at commit, with the buffered writes: no round trip, nothing to say."""
         pending = self._buffer(space)
         if space is self._objects:
-            self.changed_objects = True
-            self.written_objects.pop(key, None)
-            self._kv.cache.evict(key)
+            self._dropping(key)
             self._absent.pop(key, None)  # a guessed insert stays: made at commit, then deleted
         self._known.pop((space, key), None)
         pending[key] = None  # the server may hold it: deleted there at commit
+
+    def _dropping(self, key: bytes) -> None:
+        """What removing an object changes here, whatever the server holds: its bytes go from every cache."""
+        self.changed_objects = True
+        self.written_objects.pop(key, None)
+        self._kv.cache.evict(key)
 
     def _sent(self, space: Space | None = None) -> list[Statement]:
         """Take the buffered writes (of one keyspace, or all) as statements to send, guessed objects first."""
