@@ -238,7 +238,10 @@ def context(
     announced as it is.
 
     JSON: {"query", "budget_tokens", "tokens",
-    "items": [{"id", "hash", "text", "tokens", "score", "claim_in_force", "confirmed_at"}]}.
+    "items": [{"id", "hash", "text", "tokens", "score", "claim_in_force", "confirmed_at",
+    "event_time", "context_for"}]}. A memory too short to read alone (a reply)
+    is packed with the memory before it (by the number its id ends in), whose
+    context_for names the hit; each line shows the memory's event date.
     """
     settings = state(ctx)
     repo = settings.open(ctx, readonly="auto", embeds=True)

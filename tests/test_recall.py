@@ -39,7 +39,7 @@ from mnemosyne.recall import text as text_module
 from mnemosyne.recall.embedders import HashEmbedder
 from mnemosyne.recall.postings import Postings
 from mnemosyne.recall.search import count_under
-from mnemosyne.recall.text import content_hash, document_words, text_of, words
+from mnemosyne.recall.text import content_hash, document_words, query_words, text_of, words
 from mnemosyne.recall.vectors import VectorStore
 from mnemosyne.store.kv.base import Space
 
@@ -668,14 +668,15 @@ def bm25(query: str, docs: dict[str, list[str]], candidates: dict[str, str]) -> 
     count = len(docs)
     average = sum(len(w) for w in docs.values()) / count
     scores: dict[str, float] = {}
-    for term in sorted(set(words(query))):
+    for term in sorted(set(query_words(query))):
         having = [h for h, w in docs.items() if term in w]
         if not having:
             continue
         idf = np.log(1 + (count - len(having) + 0.5) / (len(having) + 0.5))
         for h in having:
             tf, length = docs[h].count(term), len(docs[h])
-            scores[h] = scores.get(h, 0.0) + idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
+            # k1 = 0.9, b = 0.4
+            scores[h] = scores.get(h, 0.0) + idf * tf * 1.9 / (tf + 0.9 * (0.6 + 0.4 * length / average))
     ranked = sorted((h for h in scores if h in candidates), key=lambda h: (-scores[h], bytes.fromhex(h)))
     return ranked
 
@@ -1217,7 +1218,7 @@ def test_an_index_without_id_words_is_upgraded_by_its_postings_alone(
         assert len(repo.search("apple river", k=20, mode="semantic")) == 12
         assert embedded == ["apple river"]  # the query alone
         assert side_items(repo, Space.VECTORS) == vectors_before
-        assert dict(side_items(repo, Space.RECALL))[SCOPE + b"f"] == b"4"
+        assert dict(side_items(repo, Space.RECALL))[SCOPE + b"f"] == b"5"
         assert repo.fsck().ok
 
 

@@ -116,6 +116,8 @@ class ContextItemJSON(TypedDict):
     score: float
     claim_in_force: bool
     confirmed_at: str | None
+    event_time: str | None
+    context_for: str | None
 
 
 @with_config(_FORM)

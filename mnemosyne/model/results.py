@@ -350,6 +350,10 @@ class ContextItem(msgspec.Struct, frozen=True, kw_only=True):
         score: its search score.
         claim_in_force: a claim in force at the time asked about.
         confirmed_at: when the version was last confirmed (see ``Hit.confirmed_at``).
+        event_time: when the agent formed the memory (the node's ``event_time``), if known.
+        context_for: the id of the hit this memory was packed beside, when it was
+            not a hit itself but the memory before a hit too short to read alone
+            (a reply: "Yes, last May!"); None for a hit.
     """
 
     id: str
@@ -359,6 +363,13 @@ class ContextItem(msgspec.Struct, frozen=True, kw_only=True):
     score: float
     claim_in_force: bool = False
     confirmed_at: datetime | None = None
+    event_time: datetime | None = None
+    context_for: str | None = None
+
+    def cited(self) -> str:
+        """The line a prompt gets: ``[id@hash7] (event date) text``."""
+        when = f"({self.event_time.date().isoformat()}) " if self.event_time is not None else ""
+        return f"[{self.id}@{self.hash[:7]}] {when}{self.text}"
 
 
 class Context(msgspec.Struct, frozen=True, kw_only=True):
@@ -377,8 +388,8 @@ class Context(msgspec.Struct, frozen=True, kw_only=True):
     items: list[ContextItem]
 
     def render(self) -> str:
-        """The context as text, one memory per line, each cited as ``[id@hash7]``."""
-        return "\n".join(f"[{item.id}@{item.hash[:7]}] {item.text}" for item in self.items)
+        """The context as text, one memory per line, each cited as ``[id@hash7]``, with its event date."""
+        return "\n".join(item.cited() for item in self.items)
 
 
 class ReadRecord(msgspec.Struct, frozen=True, kw_only=True):

@@ -31,7 +31,7 @@ from mnemosyne.recall.postings import (
     readable_queue,
     rows_of,
 )
-from mnemosyne.recall.text import document_words, words
+from mnemosyne.recall.text import document_words, query_words
 from mnemosyne.store.kv.base import ReadTxn
 
 
@@ -101,7 +101,7 @@ def lexical(
         ``(node hash, node id, score)``, best first.
     """
     txn = view.txn
-    terms = sorted(set(words(query)))
+    terms = sorted(set(query_words(query)))
     if not terms or limit <= 0:
         return []
     totals = postings.stats(txn)

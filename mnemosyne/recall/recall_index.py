@@ -35,12 +35,14 @@ from mnemosyne.recall.vectors import Writer as VectorWriter
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
 
 _FORMAT = b"f"
-FORMAT = b"4"
+FORMAT = b"5"
 """The layout written by this version: numbered documents, postings segments, vector blocks,
-the words of ids among a document's words, and a summary of each word's segments."""
-_POSTINGS_STALE = (b"2", b"3")
+the words of ids among a document's words, a summary of each word's segments, and words
+stemmed, split at "_"."""
+_POSTINGS_STALE = (b"2", b"3", b"4")
 """Layouts this version reads and upgrades by re-indexing postings alone: their vectors
-are laid out as this version's (layout 2 lacked id words, layout 3 segment summaries)."""
+are laid out as this version's (layout 2 lacked id words, layout 3 segment summaries,
+layout 4 kept words unstemmed)."""
 BATCH = 256
 """Versions read and texts embedded per step."""
 

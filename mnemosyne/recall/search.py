@@ -4,7 +4,8 @@ Filters (snapshot, namespace prefix, kind, meta, claims in force, expiry, use,
 sensitivity, last confirmation) decide which versions may be returned; each
 ranking is walked best first until enough accepted versions are found, so the
 answer is the exact top-k of the filtered set. Lexical and semantic rankings
-are fused by reciprocal rank.
+are fused by their scaled scores, and a memory gains from its neighbours
+(:mod:`mnemosyne.recall.fusion`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
+import msgspec.structs
 
 from mnemosyne.errors import NotFound
 from mnemosyne.index import claims
@@ -26,15 +28,13 @@ from mnemosyne.model.objects import Claim, Node
 from mnemosyne.model.results import Context, ContextItem, Hit
 from mnemosyne.recall.bm25 import lexical as postings_lexical
 from mnemosyne.recall.embedders import Embedder
+from mnemosyne.recall.fusion import Fused, beside, fuse
 from mnemosyne.recall.matrix import VectorCache
 from mnemosyne.recall.postings import Accept, expiry
 from mnemosyne.recall.recall_index import RecallIndex
 from mnemosyne.recall.scope import Scoping, permitted
 from mnemosyne.recall.semantic import semantic as semantic_search
-from mnemosyne.recall.text import text_of
-
-RRF_K = 60
-"""Reciprocal-rank fusion constant (the usual 60)."""
+from mnemosyne.recall.text import text_of, words
 
 CHARS_PER_TOKEN = 4
 """Token estimate for context budgets: one token per 4 characters, rounded up."""
@@ -244,18 +244,17 @@ def search(
         if embedder is not None and mode in ("hybrid", "semantic")
         else []
     )
-    fused: dict[bytes, list[Any]] = {}
-    for rank, (oid, node_id, _) in enumerate(lexical, 1):
-        fused.setdefault(oid, [node_id, 0.0, None, None])
-        fused[oid][1] += 1.0 / (RRF_K + rank)
-        fused[oid][2] = rank
-    for rank, (oid, node_id, _) in enumerate(semantic, 1):
-        fused.setdefault(oid, [node_id, 0.0, None, None])
-        fused[oid][1] += 1.0 / (RRF_K + rank)
-        fused[oid][3] = rank
-    best = sorted(fused.items(), key=lambda item: (-item[1][1], item[1][0]))[:k]
+    if mode == "hybrid":
+        best = fuse(lexical, semantic)[:k]
+    else:  # one ranking: its own scores
+        lexical_mode = mode == "lexical"
+        best = [
+            Fused(oid, node_id, score, rank if lexical_mode else None, None if lexical_mode else rank)
+            for rank, (oid, node_id, score) in enumerate((lexical if lexical_mode else semantic)[:k], 1)
+        ]
     hits: list[Hit] = []
-    for oid, (node_id, score, lex_rank, sem_rank) in best:
+    for fused in best:
+        oid, node_id = fused.oid, fused.id
         node = loaded.get(oid)
         if node is None:
             try:
@@ -271,17 +270,28 @@ def search(
                 id=node_id,
                 hash=oid.hex(),
                 node=node,
-                score=score,
-                lexical_rank=lex_rank,
-                semantic_rank=sem_rank,
+                score=fused.score,
+                lexical_rank=fused.lexical_rank,
+                semantic_rank=fused.semantic_rank,
                 confirmed_at=confirmed[oid],
             )
         )
     return hits
 
 
+FRAGMENT_WORDS = 12
+"""A hit of fewer words than this is packed with the memory before it, when that fits (a reply
+such as "Yes, last May!" says little without what it answers)."""
+
+
 def assemble(view: View, hits: list[Hit], query: str, budget: int, filters: Filters) -> Context:
-    """Fit the best hits into ``budget`` tokens; claims no longer in force go last."""
+    """Fit the best hits into ``budget`` tokens; claims no longer in force go last.
+
+    Each item carries its memory's event time; a hit shorter than
+    :data:`FRAGMENT_WORDS` words brings the memory before it (by the number its
+    id ends in, see :mod:`mnemosyne.recall.fusion`), placed just above it, if
+    that memory passes the same filters and both fit.
+    """
 
     def in_force(node: Node) -> bool:
         if not isinstance(node.content, Claim):
@@ -295,23 +305,57 @@ def assemble(view: View, hits: list[Hit], query: str, budget: int, filters: Filt
     ranked = sorted(
         hits, key=lambda hit: (isinstance(hit.node.content, Claim) and not force[hit.hash], -hit.score)
     )
+    accept = acceptor(view, filters, {}, strict=True)
+    packed = {hit.hash for hit in hits}
     items: list[ContextItem] = []
     used = 0
     for hit in ranked:
         text = text_of(hit.node)
-        cost = estimate_tokens(f"[{hit.id}@{hit.hash[:7]}] {text}")
+        item = ContextItem(
+            id=hit.id,
+            hash=hit.hash,
+            text=text,
+            tokens=0,
+            score=hit.score,
+            claim_in_force=force[hit.hash],
+            confirmed_at=hit.confirmed_at,
+            event_time=hit.node.event_time,
+        )
+        cost = estimate_tokens(item.cited())
         if used + cost > budget:
             continue
+        before = _before(view, filters, accept, hit, packed) if len(words(text)) < FRAGMENT_WORDS else None
+        if before is not None:
+            extra = estimate_tokens(before.cited())
+            if used + cost + extra <= budget:
+                packed.add(before.hash)
+                items.append(msgspec.structs.replace(before, tokens=extra))
+                used += extra
         used += cost
-        items.append(
-            ContextItem(
-                id=hit.id,
-                hash=hit.hash,
-                text=text,
-                tokens=cost,
-                score=hit.score,
-                claim_in_force=force[hit.hash],
-                confirmed_at=hit.confirmed_at,
-            )
-        )
+        items.append(msgspec.structs.replace(item, tokens=cost))
     return Context(query=query, budget_tokens=budget, tokens=used, items=items)
+
+
+def _before(view: View, filters: Filters, accept: Accept, hit: Hit, packed: set[str]) -> ContextItem | None:
+    """The memory before ``hit`` as a context item, if the search could return it and it is not packed."""
+    node_id = beside(hit.id, -1)
+    if node_id is None:
+        return None
+    oid = view.tree.get(filters.root, node_id)
+    if oid is None or oid.hex() in packed:
+        return None
+    try:
+        node = view.node(oid)
+    except NotFound:
+        return None  # erased
+    if not accept(node_id, oid, expiry(node.expires_at)):
+        return None
+    return ContextItem(
+        id=node_id,
+        hash=oid.hex(),
+        text=text_of(node),
+        tokens=0,
+        score=0.0,
+        event_time=node.event_time,
+        context_for=hit.id,
+    )
