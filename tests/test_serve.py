@@ -314,6 +314,9 @@ def test_bad_requests_are_one_line_and_write_nothing(served) -> None:
             http.post(path("commits"), json={"put": [], "mesage": "typo"}), 400, "InvalidInput", 2
         )
         assert "'mesage'" in message and "message" in message
+        nodes = [{"id": "ok1", "content": "a"}, {"id": "ok2", "content": "a"}, {"id": "ok3", "zzz": 1}]
+        message = error_of(http.post(path("commits"), json={"put": nodes}), 400, "InvalidInput", 2)
+        assert message.startswith("put[2]: unknown field 'zzz'"), message
         error_of(http.post(path("commits"), json={"delete": ["never/there"]}), 404, "NotFound", 3)
         claim = {**CLAIM, "id": "claims/mira/city2", "content": {**CLAIM["content"], "value": "Bergen"}}
         error_of(http.post(path("commits"), json={"put": [claim]}), 409, "ClaimConflict", 2)
