@@ -171,6 +171,9 @@ def test_commit_then_every_read_route_answers_the_one_json_form(served, openapi)
         assert node.headers["etag"] == f'"{second.json()["id"]}"'
         assert node.headers["cache-control"] == "no-store"
         conforms(openapi, "/v1/tenants/{tenant}/nodes/{id}", "get", node)
+        typed = http.get("/v1/tenants/default/nodes/users/mira/lang")  # an id's segments, as typed
+        assert (typed.status_code, typed.json()) == (200, node.json())
+        assert http.get("/v1/tenants/default/history/users/mira/lang").json()[0]["status"] == "current"
         old = http.get(path("nodes", "users/mira/lang"), params={"at": commit["id"]})
         assert old.json()["content"] == "Mira prefers German" and "etag" not in old.headers
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from mnemosyne.errors import KINDS
 from mnemosyne.integrations.server.bodies import BODIES
-from mnemosyne.integrations.server.calls import Route
+from mnemosyne.integrations.server.calls import SLASHED, Route
 from mnemosyne.integrations.server.routes import ROUTES
 from mnemosyne.model.access import Token
 from mnemosyne.model.form_schema import schema_components
@@ -59,6 +59,24 @@ def _errors(*codes: str) -> dict[str, Any]:
     }
 
 
+def _path_param(name: str, *, last: bool) -> str:
+    if name == "tenant":
+        return "The token's tenant."
+    if last and name in SLASHED:
+        return (
+            f"Percent-encoded ('/' as %2F), or as the rest of the path: its '/' kept, as in "
+            f"{_EXAMPLE[name]} (this document's path template shows it as one segment)."
+        )
+    return "Percent-encoded ('/' as %2F)."
+
+
+_EXAMPLE = {
+    "id": "nodes/mem/0 for the id mem/0",
+    "name": "branches/team/mira",
+    "rev": "commits/origin/main~1",
+}
+
+
 def _operation(route: Route, result: dict[str, Any], body: dict[str, Any] | None) -> dict[str, Any]:
     names = [part[1:-1] for part in route.path.split("/") if part.startswith("{")]
     parameters: list[dict[str, Any]] = [
@@ -67,7 +85,7 @@ def _operation(route: Route, result: dict[str, Any], body: dict[str, Any] | None
             "in": "path",
             "required": True,
             "schema": {"type": "string"},
-            "description": "Percent-encoded ('/' as %2F)." if name != "tenant" else "The token's tenant.",
+            "description": _path_param(name, last=name == names[-1]),
         }
         for name in names
     ]
