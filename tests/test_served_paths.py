@@ -48,3 +48,10 @@ def test_the_openapi_document_says_so():
     parameters = document()["paths"]["/v1/tenants/{tenant}/nodes/{id}"]["get"]["parameters"]
     said = next(p for p in parameters if p["name"] == "id")["description"]
     assert "%2F" in said and "nodes/mem/0" in said
+
+
+def test_the_openapi_document_names_the_answers_of_the_servers_bounds():
+    for path, methods in document()["paths"].items():
+        if path.startswith("/v1/tenants/"):
+            for operation in methods.values():
+                assert {"408", "429", "431", "503"} <= set(operation["responses"]), path

@@ -30,7 +30,13 @@ _ERRORS = {
     "412": "If-Match named a tip the branch is no longer at; nothing was written.",
     "413": "The request body is larger than the server takes.",
     "507": "The store's disk is full; nothing was written.",
+    "408": "The request's headers or body took longer than the server waits; the connection closes.",
+    "429": "This token has as many requests under way as the server takes at once (Retry-After: 1).",
+    "431": "The request's line and headers are larger, or its header fields more, than the server takes.",
+    "503": "Every connection the server keeps open is being answered (Retry-After: 1).",
 }
+_BOUNDS = ("408", "429", "431", "503")
+"""What any request may be answered, by the server's bounds (docs/serving.md)."""
 
 
 def _error_schema() -> dict[str, Any]:
@@ -130,6 +136,7 @@ def _operation(route: Route, result: dict[str, Any], body: dict[str, Any] | None
         codes.append("412")
     if route.role != "read":
         codes.append("507")
+    codes += _BOUNDS
     responses.update(_errors(*codes))
     operation: dict[str, Any] = {
         "summary": route.summary,
