@@ -8,7 +8,9 @@ file named with ``--token-file`` when the remote has one, else from
 ``MNEMO_TOKEN`` (read here, passed to the library); never from the URL.
 """
 
+import contextlib
 import os
+import stat
 from pathlib import Path
 from typing import Annotated
 
@@ -19,7 +21,7 @@ from mnemosyne.model.choices import MergeStrategy
 
 from . import exits
 from .cmd_merge import report_merge
-from .render import emit, say, short
+from .render import emit, note, say, short
 from .state import AuthorOpt, State, author_or_default, state
 
 RemoteArg = Annotated[
@@ -49,6 +51,15 @@ TokenFileOpt = Annotated[
 
 TOKEN_ENV = "MNEMO_TOKEN"
 """The token sent to a remote served over HTTP that names no token file of its own."""
+
+
+def _warn_if_others_read(token_file: Path | None) -> None:
+    """A warning on stderr when a token file can be read by other users of this machine."""
+    if token_file is None or os.name != "posix":
+        return
+    with contextlib.suppress(OSError):  # no such file: the library says so
+        if token_file.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH):
+            note(f"warning: other users of this machine can read the token file {token_file}: chmod 600 it")
 
 
 def _token(repo: Repo | None = None, remote: str | None = None, token_file: Path | None = None) -> str | None:
@@ -129,6 +140,7 @@ def remote_add(
     JSON: {"name", "location", "token_file"}.
     """
     settings = state(ctx)
+    _warn_if_others_read(token_file)
     added = settings.open(ctx).store.add_remote(name, location, token_file=token_file)
     if settings.json:
         emit(added)
@@ -180,6 +192,7 @@ def clone(
     JSON: {"path", "origin", "tenant", "head", "remote_branches": [{"name", "commit"}]}.
     """
     settings = state(ctx)
+    _warn_if_others_read(token_file)
     repo = Repo.clone(
         source,
         path,

@@ -24,12 +24,13 @@ from typing import Annotated
 import typer
 
 from mnemosyne import InvalidInput, MnemoError, Store
+from mnemosyne.integrations.server.limits import BACKLOG, Limits
 from mnemosyne.model.defaults import DEFAULT_TENANT
 
 from .render import note
 from .state import EMBEDDER_ENV, index_cache, state
 
-_SERVE_MODULES = {"uvicorn", "h11", "click", "anyio", "sniffio", "idna"}
+_SERVE_MODULES = {"uvicorn", "httptools", "h11", "click", "anyio", "sniffio", "idna"}
 _SIZE = re.compile(r"(\d+)([KMG]?)i?B?", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 
@@ -95,7 +96,7 @@ def _bind(family: socket.AddressFamily, address: str, port: int) -> socket.socke
         if error.errno == errno.EADDRNOTAVAIL:
             raise InvalidInput(f"{address} is not an address of this machine") from None
         raise
-    sock.listen(1024)
+    sock.listen(BACKLOG)
     return sock
 
 
@@ -120,9 +121,50 @@ def serve(
     access_log: Annotated[
         bool,
         typer.Option(
-            "--access-log", help="Log each request (method, path, status) on stderr; never a token."
+            "--access-log",
+            help="Log each request on stderr (client, method, path, status, ms); never a token.",
         ),
     ] = False,
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-connections",
+            metavar="N",
+            min=1,
+            help="Connections open at once (at most the open-files limit allows); "
+            "a new one replaces the oldest idle one, else 503.",
+        ),
+    ] = Limits.max_connections,
+    max_in_flight: Annotated[
+        int,
+        typer.Option(
+            "--max-in-flight", metavar="N", min=1, help="Requests under way per token (429 beyond)."
+        ),
+    ] = Limits.max_in_flight,
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            "--header-timeout",
+            metavar="SECONDS",
+            min=0.1,
+            help="Time to send a request's headers (408 beyond).",
+        ),
+    ] = Limits.header_timeout,
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            "--body-timeout", metavar="SECONDS", min=0.1, help="Time to send a request's body (408 beyond)."
+        ),
+    ] = Limits.body_timeout,
+    idle_timeout: Annotated[
+        int,
+        typer.Option(
+            "--idle-timeout",
+            metavar="SECONDS",
+            min=1,
+            help="How long a kept-alive connection may wait for its next request.",
+        ),
+    ] = Limits.idle_timeout,
 ) -> None:
     """Serve the store over HTTP to many agents: a JSON API under /v1, MCP at /mcp.
 
@@ -135,6 +177,11 @@ def serve(
     loopback while the store has no token. Put TLS in front (a reverse proxy)
     before serving beyond this machine: see docs/serving.md.
 
+    Bounded so that hostile clients cannot starve it: request headers up to
+    64 KiB and 100 fields (431), the time to send headers and body (408),
+    connections open at once, requests under way per token (429); see
+    docs/serving.md.
+
     Prints where it listens on stderr; SIGINT (Ctrl-C) or SIGTERM stops it
     cleanly (requests under way finish first). It needs the 'serve' extra:
     pip install 'mnemosyne[serve]'.
@@ -143,10 +190,18 @@ def serve(
     if settings.tenant is not None:
         raise InvalidInput("mnemo serve serves every tenant (each token reaches its own): drop --tenant")
     limit = _size(max_body)
+    limits = Limits(
+        max_connections=max_connections,
+        max_in_flight=max_in_flight,
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
+        idle_timeout=idle_timeout,
+    )
     try:
         import uvicorn
 
         from mnemosyne.integrations.server import build_app
+        from mnemosyne.integrations.server.connections import Connections
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] not in _SERVE_MODULES:
             raise
@@ -164,8 +219,15 @@ def serve(
                 f"refusing to serve on {host} (not a loopback address) while the store has no token: "
                 "make one with 'mnemo token create --tenant T --role read|write|admin'"
             )
+        logged = note if access_log else None
         app = build_app(
-            store, host=host, max_body=limit, embedder=os.environ.get(EMBEDDER_ENV) or None, log=note
+            store,
+            host=host,
+            max_body=limit,
+            embedder=os.environ.get(EMBEDDER_ENV) or None,
+            log=note,
+            limits=limits,
+            access_log=logged,
         )
     except BaseException:
         store.close()
@@ -181,12 +243,16 @@ def serve(
         _fewer_malloc_arenas()
         shown = f"[{address}]" if family == socket.AF_INET6 else address
         bound = sock.getsockname()[1]
+        connections = Connections(limits, logged)
         config = uvicorn.Config(
             app,
+            http=connections.protocol,  # type: ignore[arg-type]  # a factory, called as the class would be
             log_level="warning",
-            access_log=access_log,
+            access_log=False,  # the application logs each request itself (--access-log)
             lifespan="on",
             timeout_graceful_shutdown=5,
+            timeout_keep_alive=limits.idle_timeout,
+            backlog=BACKLOG,
             server_header=False,
         )
         server = uvicorn.Server(config)

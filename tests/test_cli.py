@@ -276,7 +276,7 @@ def test_allow_empty(store: Store) -> None:
         ('{"id": "a", "content": 1, "event_time": "2026-06-01T09:00:00"}', "has no timezone"),
         ('{"id": "a", "content": 1, "kind": "memo"}', "kind must be"),
         ('{"id": "c", "kind": "claim", "content": {"subject": "s"}}', "claim content"),
-        ('[{"id": "a", "content": 1}, 7]', "line 1, item 2: expected a node object"),
+        ('[{"id": "a", "content": 1}, 7]', "line 1, [1]: expected a node object"),
         ('"just text"', "expected a node object"),
         ('{"id": "a", "content": 1}\n{"id": "a", "content": 2}', "more than once"),
     ],

@@ -171,6 +171,9 @@ def test_commit_then_every_read_route_answers_the_one_json_form(served, openapi)
         assert node.headers["etag"] == f'"{second.json()["id"]}"'
         assert node.headers["cache-control"] == "no-store"
         conforms(openapi, "/v1/tenants/{tenant}/nodes/{id}", "get", node)
+        typed = http.get("/v1/tenants/default/nodes/users/mira/lang")  # an id's segments, as typed
+        assert (typed.status_code, typed.json()) == (200, node.json())
+        assert http.get("/v1/tenants/default/history/users/mira/lang").json()[0]["status"] == "current"
         old = http.get(path("nodes", "users/mira/lang"), params={"at": commit["id"]})
         assert old.json()["content"] == "Mira prefers German" and "etag" not in old.headers
 
@@ -314,6 +317,9 @@ def test_bad_requests_are_one_line_and_write_nothing(served) -> None:
             http.post(path("commits"), json={"put": [], "mesage": "typo"}), 400, "InvalidInput", 2
         )
         assert "'mesage'" in message and "message" in message
+        nodes = [{"id": "ok1", "content": "a"}, {"id": "ok2", "content": "a"}, {"id": "ok3", "zzz": 1}]
+        message = error_of(http.post(path("commits"), json={"put": nodes}), 400, "InvalidInput", 2)
+        assert message.startswith("put[2]: unknown field 'zzz'"), message
         error_of(http.post(path("commits"), json={"delete": ["never/there"]}), 404, "NotFound", 3)
         claim = {**CLAIM, "id": "claims/mira/city2", "content": {**CLAIM["content"], "value": "Bergen"}}
         error_of(http.post(path("commits"), json={"put": [claim]}), 409, "ClaimConflict", 2)

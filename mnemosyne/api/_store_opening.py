@@ -52,16 +52,32 @@ def create(location: Location, *, map_size: int, max_map_size: int, sync: bool) 
     made = not where.exists()
     try:
         where.mkdir(parents=True, exist_ok=True)
+        where.chmod(PRIVATE_DIRECTORY)  # before any file is in it (the directory is new or empty)
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise StorageFull(f"cannot create {where}: the disk is full ({exc.strerror})") from None
         raise InvalidInput(f"cannot create {where}: {exc.strerror or exc}") from None
     try:
         kv = LmdbKV(where, create=True, map_size=map_size, max_map_size=max_map_size, sync=sync)
+        _private_files(where)
         return initialised(kv, where, None)
     except StorageFull:
         discard_new_store(where, directory=made)  # a full disk leaves nothing half-made
         raise
+
+
+PRIVATE_DIRECTORY = 0o700
+"""A new store's directory: its owner's alone (every memory is in it)."""
+
+PRIVATE_FILE = 0o600
+"""A new store's files: LMDB makes them by the umask (0644 under the usual 022)."""
+
+
+def _private_files(where: Path) -> None:
+    """Make the files a new store starts with its owner's alone (ADR 51)."""
+    for found in where.iterdir():
+        if found.is_file():
+            found.chmod(PRIVATE_FILE)
 
 
 def initialised(kv: KV, where: Path | None, url: str | None) -> Opened:

@@ -285,8 +285,8 @@ def read_nodes(text: str, source: str) -> list[Node]:
     nodes: list[Node] = []
     for line, value in json_values(text, source):
         if isinstance(value, list):
-            for index, item in enumerate(value, start=1):
-                nodes.append(node_from_builtins(item, f"{source} line {line}, item {index}"))
+            for index, item in enumerate(value):
+                nodes.append(node_from_builtins(item, f"{source} line {line}, [{index}]"))
         else:
             nodes.append(node_from_builtins(value, f"{source} line {line}"))
     return nodes
@@ -323,6 +323,25 @@ def from_builtins(value: Any, cls: type[T], where: str = "input") -> T:
     return converted
 
 
+def place(where: str, part: str) -> str:
+    """The name of a value inside the one named ``where``: ``part`` is ``.field`` or ``[index]``.
+
+    Every face names a failing value the same way, by its path from the argument,
+    field or line that holds it, indexes from 0: ``put[2]``, ``nodes[0].meta``,
+    ``stdin line 3, [1]``. An empty ``where`` is the top of the value itself.
+    """
+    if not where:
+        return part.removeprefix(".")
+    if " " in where.partition("[")[0]:  # a phrase ("stdin line 3"), not a path
+        return f"{where}, {part.removeprefix('.')}"
+    return f"{where}{part}"
+
+
+def _at(where: str, problem: str) -> str:
+    """``problem``, said of the value named ``where`` (nothing to name: the top of the value)."""
+    return f"{where}: {problem}" if where else problem
+
+
 def type_info(cls: Any) -> msgspec.inspect.Type:
     """The description msgspec gives of ``cls``, worked out once per type.
 
@@ -350,34 +369,37 @@ def _convert(value: Any, info: msgspec.inspect.Type, where: str) -> Any:
         if cls is Provenance:
             return _provenance(value)
         if not isinstance(value, dict):
-            raise InvalidInput(f"{where}: expected an object for {cls.__name__}, not {_kind(value)}")
+            raise InvalidInput(_at(where, f"expected an object for {cls.__name__}, not {_kind(value)}"))
         fields = {}
         for field in info.fields:
             if field.name in value:
-                fields[field.name] = _convert(value[field.name], field.type, f"{where}.{field.name}")
+                fields[field.name] = _convert(value[field.name], field.type, place(where, f".{field.name}"))
             elif field.required:
-                raise InvalidInput(f"{where}: {cls.__name__} needs {field.name!r}")
+                raise InvalidInput(_at(where, f"{cls.__name__} needs {field.name!r}"))
         if issubclass(cls, Commit) and fields.get("meta") == {}:
             fields["meta"] = None  # one spelling for "no meta", as stored
         try:
             return cls(**fields)
         except (TypeError, ValueError) as exc:
-            raise InvalidInput(f"{where}: {exc}") from None
+            raise InvalidInput(_at(where, str(exc))) from None
     if isinstance(info, inspect.ListType | inspect.VarTupleType):
         if not isinstance(value, list):
-            raise InvalidInput(f"{where}: expected an array, not {_kind(value)}")
-        items = [_convert(item, info.item_type, where) for item in value]
+            raise InvalidInput(_at(where, f"expected an array, not {_kind(value)}"))
+        items = [_convert(item, info.item_type, place(where, f"[{i}]")) for i, item in enumerate(value)]
         return items if isinstance(info, inspect.ListType) else tuple(items)
     if isinstance(info, inspect.DictType):
         if not isinstance(value, dict):
-            raise InvalidInput(f"{where}: expected an object, not {_kind(value)}")
-        return {key: _convert(item, info.value_type, where) for key, item in value.items()}
+            raise InvalidInput(_at(where, f"expected an object, not {_kind(value)}"))
+        return {
+            key: _convert(item, info.value_type, place(where, f"[{key!r}]")) for key, item in value.items()
+        }
     if isinstance(info, inspect.DateTimeType):
         return _time(value, where) if isinstance(value, str) else _refuse(value, "an RFC 3339 time", where)
     try:
         return msgspec.convert(value, info_type(info))
     except msgspec.ValidationError as exc:
-        raise InvalidInput(f"{where}: {exc}") from None
+        said = str(exc)  # "Expected `int`, got `str`": in the lower case of every other message
+        raise InvalidInput(_at(where, said[:1].lower() + said[1:])) from None
 
 
 def info_type(info: msgspec.inspect.Type) -> Any:
@@ -396,7 +418,7 @@ def info_type(info: msgspec.inspect.Type) -> Any:
 
 
 def _refuse(value: Any, wanted: str, where: str) -> Any:
-    raise InvalidInput(f"{where}: expected {wanted}, not {_kind(value)}")
+    raise InvalidInput(_at(where, f"expected {wanted}, not {_kind(value)}"))
 
 
 def node_from_builtins(value: Any, where: str) -> Node:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -24,14 +25,22 @@ TIMEOUT = 30.0
 class Served:
     """One ``mnemo serve`` process over the store at ``path``; its stderr is kept as it comes."""
 
-    def __init__(self, path: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, path: Path, *args: str, env: dict[str, str] | None = None, open_files: int | None = None
+    ) -> None:
         self.path = path
+
+        def limited() -> None:  # in the child: its open-files limit, as `ulimit -n` would set it
+            if open_files is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
         self.process = subprocess.Popen(
             [sys.executable, "-m", "mnemo_cli", "--repo", str(path), "serve", "--port", "0", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, "MNEMO_EMBEDDER": "none", **(env or {})},
+            preexec_fn=limited if open_files is not None else None,
         )
         assert self.process.stderr is not None
         self.lines: list[str] = []

@@ -26,7 +26,7 @@ from urllib.parse import parse_qsl, unquote_to_bytes
 from mnemosyne import AccessDenied, InvalidInput, MnemoError, NotFound, Repo, Store, to_json
 from mnemosyne.errors import one_line
 from mnemosyne.integrations.server.bodies import read_body
-from mnemosyne.integrations.server.calls import Call, Reply, Route
+from mnemosyne.integrations.server.calls import SLASHED, Call, Reply, Route
 from mnemosyne.integrations.server.openapi import document
 from mnemosyne.integrations.server.responses import (
     JSON,
@@ -143,7 +143,7 @@ class Tenants:
         self.store.close()
 
 
-def _segments(raw: bytes) -> list[str]:
+def segments_of(raw: bytes) -> list[str]:
     """The decoded segments of a raw path (``%2F`` stays inside its segment).
 
     Raises:
@@ -158,18 +158,30 @@ def _segments(raw: bytes) -> list[str]:
 _COMPILED = [(route, route.path.split("/")[1:]) for route in ROUTES]
 
 
+def _rest_taken(pattern: list[str]) -> bool:
+    """Whether the route's last segment is a parameter that may span several path segments."""
+    return pattern[-1][1:-1] in SLASHED
+
+
 def match(method: str, segments: list[str]) -> tuple[Route, dict[str, str]]:
     """The route a request names, and its path parameters.
+
+    An id (a branch name, a revision) at the end of a path may be sent as segments,
+    ``nodes/mem/0`` as well as ``nodes/mem%2F0``: users type ids as they read them.
 
     Raises:
         HttpError: 404 (no such path) or 405 (the path takes other methods).
     """
     allowed: list[str] = []
     for route, pattern in _COMPILED:
-        if len(pattern) != len(segments):
+        given = segments
+        if len(pattern) < len(segments) and _rest_taken(pattern):
+            last = len(pattern) - 1  # the last parameter takes the rest, joined by the '/' it held
+            given = [*segments[:last], "/".join(segments[last:])]
+        if len(pattern) != len(given):
             continue
         params: dict[str, str] = {}
-        for want, got in zip(pattern, segments, strict=True):
+        for want, got in zip(pattern, given, strict=True):
             if want.startswith("{"):
                 if not got:
                     break
@@ -244,7 +256,7 @@ class Api:
         headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or [])
         label = "?"
         try:
-            segments = _segments(scope.get("raw_path") or scope["path"].encode())
+            segments = segments_of(scope.get("raw_path") or scope["path"].encode())
             if segments[:1] != ["v1"]:
                 raise HttpError(404, NotFound, "no such route (the API is under /v1; see /v1/openapi.json)")
             if segments == ["v1", "health"]:

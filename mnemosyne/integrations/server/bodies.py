@@ -155,4 +155,4 @@ def read_body(raw: bytes, cls: type[B]) -> B:
     unknown = sorted(set(value) - set(taken))
     if unknown:
         raise InvalidInput(f"the request body has no field {unknown[0]!r} (it takes {', '.join(taken)})")
-    return from_builtins(value, cls, "body")
+    return from_builtins(value, cls, "")  # errors name the field: put[2], meta

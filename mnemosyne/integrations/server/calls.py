@@ -21,6 +21,10 @@ from mnemosyne.model.times import parse_duration
 
 TENANT = "/v1/tenants/{tenant}"
 
+SLASHED = frozenset({"id", "name", "rev"})
+"""Path parameters that hold ``/`` by design (ids, branch names, revisions): the last one
+in a route may be sent encoded (``mem%2F0``) or as the path's remaining segments (``mem/0``)."""
+
 
 class Tip(msgspec.Struct, frozen=True, kw_only=True):
     """A branch and the commit at its tip (None: no commits yet)."""

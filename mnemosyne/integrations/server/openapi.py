@@ -12,7 +12,7 @@ from typing import Any
 
 from mnemosyne.errors import KINDS
 from mnemosyne.integrations.server.bodies import BODIES
-from mnemosyne.integrations.server.calls import Route
+from mnemosyne.integrations.server.calls import SLASHED, Route
 from mnemosyne.integrations.server.routes import ROUTES
 from mnemosyne.model.access import Token
 from mnemosyne.model.form_schema import schema_components
@@ -30,7 +30,13 @@ _ERRORS = {
     "412": "If-Match named a tip the branch is no longer at; nothing was written.",
     "413": "The request body is larger than the server takes.",
     "507": "The store's disk is full; nothing was written.",
+    "408": "The request's headers or body took longer than the server waits; the connection closes.",
+    "429": "This token has as many requests under way as the server takes at once (Retry-After: 1).",
+    "431": "The request's line and headers are larger, or its header fields more, than the server takes.",
+    "503": "Every connection the server keeps open is being answered (Retry-After: 1).",
 }
+_BOUNDS = ("408", "429", "431", "503")
+"""What any request may be answered, by the server's bounds (docs/serving.md)."""
 
 
 def _error_schema() -> dict[str, Any]:
@@ -59,6 +65,24 @@ def _errors(*codes: str) -> dict[str, Any]:
     }
 
 
+def _path_param(name: str, *, last: bool) -> str:
+    if name == "tenant":
+        return "The token's tenant."
+    if last and name in SLASHED:
+        return (
+            f"Percent-encoded ('/' as %2F), or as the rest of the path: its '/' kept, as in "
+            f"{_EXAMPLE[name]} (this document's path template shows it as one segment)."
+        )
+    return "Percent-encoded ('/' as %2F)."
+
+
+_EXAMPLE = {
+    "id": "nodes/mem/0 for the id mem/0",
+    "name": "branches/team/mira",
+    "rev": "commits/origin/main~1",
+}
+
+
 def _operation(route: Route, result: dict[str, Any], body: dict[str, Any] | None) -> dict[str, Any]:
     names = [part[1:-1] for part in route.path.split("/") if part.startswith("{")]
     parameters: list[dict[str, Any]] = [
@@ -67,7 +91,7 @@ def _operation(route: Route, result: dict[str, Any], body: dict[str, Any] | None
             "in": "path",
             "required": True,
             "schema": {"type": "string"},
-            "description": "Percent-encoded ('/' as %2F)." if name != "tenant" else "The token's tenant.",
+            "description": _path_param(name, last=name == names[-1]),
         }
         for name in names
     ]
@@ -112,6 +136,7 @@ def _operation(route: Route, result: dict[str, Any], body: dict[str, Any] | None
         codes.append("412")
     if route.role != "read":
         codes.append("507")
+    codes += _BOUNDS
     responses.update(_errors(*codes))
     operation: dict[str, Any] = {
         "summary": route.summary,

@@ -64,7 +64,7 @@ from mnemosyne.integrations.server.calls import (
 )
 from mnemosyne.model.access import Role
 from mnemosyne.model.choices import CHOICES
-from mnemosyne.model.jsonform import node_from_builtins
+from mnemosyne.model.jsonform import node_from_builtins, place
 
 # -- reads --------------------------------------------------------------------------
 
@@ -283,12 +283,13 @@ def _merge(call: Call) -> Reply:
         resolutions = {}
         for node_id, choice in body.resolutions.items():
             if isinstance(choice, dict):
-                resolutions[node_id] = node_from_builtins(choice, f"resolutions.{node_id}")
+                resolutions[node_id] = node_from_builtins(choice, place("resolutions", f"[{node_id!r}]"))
             elif isinstance(choice, str) and choice in CHOICES:
                 resolutions[node_id] = choice
             else:
                 raise InvalidInput(
-                    f"resolutions.{node_id}: {', '.join(CHOICES)} or a node object, not {choice!r}"
+                    f"{place('resolutions', f'[{node_id!r}]')}: "
+                    f"{', '.join(CHOICES)} or a node object, not {choice!r}"
                 )
     result = call.repo.merge(
         body.source,
