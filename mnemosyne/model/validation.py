@@ -16,6 +16,13 @@ from mnemosyne.errors import InvalidInput
 MAX_ID_BYTES = 256
 """Longest id accepted, in bytes of UTF-8."""
 
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+"""Most bytes one input is read to: a commit's JSON on the command line, an MCP message.
+
+Whatever reads input without a bound can be fed without end (``/dev/zero``); the
+bound is four of the largest nodes, and a larger commit is split into several.
+"""
+
 MAX_DEPTH = 64
 """Deepest nesting of lists and maps accepted in content and meta."""
 
