@@ -15,16 +15,22 @@ import os
 import select
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from mnemosyne import Repo
-from mnemosyne.model.validation import MAX_INPUT_BYTES
+from mnemosyne import InvalidInput, Node, Repo
+from mnemosyne.model.validation import INVISIBLE, MAX_INPUT_BYTES, check_new_id, has_invisible
 
 ENV = {**os.environ, "MNEMO_EMBEDDER": "none"}
+SHOWN = ("\u200b", "\u202e", "\ufeff", "\u2028", "\u2066", "\U000e0041")
+"""Invisible characters of each sort: zero-width space, right-to-left override, byte order
+mark, line separator, isolate, a tag."""
 
 
 def mnemo(*args: str, input: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
@@ -41,6 +47,69 @@ def one_error(done: subprocess.CompletedProcess[bytes], code: int, fragment: str
     assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], stderr
     assert "Traceback" not in stderr
     return lines[0]
+
+
+# -- the invisible characters ------------------------------------------------------------
+
+
+def test_the_invisible_set_is_unicodes_format_characters_and_separators() -> None:
+    import re
+
+    pattern = re.compile(f"[{INVISIBLE}]")
+    for code in range(0x110000):
+        char = chr(code)
+        category = unicodedata.category(char)
+        if category in ("Cf", "Zl", "Zp"):
+            assert pattern.match(char), f"U+{code:04X} ({category}) is not in INVISIBLE"
+        elif pattern.match(char):
+            # Newer Unicode than this Python's: only characters unassigned here.
+            assert category == "Cn", f"U+{code:04X} ({category}) is in INVISIBLE"
+
+
+@given(
+    before=st.text(st.characters(codec="utf-8", categories=["L", "N"]), min_size=1, max_size=8),
+    after=st.text(st.characters(codec="utf-8", categories=["L", "N"]), min_size=1, max_size=8),
+    hidden=st.characters(categories=["Cf", "Zl", "Zp"], exclude_characters="\ud800"),
+)
+def test_an_id_holding_an_invisible_character_is_refused_and_nothing_is_written(
+    before: str, after: str, hidden: str
+) -> None:
+    node_id = f"users/{before}{hidden}{after}/lang"
+    assert has_invisible(node_id)
+    with Repo.in_memory() as repo:
+        with pytest.raises(InvalidInput, match=f"U\\+{ord(hidden):04X}"):
+            repo.commit([Node(id="ok/one", content="a"), Node(id=node_id, content="b")])
+        assert list(repo.log()) == []  # the valid node beside it was not written either
+        repo.commit([Node(id=f"users/{before}{after}/lang", content="b")])  # the visible id is fine
+    check_new_id(f"users/{before}{after}/lang")
+
+
+def test_an_id_a_store_already_holds_stays_readable_and_removable() -> None:
+    # Only new versions are refused: the reading and removing paths check ids as before.
+    from mnemosyne.model.validation import check_id
+
+    assert check_id("users/mira\u200b/lang") == "users/mira\u200b/lang"
+    with Repo.in_memory() as repo:
+        repo.commit([Node(id="users/mira/lang", content="de")])
+        assert repo.get("users/mira\u200b/lang") is None
+        with pytest.raises(InvalidInput):
+            repo.commit([Node(id="users/mira\u202e/lang", content="de")])
+
+
+def test_the_command_line_refuses_such_ids_and_escapes_what_it_shows(tmp_path: Path) -> None:
+    store = str(tmp_path / "s")
+    assert mnemo("init", store).returncode == 0
+    for hidden in SHOWN:
+        node = json.dumps({"id": f"users/mira{hidden}/lang", "content": "x"}, ensure_ascii=False)
+        line = one_error(mnemo("--repo", store, "commit", "-m", "m", input=node.encode()), 2, "invisible")
+        assert line.isascii(), line  # the id is shown escaped, never as itself
+    written = json.dumps({"id": "users/mira/lang", "content": "de \u202e nuel"}, ensure_ascii=False)
+    assert mnemo("--repo", store, "commit", "-m", "m", input=written.encode()).returncode == 0
+    shown = mnemo("--repo", store, "show", "users/mira/lang")
+    assert shown.returncode == 0 and "de \\u202e nuel" in shown.stdout.decode()
+    assert "\u202e" not in shown.stdout.decode()
+    missing = mnemo("--repo", store, "show", "users/\u202egnal/arim")
+    assert "\u202e" not in missing.stderr.decode() and "\\u202e" in missing.stderr.decode()
 
 
 # -- bounded input on the command line ------------------------------------------------------
@@ -194,8 +263,47 @@ def test_mnemo_mcp_over_stdio_answers_every_line_and_keeps_serving(tmp_path: Pat
             and refused["error"]["code"] == -32600
             and "duplicate key" in refused["error"]["message"]
         )
+        remember = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {
+                "name": "remember",
+                "arguments": {"message": "m", "nodes": [{"id": "users/mira\u200b/lang", "content": "de"}]},
+            },
+        }
+        result = ask(json.dumps(remember).encode())["result"]
+        assert result["isError"] and "U+200B" in result["content"][0]["text"]
         assert ask(b'{"jsonrpc":"2.0","id":4,"method":"ping"}') == {"jsonrpc": "2.0", "id": 4, "result": {}}
     finally:
         server.stdin.close()
         assert server.wait(timeout=30) == 0
         assert b"Traceback" not in (server.stderr.read() if server.stderr else b"")
+
+
+# -- the served API ------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # a real mnemo serve process
+def test_the_served_api_refuses_such_ids(tmp_path: Path) -> None:
+    from support.served import Served, tokens
+
+    path = tmp_path / "served"
+    with Repo.init(path):
+        pass
+    made = tokens(path, ("writer", "default", "write"))
+    server = Served(path)
+    try:
+        with server.client(made["writer"]) as http:
+            answer = http.post(
+                "/v1/tenants/default/commits", json={"put": [{"id": "users/\u202egnal/arim", "content": "x"}]}
+            )
+            assert answer.status_code == 400, answer.text
+            error = answer.json()["error"]
+            assert error["kind"] == "InvalidInput" and "U+202E" in error["message"]
+            fine = http.post(
+                "/v1/tenants/default/commits", json={"put": [{"id": "users/mira/lang", "content": "x"}]}
+            )
+            assert fine.status_code == 201, fine.text
+    finally:
+        assert server.stop() == 0, server.stderr
