@@ -173,8 +173,9 @@ class Viewer:
         repo = self.tenant_repo(tenant)
         head = repo.head
         branch = params.get("branch") or head
-        if branch != head and branch not in repo.branches():
-            raise NotFound(f"no branch {branch!r} in tenant {tenant!r}")
+        # A remote-tracking ref (origin/main) reads as a branch does: log, show and diff take it.
+        if branch != head and branch not in repo.branches() and branch not in _tracking(repo):
+            raise NotFound(f"no branch or remote-tracking ref {branch!r} in tenant {tenant!r}")
         keep = {}
         if tenant != self.repo.tenant:
             keep["tenant"] = tenant
@@ -185,7 +186,7 @@ class Viewer:
     def render(self, name: str, where: pages.Where | None, status: int = 200, **context: Any) -> HTMLResponse:
         """A page from its template, with what every page shows."""
         tenants = self.repo.tenants()
-        branches = where.repo.branches() if where is not None else []
+        branches = [*where.repo.branches(), *_tracking(where.repo)] if where is not None else []
 
         def url(path: str, **query: Any) -> str:
             kept = dict(where.keep) if where is not None else {}
@@ -307,3 +308,8 @@ def build_app(
     handlers: dict[Any, Handler] = {NotFound: not_found, InvalidInput: bad_input, HTTPException: http_error}
     app = Starlette(routes=routes, exception_handlers=handlers)
     return Guard(app, [f"{host}:{port}", f"localhost:{port}"])
+
+
+def _tracking(repo: Repo) -> list[str]:
+    """The names of the tenant's remote-tracking refs (``origin/main``)."""
+    return [name for name, _ in repo.remote_branches()]
