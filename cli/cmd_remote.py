@@ -5,7 +5,8 @@ a store ``mnemo serve`` serves, ``http://…``), named in this store. History
 moves by hash: the receiving store gets exactly the objects it lacks, checks
 each one's hash, and moves its refs last. A served store takes a token: from the
 file named with ``--token-file`` when the remote has one, else from
-``MNEMO_TOKEN`` (read here, passed to the library); never from the URL.
+``MNEMO_TOKEN`` (read here, passed to the library); never from the URL. ``fetch``,
+``pull`` and ``push`` take ``--token-file`` too, for that command alone: before both.
 """
 
 import os
@@ -43,6 +44,16 @@ TokenFileOpt = Annotated[
         metavar="PATH",
         help="For a store served over HTTP: a file holding the token to send (its path is kept, and "
         "the file is read at each use, before MNEMO_TOKEN).",
+        show_default=False,
+    ),
+]
+OnceTokenFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--token-file",
+        metavar="PATH",
+        help="For a remote served over HTTP: send the token in this file, this once (before the "
+        "remote's own token file and MNEMO_TOKEN; the remote keeps its own).",
         show_default=False,
     ),
 ]
@@ -211,6 +222,7 @@ def fetch(
     ctx: typer.Context,
     remote: RemoteArg = "origin",
     all_tenants: AllTenantsOpt = False,
+    token_file: OnceTokenFileOpt = None,
     author: AuthorOpt = None,
 ) -> None:
     """Bring in the history of remote NAME's branches, as remote-tracking refs NAME/BRANCH.
@@ -219,8 +231,8 @@ def fetch(
     redaction records come too, and what they erased there is erased here. Local
     branches do not move: merge NAME/BRANCH (or use pull). A remote-tracking ref
     whose branch is gone there is deleted. A remote served over HTTP takes a
-    read token (its token file, else MNEMO_TOKEN) and answers in a few round
-    trips besides the objects themselves.
+    read token (--token-file PATH, else its token file, else MNEMO_TOKEN) and
+    answers in a few round trips besides the objects themselves.
 
     JSON: {"kind", "remote", "location", "tenants": [{"tenant", "commits",
     "objects", "bytes", "redactions", "refs": [{"ref", "old", "new", "forced"}]}]}.
@@ -228,7 +240,11 @@ def fetch(
     settings = state(ctx)
     repo = settings.open(ctx)
     report = repo.fetch(
-        remote, all_tenants=all_tenants, author=author_or_default(author), token=_token(repo, remote)
+        remote,
+        all_tenants=all_tenants,
+        author=author_or_default(author),
+        token=_token(repo, remote, token_file),
+        token_file=token_file,
     )
     _report_sync(settings, report)
 
@@ -249,6 +265,7 @@ def pull(
             help="Merge even when NAME/BRANCH and the current branch have no commit in common.",
         ),
     ] = False,
+    token_file: OnceTokenFileOpt = None,
 ) -> None:
     """Fetch remote NAME, then merge NAME/BRANCH into the current branch.
 
@@ -276,7 +293,8 @@ def pull(
         strategy=strategy,
         author=author_or_default(author),
         allow_unrelated_histories=allow_unrelated,
-        token=_token(repo, remote),
+        token=_token(repo, remote, token_file),
+        token_file=token_file,
     )
     if settings.json:
         emit(report)
@@ -296,6 +314,7 @@ def push(
         bool, typer.Option("-f", "--force", help="Move the remote's branch even if commits leave it.")
     ] = False,
     all_tenants: AllTenantsOpt = False,
+    token_file: OnceTokenFileOpt = None,
     author: AuthorOpt = None,
 ) -> None:
     """Send BRANCH to remote NAME and move its branch of that name there.
@@ -307,7 +326,7 @@ def push(
     Of two pushes racing to one branch, one lands and the other exits 4. A
     remote served over HTTP takes a write token (its token file, else
     MNEMO_TOKEN), and an admin token when the push carries erasures it lacks
-    (exit 7).
+    (exit 7): --token-file PATH sends another token this once.
 
     JSON: as fetch, with "kind": "push" and "refs" naming the remote's branch.
     """
@@ -319,7 +338,8 @@ def push(
         force=force,
         all_tenants=all_tenants,
         author=author_or_default(author),
-        token=_token(repo, remote),
+        token=_token(repo, remote, token_file),
+        token_file=token_file,
     )
     _report_sync(settings, report)
 
