@@ -15,12 +15,12 @@ from typing import Annotated
 
 import typer
 
-from mnemosyne import Repo, SyncReport, TenantSync
+from mnemosyne import MnemoError, Repo, Store, SyncReport, TenantSync
 from mnemosyne.model.choices import MergeStrategy
 
 from . import exits
 from .cmd_merge import report_merge
-from .render import emit, say, short
+from .render import emit, note, say, short
 from .state import AuthorOpt, State, author_or_default, state
 
 RemoteArg = Annotated[
@@ -184,22 +184,27 @@ def clone(
     PATH, which origin keeps for later fetches and pushes, else MNEMO_TOKEN)
     names the one tenant cloned, which --tenant defaults to.
 
-    A clone killed part-way leaves PATH marked as an unfinished clone: every
-    command there warns, 'mnemo fsck' reports it (exit 1), and running the same
-    clone again finishes it, fetching only what is still missing.
+    A clone killed or interrupted (Ctrl-C: exit 130, saying so) part-way
+    leaves PATH marked as an unfinished clone: every command there warns,
+    'mnemo fsck' reports it (exit 1), and running the same clone again
+    finishes it, fetching only what is still missing.
 
     JSON: {"path", "origin", "tenant", "head", "remote_branches": [{"name", "commit"}]}.
     """
     settings = state(ctx)
-    repo = Repo.clone(
-        source,
-        path,
-        tenant=settings.tenant,
-        all_tenants=all_tenants,
-        author=author_or_default(author),
-        token=_token(token_file=token_file),
-        token_file=token_file,
-    )
+    try:
+        repo = Repo.clone(
+            source,
+            path,
+            tenant=settings.tenant,
+            all_tenants=all_tenants,
+            author=author_or_default(author),
+            token=_token(token_file=token_file),
+            token_file=token_file,
+        )
+    except KeyboardInterrupt:
+        note(_interrupted_clone(path))
+        raise typer.Exit(exits.INTERRUPTED) from None
     ctx.call_on_close(repo.close)
     tracked = repo.remote_branches()
     (origin,) = [r.location for r in repo.store.remotes()] or [source]
@@ -216,6 +221,21 @@ def clone(
         return
     count = f"{len(tracked)} branch" + ("" if len(tracked) == 1 else "es")
     say(f"Cloned {origin} into {path}: {count} as origin/*, on branch {repo.head}")
+
+
+def _interrupted_clone(path: str) -> str:
+    """What an interrupted clone says it left at ``path``."""
+    try:
+        with Store.open(path, readonly=True) as store:
+            unfinished = store.unfinished_clone
+    except MnemoError:
+        unfinished = None
+    if unfinished is None:
+        return f"interrupted: nothing was cloned into {path}"
+    return (
+        f"interrupted: {path} is kept as an unfinished clone of {unfinished}: "
+        "run the same clone again to finish it"
+    )
 
 
 def fetch(

@@ -194,7 +194,8 @@ def clone(
 
     The store and the tenant cloned (``tenant``; when None, the default one, or
     over HTTP the one the token reaches). A clone that fails leaves nothing at
-    ``path``. One killed part-way leaves a store marked as an unfinished clone
+    ``path``. One killed or interrupted (``KeyboardInterrupt``) part-way leaves a
+    store marked as an unfinished clone
     (:class:`remote_config.UnfinishedClone`, written with the store's first
     records): the same clone run again resumes it, fetching only what is still
     missing, and clears the mark last.
@@ -225,6 +226,12 @@ def clone(
     tenant = tenant or DEFAULT_TENANT
     try:
         return _clone_into(other, location, target, tenant, all_tenants, clock, author, kept), tenant
+    except KeyboardInterrupt:
+        # Stopped by the user (Ctrl-C), as SIGTERM stops it: what is marked as an unfinished
+        # clone stays for the same clone to resume; a store not yet marked goes.
+        if not existed and not _resumable(target):
+            shutil.rmtree(target, ignore_errors=True)
+        raise
     except BaseException:
         if not existed:
             shutil.rmtree(target, ignore_errors=True)  # a failed clone leaves nothing behind
@@ -551,6 +558,15 @@ def _clone_into(
     except BaseException:
         store.close()
         raise
+
+
+def _resumable(target: Path) -> bool:
+    """Whether ``target`` holds a store marked as an unfinished clone (which a rerun resumes)."""
+    try:
+        with Store.open(target, readonly=True) as store:
+            return store.unfinished_clone is not None
+    except Exception:  # no store there, or one not yet whole: nothing to resume
+        return False
 
 
 def _destination(target: Path, wanted: remote_config.UnfinishedClone) -> Store:
