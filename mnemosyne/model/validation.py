@@ -117,6 +117,25 @@ def check_new_id(node_id: str) -> None:
         )
 
 
+_SHOWN_ESCAPED = re.compile(f"(?![\u200c\u200d])[{INVISIBLE}]")
+
+
+def show_invisible(text: str) -> str:
+    r"""``text`` with its invisible characters spelled as escapes (``\u202e``), for showing.
+
+    The two joiners (U+200C, U+200D) stay: in text they shape scripts and emoji,
+    and they can move nothing.
+    """
+    if text.isascii():
+        return text
+    return _SHOWN_ESCAPED.sub(_escape_char, text)
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
 def has_invisible(text: str) -> bool:
     """Whether ``text`` holds a character of :data:`INVISIBLE`."""
     return not text.isascii() and _INVISIBLE.search(text) is not None

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
 import jinja2
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -32,6 +33,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mnemosyne import InvalidInput, NotFound, Repo
+from mnemosyne.model.validation import show_invisible
 
 from . import diffs, pages
 
@@ -126,6 +128,18 @@ def _node_path(node_id: str) -> str:
     return "/node/" + quote(node_id, safe="/")
 
 
+def _visible(value: Any) -> Any:
+    """A value as a page shows it: invisible characters (U+202E, U+200B, ...) as escapes.
+
+    An id or a memory holding a right-to-left override or a zero-width space would
+    otherwise pass for another on the page.
+    """
+    if isinstance(value, str) and not value.isascii():
+        shown = show_invisible(value)
+        return Markup(shown) if isinstance(value, Markup) else shown
+    return value
+
+
 def templates() -> jinja2.Environment:
     """The page templates, every value autoescaped."""
     env = jinja2.Environment(
@@ -134,6 +148,7 @@ def templates() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_visible,
     )
     env.filters["when"] = _when
     env.filters["short"] = _short
