@@ -40,6 +40,7 @@ def cloned(tmp_path: Path) -> Path:
     return tmp_path / "mine"
 
 
+@pytest.mark.slow  # command-line processes
 def test_branch_lists_remote_tracking_refs_with_r_and_everything_with_a(cloned: Path) -> None:
     def mnemo(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
