@@ -29,12 +29,20 @@ def branch(
         typer.Option("--orphan", help="Create NAME with no commits: its first commit starts a new history."),
     ] = False,
     delete: Annotated[bool, typer.Option("-d", "--delete", help="Delete branch NAME.")] = False,
+    remotes: Annotated[
+        bool, typer.Option("-r", "--remotes", help="List the remote-tracking refs (origin/main) instead.")
+    ] = False,
+    all_refs: Annotated[
+        bool, typer.Option("-a", "--all", help="List branches and remote-tracking refs.")
+    ] = False,
     author: AuthorOpt = None,
 ) -> None:
     """List, create or delete branches.
 
     \b
       mnemo branch                   list branches
+      mnemo branch -r                list remote-tracking refs (fetch brings them)
+      mnemo branch -a                list both
       mnemo branch NAME [--from REV] create one (default: at HEAD)
       mnemo branch NAME --orphan     create one with no commits
       mnemo branch -d NAME           delete one
@@ -44,10 +52,18 @@ def branch(
     branch has none either: the first commit on it starts it. Commits go only to
     branches that exist: `mnemo commit --branch` never creates one.
 
-    JSON Lines (list): {"name", "commit", "current"}; create: {"name", "commit"}
-    (null: no commits yet); delete: {"deleted", "commit"}.
+    Remote-tracking refs (REMOTE/BRANCH) are read as branches are (log, show,
+    diff, merge take them) and move only by fetch; -a lists them after the
+    branches, as remotes/REMOTE/BRANCH.
+
+    JSON Lines (list): {"name", "commit", "current"}, and "remote" with -r or -a;
+    create: {"name", "commit"} (null: no commits yet); delete: {"deleted", "commit"}.
     """  # noqa: D301 (\b keeps Click from rewrapping the next paragraph)
     settings = state(ctx)
+    if (remotes or all_refs) and (name is not None or delete or start is not None or orphan):
+        raise typer.BadParameter(
+            "lists refs: give no NAME, --delete, --from or --orphan with it", param_hint="-r/-a"
+        )
     if delete:
         if name is None:
             raise typer.BadParameter("give the branch to delete", param_hint="NAME")
@@ -68,14 +84,20 @@ def branch(
             raise typer.BadParameter("needs the NAME of a branch to create", param_hint=hint)
         repo = settings.open(ctx, readonly=True)
         head = repo.head
-        tips = repo.branch_tips()
-        width = max((len(branch_name) for branch_name, _ in tips), default=0)
-        for branch_name, tip_commit in tips:
+        local = [] if remotes else [(branch_name, tip, False) for branch_name, tip in repo.branch_tips()]
+        tracked = [(ref, tip, True) for ref, tip in repo.remote_branches()] if remotes or all_refs else []
+        rows = [*local, *tracked]
+        shown = {ref: f"remotes/{ref}" if all_refs else ref for ref, _, _ in tracked}
+        width = max((len(shown.get(ref, ref)) for ref, _, _ in rows), default=0)
+        for ref, tip_commit, remote in rows:
+            current = not remote and ref == head
             if settings.json:
-                emit({"name": branch_name, "commit": tip_commit.id, "current": branch_name == head})
+                row = {"name": ref, "commit": tip_commit.id, "current": current}
+                emit({**row, "remote": remote} if remotes or all_refs else row)
             else:
-                mark = "*" if branch_name == head else " "
-                say(f"{mark} {branch_name:<{width}}  {short(tip_commit.id)} {summary(tip_commit.message)}")
+                label = shown[ref] if remote else ref
+                mark = "*" if current else " "
+                say(f"{mark} {label:<{width}}  {short(tip_commit.id)} {summary(tip_commit.message)}")
         return
     repo = settings.open(ctx)
     made = repo.branch(name, at=start, orphan=orphan, author=author_or_default(author))

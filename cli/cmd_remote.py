@@ -5,7 +5,8 @@ a store ``mnemo serve`` serves, ``http://…``), named in this store. History
 moves by hash: the receiving store gets exactly the objects it lacks, checks
 each one's hash, and moves its refs last. A served store takes a token: from the
 file named with ``--token-file`` when the remote has one, else from
-``MNEMO_TOKEN`` (read here, passed to the library); never from the URL.
+``MNEMO_TOKEN`` (read here, passed to the library); never from the URL. ``fetch``,
+``pull`` and ``push`` take ``--token-file`` too, for that command alone: before both.
 """
 
 import contextlib
@@ -16,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from mnemosyne import Repo, SyncReport, TenantSync
+from mnemosyne import MnemoError, Repo, Store, SyncReport, TenantSync
 from mnemosyne.model.choices import MergeStrategy
 
 from . import exits
@@ -45,6 +46,16 @@ TokenFileOpt = Annotated[
         metavar="PATH",
         help="For a store served over HTTP: a file holding the token to send (its path is kept, and "
         "the file is read at each use, before MNEMO_TOKEN).",
+        show_default=False,
+    ),
+]
+OnceTokenFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--token-file",
+        metavar="PATH",
+        help="For a remote served over HTTP: send the token in this file, this once (before the "
+        "remote's own token file and MNEMO_TOKEN; the remote keeps its own).",
         show_default=False,
     ),
 ]
@@ -185,23 +196,28 @@ def clone(
     PATH, which origin keeps for later fetches and pushes, else MNEMO_TOKEN)
     names the one tenant cloned, which --tenant defaults to.
 
-    A clone killed part-way leaves PATH marked as an unfinished clone: every
-    command there warns, 'mnemo fsck' reports it (exit 1), and running the same
-    clone again finishes it, fetching only what is still missing.
+    A clone killed or interrupted (Ctrl-C: exit 130, saying so) part-way
+    leaves PATH marked as an unfinished clone: every command there warns,
+    'mnemo fsck' reports it (exit 1), and running the same clone again
+    finishes it, fetching only what is still missing.
 
     JSON: {"path", "origin", "tenant", "head", "remote_branches": [{"name", "commit"}]}.
     """
     settings = state(ctx)
     _warn_if_others_read(token_file)
-    repo = Repo.clone(
-        source,
-        path,
-        tenant=settings.tenant,
-        all_tenants=all_tenants,
-        author=author_or_default(author),
-        token=_token(token_file=token_file),
-        token_file=token_file,
-    )
+    try:
+        repo = Repo.clone(
+            source,
+            path,
+            tenant=settings.tenant,
+            all_tenants=all_tenants,
+            author=author_or_default(author),
+            token=_token(token_file=token_file),
+            token_file=token_file,
+        )
+    except KeyboardInterrupt:
+        note(_interrupted_clone(path))
+        raise typer.Exit(exits.INTERRUPTED) from None
     ctx.call_on_close(repo.close)
     tracked = repo.remote_branches()
     (origin,) = [r.location for r in repo.store.remotes()] or [source]
@@ -220,10 +236,26 @@ def clone(
     say(f"Cloned {origin} into {path}: {count} as origin/*, on branch {repo.head}")
 
 
+def _interrupted_clone(path: str) -> str:
+    """What an interrupted clone says it left at ``path``."""
+    try:
+        with Store.open(path, readonly=True) as store:
+            unfinished = store.unfinished_clone
+    except MnemoError:
+        unfinished = None
+    if unfinished is None:
+        return f"interrupted: nothing was cloned into {path}"
+    return (
+        f"interrupted: {path} is kept as an unfinished clone of {unfinished}: "
+        "run the same clone again to finish it"
+    )
+
+
 def fetch(
     ctx: typer.Context,
     remote: RemoteArg = "origin",
     all_tenants: AllTenantsOpt = False,
+    token_file: OnceTokenFileOpt = None,
     author: AuthorOpt = None,
 ) -> None:
     """Bring in the history of remote NAME's branches, as remote-tracking refs NAME/BRANCH.
@@ -232,8 +264,8 @@ def fetch(
     redaction records come too, and what they erased there is erased here. Local
     branches do not move: merge NAME/BRANCH (or use pull). A remote-tracking ref
     whose branch is gone there is deleted. A remote served over HTTP takes a
-    read token (its token file, else MNEMO_TOKEN) and answers in a few round
-    trips besides the objects themselves.
+    read token (--token-file PATH, else its token file, else MNEMO_TOKEN) and
+    answers in a few round trips besides the objects themselves.
 
     JSON: {"kind", "remote", "location", "tenants": [{"tenant", "commits",
     "objects", "bytes", "redactions", "refs": [{"ref", "old", "new", "forced"}]}]}.
@@ -241,7 +273,11 @@ def fetch(
     settings = state(ctx)
     repo = settings.open(ctx)
     report = repo.fetch(
-        remote, all_tenants=all_tenants, author=author_or_default(author), token=_token(repo, remote)
+        remote,
+        all_tenants=all_tenants,
+        author=author_or_default(author),
+        token=_token(repo, remote, token_file),
+        token_file=token_file,
     )
     _report_sync(settings, report)
 
@@ -262,6 +298,7 @@ def pull(
             help="Merge even when NAME/BRANCH and the current branch have no commit in common.",
         ),
     ] = False,
+    token_file: OnceTokenFileOpt = None,
 ) -> None:
     """Fetch remote NAME, then merge NAME/BRANCH into the current branch.
 
@@ -289,7 +326,8 @@ def pull(
         strategy=strategy,
         author=author_or_default(author),
         allow_unrelated_histories=allow_unrelated,
-        token=_token(repo, remote),
+        token=_token(repo, remote, token_file),
+        token_file=token_file,
     )
     if settings.json:
         emit(report)
@@ -309,6 +347,7 @@ def push(
         bool, typer.Option("-f", "--force", help="Move the remote's branch even if commits leave it.")
     ] = False,
     all_tenants: AllTenantsOpt = False,
+    token_file: OnceTokenFileOpt = None,
     author: AuthorOpt = None,
 ) -> None:
     """Send BRANCH to remote NAME and move its branch of that name there.
@@ -320,7 +359,7 @@ def push(
     Of two pushes racing to one branch, one lands and the other exits 4. A
     remote served over HTTP takes a write token (its token file, else
     MNEMO_TOKEN), and an admin token when the push carries erasures it lacks
-    (exit 7).
+    (exit 7): --token-file PATH sends another token this once.
 
     JSON: as fetch, with "kind": "push" and "refs" naming the remote's branch.
     """
@@ -332,7 +371,8 @@ def push(
         force=force,
         all_tenants=all_tenants,
         author=author_or_default(author),
-        token=_token(repo, remote),
+        token=_token(repo, remote, token_file),
+        token_file=token_file,
     )
     _report_sync(settings, report)
 

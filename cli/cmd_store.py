@@ -2,7 +2,7 @@
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 import typer
 
@@ -10,6 +10,7 @@ from mnemosyne import CommitResult, InvalidInput, NotFound, Store
 from mnemosyne.api.locations import shown_location
 from mnemosyne.model.choices import ClaimPolicy
 from mnemosyne.model.jsonform import read_nodes
+from mnemosyne.model.validation import MAX_INPUT_BYTES
 
 from .render import emit, say, short, summary
 from .state import STORE_DIR, AuthorOpt, State, as_location, author_or_default, state
@@ -218,21 +219,34 @@ def report(settings: State, made: CommitResult, branch: str) -> None:
 
 
 def _read_input(file: str | None, allow_empty: bool) -> tuple[str, str]:
-    """The input text and how to name it in errors."""
+    """The input text and how to name it in errors; read to :data:`MAX_INPUT_BYTES` at most."""
     if file is None or file == "-":
         source = "stdin"
         if file is None and sys.stdin.isatty():
             if allow_empty:
                 return "", source
             raise InvalidInput("no input: give a FILE, or pipe JSON into stdin")
-        raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+        stream = getattr(sys.stdin, "buffer", None)  # a text stream without one: in tests
+        raw = _read_bounded(stream, source) if stream is not None else sys.stdin.read().encode()
     else:
         source = file
         try:
-            raw = Path(file).read_bytes()
+            with open(file, "rb") as handle:
+                raw = _read_bounded(handle, source)
         except OSError as exc:
             raise InvalidInput(f"cannot read {file}: {exc.strerror or exc}") from None
     try:
         return raw.decode("utf-8-sig"), source
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{source}: not UTF-8 text (bad byte at offset {exc.start})") from None
+
+
+def _read_bounded(stream: BinaryIO, source: str) -> bytes:
+    """All of ``stream``, refused past :data:`MAX_INPUT_BYTES` (``/dev/zero`` would never end)."""
+    raw = stream.read(MAX_INPUT_BYTES + 1)
+    if len(raw) > MAX_INPUT_BYTES:
+        raise InvalidInput(
+            f"{source} holds more than {MAX_INPUT_BYTES >> 20} MiB, the most one commit reads: "
+            "split it into several commits"
+        )
+    return raw

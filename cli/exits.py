@@ -12,6 +12,8 @@ CORRUPT = 5
 STORAGE_FULL = 6
 ACCESS_DENIED = 7
 """A served store refused the token (missing, revoked, expired) or its role."""
+INTERRUPTED = 130
+"""Stopped by Ctrl-C (SIGINT), as shells report it (128 + 2)."""
 
 EPILOG = (
     "Exit codes: 0 ok, 1 problem found, 2 invalid input or usage, 3 not found, "

@@ -3,7 +3,8 @@
 JSON output is the library's JSON form of each result
 (:mod:`mnemosyne.model.jsonform`): every field, times in RFC 3339 UTC with
 ``Z``. Human output abbreviates hashes to 7 hex characters, as git does, and
-escapes control characters (NUL included) so a memory cannot drive the terminal.
+escapes control characters (NUL included) so a memory cannot drive the terminal, and
+invisible ones (U+202E, U+200B, ...) so that nothing shown passes for something else.
 """
 
 import json
@@ -15,6 +16,7 @@ import typer
 
 from mnemosyne import Blame, Claim, Commit, Node, Provenance, Redaction
 from mnemosyne.model.jsonform import PROVENANCE_FIELDS, to_builtins
+from mnemosyne.model.validation import INVISIBLE
 
 SHORT = 7
 """Hex characters of a hash shown in human output."""
@@ -31,7 +33,9 @@ def emit(document: Any) -> None:
     typer.echo(json.dumps(to_builtins(document), ensure_ascii=False))
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Controls, and the invisible characters (direction overrides, zero-width spaces, ...) but
+# the two joiners, which shape scripts and emoji in text and can move nothing.
+_CONTROL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f]|(?![\\u200c\\u200d])[{INVISIBLE}]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -39,7 +43,11 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def safe(text: str) -> str:
-    """``text`` with control characters but tab and newline escaped, as JSON escapes them (NUL too)."""
+    """``text`` with control characters but tab and newline escaped, as JSON escapes them (NUL too).
+
+    Invisible characters are escaped too (as JSON escapes them): an id or a memory holding a
+    right-to-left override or a zero-width space shows it, rather than passing for another.
+    """
     return _CONTROL.sub(_escape, text)
 
 
@@ -49,8 +57,8 @@ def say(text: str) -> None:
 
 
 def note(text: str) -> None:
-    """Print a message (not data) on stderr."""
-    typer.echo(text, err=True)
+    """Print a message (not data) on stderr, control and invisible characters escaped (it may quote an id)."""
+    typer.echo(safe(text), err=True)
 
 
 # -- human text ----------------------------------------------------------------

@@ -160,3 +160,24 @@ def test_compaction_on_a_full_disk_is_storage_full_and_leaves_the_store_and_no_c
         with Repo.open(path, readonly=True) as repo:
             assert [commit.id for commit in repo.log()] == made[::-1]
             assert repo.fsck().ok
+
+
+def test_export_onto_a_full_disk_is_storage_full_and_leaves_no_file(small_disk: Path, tmp_path: Path) -> None:  # noqa: F811
+    source = tmp_path / "source"
+    rng = random.Random(5)
+    with Repo.init(source) as repo:
+        for number in range(3):
+            repo.commit([Node(id=f"notes/{number}/{k}", content=bulk(rng, 200_000)) for k in range(4)])
+    fill(small_disk, leave=512 << 10)  # room to start, not for the ~2.4 MB of the export
+    assert_full(mnemo("--repo", str(source), "export", str(small_disk / "backup.mnemo")))
+    assert not [entry for entry in small_disk.iterdir() if "backup" in entry.name]  # no partial file
+    with open(small_disk / "piped.mnemo", "wb") as out:  # to standard output, which the shell sent there
+        refused = subprocess.run(
+            [sys.executable, "-m", "mnemo_cli", "--repo", str(source), "export", "-"],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            env={**os.environ, "MNEMO_EMBEDDER": "none"},
+        )
+    assert_full(refused)

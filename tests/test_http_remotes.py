@@ -290,7 +290,9 @@ def test_tokens_go_in_a_file_or_the_environment_and_grant_one_tenant_and_role(tm
         one_error(
             mnemo("clone", f"http://me:{made['reader']}@{host}", str(tmp_path / "x")), 2, "no user or token"
         )
-        one_error(mnemo("clone", url, str(tmp_path / "x")), 7, "needs a token: set MNEMO_TOKEN")
+        one_error(
+            mnemo("clone", url, str(tmp_path / "x")), 7, "needs a token: give the command --token-file PATH"
+        )
         assert not (tmp_path / "x").exists()  # a failed clone leaves nothing
         one_error(
             mnemo("clone", url, str(tmp_path / "x"), token="mnemo_0_nope"), 7, "unknown, revoked or expired"
@@ -358,3 +360,41 @@ def test_tokens_go_in_a_file_or_the_environment_and_grant_one_tenant_and_role(tm
     )
     with Repo.open(clone) as repo, pytest.raises(NotFound, match="cannot reach"):
         repo.pull(token=made["reader"])
+
+
+def test_a_token_file_for_one_command_goes_before_the_remotes_and_a_refusal_names_it(tmp_path: Path) -> None:
+    hub = tmp_path / "hub.mnemo"
+    with Repo.init(hub) as repo:
+        repo.commit([Node(id="k", content="v")])
+    made = tokens(hub, ("reader", "default", "read"), ("writer", "default", "write"))
+    reader = token_file(tmp_path / "reader.token", made["reader"])
+    writer = token_file(tmp_path / "writer.token", made["writer"])
+    server = Served(hub)
+    mine = tmp_path / "mine.mnemo"
+    try:
+        assert mnemo("clone", "--token-file", str(reader), server.url, str(mine)).exit_code == 0
+        with Repo.open(mine) as repo:
+            repo.commit([Node(id="k2", content="v2")])
+        # origin keeps the read token's file, which goes before MNEMO_TOKEN: the push is refused,
+        # and the message says how to send the write token for this push alone.
+        refused = mnemo_process("--repo", str(mine), "push", token=made["writer"])
+        assert refused.returncode == 7, refused.stderr
+        (line,) = refused.stderr.strip().splitlines()
+        assert line.startswith("error: remote 'origin': ") and "--token-file PATH" in line, line
+        pushed = mnemo("--repo", str(mine), "push", "--token-file", str(writer))
+        assert pushed.exit_code == 0, pushed.output
+        with Repo.open(hub, readonly=True) as repo:
+            assert repo.get("k2") is not None
+        with Repo.open(mine) as repo:  # the remote keeps its own token file
+            assert [r.token_file for r in repo.store.remotes()] == [str(reader)]
+        for command in ("fetch", "pull"):
+            done = mnemo("--repo", str(mine), command, "--token-file", str(writer))
+            assert done.exit_code == 0, (command, done.output)
+        missing = str(tmp_path / "none")
+        one_error(mnemo("--repo", str(mine), "fetch", "--token-file", missing), 2, "no such file")
+        plain = tmp_path / "plain.mnemo"
+        Repo.init(plain).close()
+        assert mnemo("--repo", str(mine), "remote", "add", "plain", str(plain)).exit_code == 0
+        one_error(mnemo("--repo", str(mine), "fetch", "plain", "--token-file", str(writer)), 2, "not served")
+    finally:
+        stopped(server, *made.values())

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -296,6 +297,65 @@ def test_mnemo_clone_sigkilled_while_it_copies_is_finished_by_the_same_command(t
         as_cloned(source, path)
         return
     assert child.returncode == -signal.SIGKILL
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    as_cloned(source, path)
+
+
+@pytest.mark.parametrize("stops_at", [1, 2], ids=["before-the-fetch", "before-the-check-out"])
+def test_a_clone_interrupted_part_way_keeps_its_store_for_a_rerun(source, tmp_path, stops_at):
+    path = tmp_path / "clone.mnemo"
+    readings = 0
+
+    def clock() -> datetime:
+        # Ctrl-C lands while the clone works: at its stops_at-th clock reading.
+        nonlocal readings
+        readings += 1
+        if readings == stops_at:
+            raise KeyboardInterrupt
+        return datetime.now(UTC)
+
+    with pytest.raises(KeyboardInterrupt):
+        Repo.clone(source, path, clock=clock, author="cloner")
+    with Store.open(path) as store:  # kept, as SIGTERM or SIGKILL leave it
+        assert store.unfinished_clone == f"{source.resolve()} (tenant 'default')"
+    Repo.clone(source, path, author="cloner").close()
+    as_cloned(source, path)
+
+
+@pytest.mark.slow
+def test_mnemo_clone_stopped_by_ctrl_c_says_what_it_kept_and_the_same_command_finishes_it(tmp_path):
+    source = tmp_path / "big.mnemo"
+    with Repo.init(source, clock=Clock()) as repo:
+        for round_ in range(3):  # enough that copying takes a while after the store appears
+            repo.commit([note(f"n/{round_}/{i}", f"value {round_} {i} " * 4) for i in range(2000)])
+    path = tmp_path / "clone.mnemo"
+    env = {**os.environ, "MNEMO_AUTHOR": "tester", "MNEMO_EMBEDDER": "none"}
+    command = [sys.executable, "-m", "mnemo_cli", "clone", str(source), str(path)]
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while child.poll() is None and time.monotonic() < deadline:
+        try:  # the store names its origin: the copying starts now
+            with Store.open(path, readonly=True) as store:
+                if store.remotes():
+                    break
+        except MnemoError:
+            pass
+        time.sleep(0.002)
+    # Ctrl-C at once: the copying has begun, and takes a few tenths of a second more
+    child.send_signal(signal.SIGINT)
+    _, stderr = child.communicate(timeout=60)
+    with Store.open(path, readonly=True) as store:
+        finished = store.unfinished_clone is None
+    if child.returncode == 0 or finished:  # it finished first (a fast machine): nothing to resume
+        as_cloned(source, path)
+        return
+    assert child.returncode == 130, stderr
+    (line,) = stderr.strip().splitlines()
+    assert line == (
+        f"interrupted: {path} is kept as an unfinished clone of {source.resolve()} (tenant 'default'): "
+        "run the same clone again to finish it"
+    )
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     as_cloned(source, path)

@@ -562,3 +562,15 @@ def test_browser_memory_holding_html_shows_it_as_text(page, served):
     assert page.evaluate("() => window.pwned") is None
     assert page.locator("main b").count() == 0
     assert "<img src=x onerror=alert(1)>" in page.locator("dl.fields").inner_text()
+
+
+def test_pages_show_invisible_characters_escaped(tmp_path: Path) -> None:
+    # A right-to-left override or a zero-width space in what a page shows would make it pass
+    # for something else: shown as an escape, the joiner (which shapes emoji) as it is.
+    with Repo.init(tmp_path / "s") as repo:
+        repo.commit([Node(id="users/mira/lang", content="de \u202e nuel, a\u200bb, 👩\u200d💻")], message="m")
+        web = TestClient(build_app(repo, port=PORT), base_url=BASE)
+        page = web.get("/node/users/mira/lang")
+        assert page.status_code == 200, page.text
+        assert "\u202e" not in page.text and "\u200b" not in page.text
+        assert "de \\u202e nuel" in page.text and "a\\u200bb" in page.text and "👩\u200d💻" in page.text

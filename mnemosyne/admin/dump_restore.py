@@ -81,7 +81,7 @@ from mnemosyne.admin.export_file import (
     verify,
 )
 from mnemosyne.admin.fsck import fsck
-from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, NotFound
+from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, NotFound, StorageFull
 from mnemosyne.index.build import reindex
 from mnemosyne.index.view import Stores, View, WriteView
 from mnemosyne.model import codec
@@ -90,6 +90,7 @@ from mnemosyne.model.reports import ExportReport, ImportReport, TenantCounts
 from mnemosyne.model.version import VERSION
 from mnemosyne.store import tenancy
 from mnemosyne.store.kv.base import KV, ReadTxn, WriteTxn
+from mnemosyne.store.kv.lmdb_space import full_message, is_disk_full
 from mnemosyne.store.object_store import decode_redaction
 from mnemosyne.store.refs import BRANCH_PREFIX, HEAD, REMOTE_PREFIX, RefStore, check_branch_name, time_key
 from mnemosyne.store.remote_config import check_remote_name
@@ -110,21 +111,34 @@ def dump(kv: KV, out: IO[bytes], *, tenants: Sequence[str] | None = None) -> Exp
     Raises:
         NotFound: a tenant named in ``tenants`` does not exist.
         CorruptObject: a stored object's bytes do not match its hash.
+        StorageFull: the disk ``out`` writes to is full.
     """
-    with kv.read() as txn:
-        chosen = _choose_tenants(txn, tenants)
-        writer = Writer(out)
-        writer.record(
-            Header(
-                format=FORMAT_NAME,
-                version=EXPORT_VERSION,
-                store_format=tenancy.FORMAT,
-                producer=f"mnemosyne {VERSION}",
+    try:
+        with kv.read() as txn:
+            chosen = _choose_tenants(txn, tenants)
+            writer = Writer(out)
+            writer.record(
+                Header(
+                    format=FORMAT_NAME,
+                    version=EXPORT_VERSION,
+                    store_format=tenancy.FORMAT,
+                    producer=f"mnemosyne {VERSION}",
+                )
             )
-        )
-        counts = [_export_tenant(txn, writer, name, found) for name, found in chosen]
-        digest = writer.end(counts)
+            counts = [_export_tenant(txn, writer, name, found) for name, found in chosen]
+            digest = writer.end(counts)
+        out.flush()  # so a full disk under a buffered stream is told here, not at exit
+    except OSError as exc:
+        _raise_if_full(exc, getattr(out, "name", None))
+        raise
     return ExportReport(tenants=counts, size=writer.size, digest=digest.hex())
+
+
+def _raise_if_full(exc: OSError, where: object) -> None:
+    """Raise :class:`StorageFull` when ``exc``, from writing an export to ``where``, means a full disk."""
+    path = where if isinstance(where, str) and where else os.curdir  # a stream: no place to measure
+    if is_disk_full(exc, path):
+        raise StorageFull(f"{full_message(path, exc)}; the export is not complete") from None
 
 
 def dump_to_file(kv: KV, path: Path, *, tenants: Sequence[str] | None = None) -> ExportReport:
@@ -138,6 +152,7 @@ def dump_to_file(kv: KV, path: Path, *, tenants: Sequence[str] | None = None) ->
         InvalidInput: ``path`` is a directory, or its folder cannot be written.
         NotFound: a tenant named in ``tenants`` does not exist.
         CorruptObject: a stored object's bytes do not match its hash.
+        StorageFull: the disk filled up; no file is left.
     """
     if path.is_dir():
         raise InvalidInput(f"{path} is a directory; give a file name to export to")
@@ -146,6 +161,7 @@ def dump_to_file(kv: KV, path: Path, *, tenants: Sequence[str] | None = None) ->
             dir=path.parent, prefix=f".{path.name}.", suffix=".partial", delete=False
         )
     except OSError as exc:
+        _raise_if_full(exc, str(path.parent))
         raise InvalidInput(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with partial:
@@ -153,6 +169,10 @@ def dump_to_file(kv: KV, path: Path, *, tenants: Sequence[str] | None = None) ->
             partial.flush()
             os.fsync(partial.fileno())
         os.replace(partial.name, path)
+    except OSError as exc:
+        Path(partial.name).unlink(missing_ok=True)
+        _raise_if_full(exc, partial.name)  # the close and the fsync may be first to say it
+        raise
     except BaseException:
         Path(partial.name).unlink(missing_ok=True)
         raise

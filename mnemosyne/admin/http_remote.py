@@ -52,6 +52,12 @@ one after another while this process plans and reads what comes next."""
 FINISH = 20_000
 """Commits one ``finish`` request indexes, at most (the last one moves the branch)."""
 
+ANOTHER_TOKEN = (
+    "to send another token, give the command --token-file PATH (a file holding it; in Python, "
+    "token_file= or token=)"
+)
+"""What a refusal for want of rights adds: how to send a token with the rights, once."""
+
 TIMEOUT = httpx.Timeout(600.0, connect=15.0)
 """A step may index thousands of commits: minutes, not the seconds a connection may take."""
 
@@ -172,6 +178,9 @@ class HttpRemote:
             )
         elif status == 412:
             kind = RefConflict
+        if status in (401, 403):
+            # Refused for want of rights: say how to send another token for this command alone.
+            message = f"{message.rstrip('.')}; {ANOTHER_TOKEN}"
         return kind(f"remote {self.name!r}: {message}")
 
     def _step(self, step: str, message: msgspec.Struct, answer: type[wire.M]) -> wire.M:

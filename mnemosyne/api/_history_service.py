@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
-from itertools import chain, compress, repeat
+from itertools import chain, compress, filterfalse, repeat
 from operator import attrgetter
 from typing import Any
 
@@ -30,10 +30,18 @@ from mnemosyne.model.results import (
     Version,
 )
 from mnemosyne.model.times import TimeLike, as_time
-from mnemosyne.model.validation import check_id, check_json, check_policy_meta, check_scope, check_window
+from mnemosyne.model.validation import (
+    check_id,
+    check_json,
+    check_new_id,
+    check_policy_meta,
+    check_scope,
+    check_window,
+)
 from mnemosyne.store.refs import check_branch_name
 
 _meta_of = attrgetter("meta")
+_id_of = attrgetter("id")
 
 
 class Ids(Iterator[str]):
@@ -88,6 +96,8 @@ class HistoryService:
         if not all(map(isinstance, nodes, repeat(Node))):
             stranger = next(node for node in nodes if not isinstance(node, Node))
             raise InvalidInput(f"put takes Node objects, not {type(stranger).__name__}")
+        for node_id in filterfalse(str.isascii, map(_id_of, nodes)):  # ids beyond ASCII only
+            check_new_id(node_id)
         for node in compress(nodes, map(_meta_of, nodes)):  # the nodes with a meta map
             check_policy_meta(node.meta, node.id or "a node")
         if not isinstance(message, str) or not isinstance(author, str):

@@ -69,9 +69,10 @@ def fetch(
     all_tenants: bool,
     author: str,
     token: str | None = None,
+    token_file: Location | None = None,
 ) -> SyncReport:
     """Bring in a remote's branches as remote-tracking refs (the work of :meth:`Repo.fetch`)."""
-    location, there, opened = _open(here, remote, other, readonly=True, token=token)
+    location, there, opened = _open(here, remote, other, readonly=True, token=token, token_file=token_file)
     try:
         tenants = _tenants(there, remote, handle, all_tenants)
         parts = [_fetch_tenant(here, handle, there, remote, tenant, author)[0] for tenant in tenants]
@@ -92,6 +93,7 @@ def push(
     all_tenants: bool,
     author: str,
     token: str | None = None,
+    token_file: Location | None = None,
 ) -> SyncReport:
     """Send a branch and move the remote's branch of that name (the work of :meth:`Repo.push`)."""
     if branch is not None:
@@ -103,7 +105,7 @@ def push(
                 view.txn
             ):
                 raise NotFound(f"no branch named {name!r} to push")
-    location, there, opened = _open(here, remote, other, readonly=False, token=token)
+    location, there, opened = _open(here, remote, other, readonly=False, token=token, token_file=token_file)
     try:
         if all_tenants:
             _tenants(there, remote, handle, all_tenants)  # refused over HTTP
@@ -131,6 +133,7 @@ def pull(
     resolutions: Mapping[str, Resolution] | None,
     allow_unrelated: bool = False,
     token: str | None = None,
+    token_file: Location | None = None,
 ) -> PullReport:
     """:func:`fetch`, then merge ``REMOTE/BRANCH`` into the current branch (the work of :meth:`Repo.pull`).
 
@@ -141,7 +144,16 @@ def pull(
         check_branch_name(branch)
     if not isinstance(allow_unrelated, bool):  # told before anything is fetched
         raise InvalidInput("allow_unrelated_histories must be True or False")
-    fetched = fetch(here, handle, remote, other=other, all_tenants=False, author=author, token=token)
+    fetched = fetch(
+        here,
+        handle,
+        remote,
+        other=other,
+        all_tenants=False,
+        author=author,
+        token=token,
+        token_file=token_file,
+    )
     with handle.read() as view:
         name = branch or view.refs.head_branch(view.txn)
         tracking = f"{remote}/{name}"
@@ -182,7 +194,8 @@ def clone(
 
     The store and the tenant cloned (``tenant``; when None, the default one, or
     over HTTP the one the token reaches). A clone that fails leaves nothing at
-    ``path``. One killed part-way leaves a store marked as an unfinished clone
+    ``path``. One killed or interrupted (``KeyboardInterrupt``) part-way leaves a
+    store marked as an unfinished clone
     (:class:`remote_config.UnfinishedClone`, written with the store's first
     records): the same clone run again resumes it, fetching only what is still
     missing, and clears the mark last.
@@ -213,6 +226,12 @@ def clone(
     tenant = tenant or DEFAULT_TENANT
     try:
         return _clone_into(other, location, target, tenant, all_tenants, clock, author, kept), tenant
+    except KeyboardInterrupt:
+        # Stopped by the user (Ctrl-C), as SIGTERM stops it: what is marked as an unfinished
+        # clone stays for the same clone to resume; a store not yet marked goes.
+        if not existed and not _resumable(target):
+            shutil.rmtree(target, ignore_errors=True)
+        raise
     except BaseException:
         if not existed:
             shutil.rmtree(target, ignore_errors=True)  # a failed clone leaves nothing behind
@@ -232,17 +251,30 @@ _ONE_TENANT = (
 
 
 def _open(
-    here: Store, remote: str, other: Store | None, *, readonly: bool, token: str | None
+    here: Store,
+    remote: str,
+    other: Store | None,
+    *,
+    readonly: bool,
+    token: str | None,
+    token_file: Location | None = None,
 ) -> tuple[str, Store | HttpRemote, bool]:
-    """``(location as shown, the remote opened, whether this call opened it)`` of a remote."""
+    """``(location as shown, the remote opened, whether this call opened it)`` of a remote.
+
+    Over HTTP the token is ``token``, else the one in ``token_file`` (this call's),
+    else the one in the remote's own token file.
+    """
     remote_config.check_remote_name(remote)
+    given = _path_text(token_file) if token_file is not None else None
     if other is not None:
         known = {found.name: found.location for found in here.remotes()}.get(remote)
         return known or other.where, other, False
     location = here.remote_location(remote)
     if remote_config.is_http(location):
-        token_file = next((found.token_file for found in here.remotes() if found.name == remote), None)
-        return location, _connect(location, remote, token, token_file), True
+        kept = next((found.token_file for found in here.remotes() if found.name == remote), None)
+        return location, _connect(location, remote, token, given or kept), True
+    if given is not None:
+        raise InvalidInput(f"remote {remote!r} is not served over HTTP: a token file is for one that is")
     return remote_config.shown(location), Store.open(location, readonly=readonly), True
 
 
@@ -259,9 +291,9 @@ def _connect(url: str, remote: str, token: str | None, token_file: str | None) -
     if token is None:
         if token_file is None:
             raise AccessDenied(
-                f"remote {remote!r} ({url}) is served over HTTP and needs a token: set MNEMO_TOKEN, or give "
-                "the remote a token file (remote add NAME URL --token-file PATH); in Python, token= or "
-                "token_file="
+                f"remote {remote!r} ({url}) is served over HTTP and needs a token: give the command "
+                "--token-file PATH, set MNEMO_TOKEN, or give the remote a token file (remote add NAME URL "
+                "--token-file PATH); in Python, token= or token_file="
             )
         token = _read_token(remote, token_file)
     try:
@@ -273,13 +305,22 @@ def _connect(url: str, remote: str, token: str | None, token_file: str | None) -
     return HttpRemote(url, token, name=remote)
 
 
+MAX_TOKEN_FILE = 64 * 1024
+"""Most bytes read from a token file: a token is a line; a larger file is not one."""
+
+
 def _read_token(remote: str, path: str) -> str:
     try:
-        text = Path(path).read_text(encoding="utf-8").strip()
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_TOKEN_FILE + 1)
     except OSError as error:
         raise InvalidInput(
             f"remote {remote!r}: cannot read its token file {path}: {error.strerror}"
         ) from None
+    if len(raw) > MAX_TOKEN_FILE:
+        raise InvalidInput(f"remote {remote!r}: its token file {path} is larger than a token file can be")
+    try:
+        text = raw.decode("utf-8").strip()
     except UnicodeDecodeError:
         raise InvalidInput(f"remote {remote!r}: its token file {path} is not text") from None
     if not text:
@@ -517,6 +558,15 @@ def _clone_into(
     except BaseException:
         store.close()
         raise
+
+
+def _resumable(target: Path) -> bool:
+    """Whether ``target`` holds a store marked as an unfinished clone (which a rerun resumes)."""
+    try:
+        with Store.open(target, readonly=True) as store:
+            return store.unfinished_clone is not None
+    except Exception:  # no store there, or one not yet whole: nothing to resume
+        return False
 
 
 def _destination(target: Path, wanted: remote_config.UnfinishedClone) -> Store:

@@ -1119,6 +1119,7 @@ class Repo(Resource):
         all_tenants: bool = False,
         author: str = DEFAULT_AUTHOR,
         token: str | None = None,
+        token_file: Location | None = None,
     ) -> SyncReport:
         """Bring in the history of a remote's branches, as remote-tracking refs ``REMOTE/BRANCH``.
 
@@ -1135,8 +1136,11 @@ class Repo(Resource):
                 absent), not only this handle's (not over HTTP: a token reaches one).
             author: recorded in the reflog entries.
             token: for a remote served over HTTP, the token to send (a read
-                token of this tenant there); default: the one in the remote's
-                token file. Ignored for other remotes.
+                token of this tenant there); default: the one in ``token_file``,
+                else the one in the remote's token file. Ignored for other remotes.
+            token_file: for a remote served over HTTP, a file holding the token to
+                send this once, before the remote's own token file (which it does
+                not replace); refused for other remotes.
 
         Raises:
             NotFound: no such remote, or it has no tenant of this name.
@@ -1151,6 +1155,7 @@ class Repo(Resource):
             all_tenants=all_tenants,
             author=author,
             token=token,
+            token_file=token_file,
         )
 
     def push(
@@ -1163,6 +1168,7 @@ class Repo(Resource):
         all_tenants: bool = False,
         author: str = DEFAULT_AUTHOR,
         token: str | None = None,
+        token_file: Location | None = None,
     ) -> SyncReport:
         """Send ``branch`` (default: the current one) to the remote and move its branch of that name there.
 
@@ -1184,7 +1190,9 @@ class Repo(Resource):
                 default names the token's name there).
             token: for a remote served over HTTP, the token to send: a write
                 token of this tenant there, or an admin one when the push carries
-                erasures the remote lacks; default: the one in the remote's token file.
+                erasures the remote lacks; default: the one in ``token_file``, else
+                the one in the remote's token file.
+            token_file: as for :meth:`fetch`.
 
         Raises:
             RefConflict: the remote's branch has commits this one lacks, without ``force``.
@@ -1202,6 +1210,7 @@ class Repo(Resource):
             all_tenants=all_tenants,
             author=author,
             token=token,
+            token_file=token_file,
         )
 
     def pull(
@@ -1216,6 +1225,7 @@ class Repo(Resource):
         author: str = DEFAULT_AUTHOR,
         allow_unrelated_histories: bool = False,
         token: str | None = None,
+        token_file: Location | None = None,
     ) -> PullReport:
         """:meth:`fetch`, then :meth:`merge` ``REMOTE/BRANCH`` into the current branch.
 
@@ -1227,7 +1237,7 @@ class Repo(Resource):
         mistyped remote: another agent's whole memory) is refused unless
         ``allow_unrelated_histories``; the current branch does not move, and
         the fetch stands (its objects and ``REMOTE/BRANCH``), as git keeps it.
-        ``token`` is the fetch's (see :meth:`fetch`).
+        ``token`` and ``token_file`` are the fetch's (see :meth:`fetch`).
 
         Raises:
             NotFound: no such remote, or it has no such branch.
@@ -1246,6 +1256,7 @@ class Repo(Resource):
             resolutions=resolutions,
             allow_unrelated=allow_unrelated_histories,
             token=token,
+            token_file=token_file,
         )
 
     def remote_branches(self, remote: str | None = None) -> list[tuple[str, Commit]]:

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from mnemosyne import MnemoError, NotFound, __version__
 from mnemosyne.errors import one_line
+from mnemosyne.integrations.mcp_stdio import checked_stdio
 
 
 @contextmanager
@@ -140,3 +141,13 @@ class OneLineServer(MCPServer):
                 for issue in cause.errors(include_url=False, include_input=False)
             )
             raise ToolError(f"Error executing tool {name}: bad arguments: {problems}") from None
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio as the SDK does, reading each line through :func:`checked_stdio`.
+
+        Bounded lines, and an answer to every line that cannot be a message
+        (the SDK would read without end, and drop such a line unanswered).
+        """
+        lowlevel = self._lowlevel_server  # what the SDK's own run_stdio_async runs
+        async with checked_stdio() as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

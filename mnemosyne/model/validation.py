@@ -16,6 +16,13 @@ from mnemosyne.errors import InvalidInput
 MAX_ID_BYTES = 256
 """Longest id accepted, in bytes of UTF-8."""
 
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+"""Most bytes one input is read to: a commit's JSON on the command line, an MCP message.
+
+Whatever reads input without a bound can be fed without end (``/dev/zero``); the
+bound is four of the largest nodes, and a larger commit is split into several.
+"""
+
 MAX_DEPTH = 64
 """Deepest nesting of lists and maps accepted in content and meta."""
 
@@ -27,6 +34,18 @@ INT_MIN = -(2**63)
 INT_MAX = 2**64 - 1
 """Largest integer the encoding holds (64-bit unsigned)."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Unicode's format characters (category Cf: zero-width spaces and joiners, direction marks
+# and overrides, the byte order mark, invisible tags) and its line and paragraph separators
+# (Zl, Zp): none of them shows as itself, and the direction overrides reorder what follows.
+# Spelled out rather than computed from unicodedata: that would walk a million code points at
+# import. Unicode 15.1's set (a test checks it against the running Python's unicodedata).
+INVISIBLE = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u2028-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+)
+"""The invisible characters, as the body of a regular expression's character class."""
+_INVISIBLE = re.compile(f"[{INVISIBLE}]")
 _FULL_HASH = re.compile(r"[0-9a-f]{64}")
 
 
@@ -72,6 +91,54 @@ def check_id(node_id: object) -> str:
                     f"id {node_id!r} has an empty, '.' or '..' segment; segments are separated by single '/'"
                 )
     return node_id
+
+
+def check_new_id(node_id: str) -> None:
+    """Refuse an id a new version is written under when it holds an invisible character.
+
+    A format character (category Cf: U+200B zero-width space, U+202E right-to-left
+    override, U+FEFF byte order mark, ...) or a line or paragraph separator makes
+    two ids that look the same, or one that looks like another (``users/`` U+202E ``gnal/arim``
+    shows as ``users/mira/lang``). Refused where a version is written, not in
+    :func:`check_id`, so that an id a store already holds stays readable, removable
+    and erasable (docs/adr/0053-ids-without-invisible-characters.md).
+
+    Raises:
+        InvalidInput: naming the character by its code point, never showing it.
+    """
+    if node_id.isascii():
+        return
+    found = _INVISIBLE.search(node_id)
+    if found is not None:
+        char = found.group(0)
+        raise InvalidInput(
+            f"id {node_id!r} holds U+{ord(char):04X}, an invisible character (Unicode format "
+            "characters and line separators are refused in ids: they make ids that look like others)"
+        )
+
+
+_SHOWN_ESCAPED = re.compile(f"(?![\u200c\u200d])[{INVISIBLE}]")
+
+
+def show_invisible(text: str) -> str:
+    r"""``text`` with its invisible characters spelled as escapes (``\u202e``), for showing.
+
+    The two joiners (U+200C, U+200D) stay: in text they shape scripts and emoji,
+    and they can move nothing.
+    """
+    if text.isascii():
+        return text
+    return _SHOWN_ESCAPED.sub(_escape_char, text)
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def has_invisible(text: str) -> bool:
+    """Whether ``text`` holds a character of :data:`INVISIBLE`."""
+    return not text.isascii() and _INVISIBLE.search(text) is not None
 
 
 def check_node_size(size: int) -> None:

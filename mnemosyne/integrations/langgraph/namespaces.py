@@ -2,7 +2,8 @@
 
 LangGraph accepts labels and keys that ids refuse (``/``, control characters,
 ``..``, any length), so each label and the key are escaped into one id segment
-each: ``%``, ``/``, ``~`` and control characters are percent-encoded (UTF-8),
+each: ``%``, ``/``, ``~``, control characters and invisible ones (U+200B, U+2028,
+U+202E, ...) are percent-encoded (UTF-8),
 a key of only dots has its dots encoded, and the empty key is ``~``. Escaping is
 injective and the key is always the last segment, so ``("users", "a/b")`` and
 ``("users", "a", "b")`` never meet. An id that would pass 256 bytes keeps as many
@@ -23,12 +24,13 @@ from typing import Any
 from urllib.parse import unquote
 
 from mnemosyne import InvalidInput
-from mnemosyne.model.validation import MAX_ID_BYTES
+from mnemosyne.model.validation import INVISIBLE, MAX_ID_BYTES
 
 ROOT = "langgraph-store"
 """The id segment every item of a :class:`MnemosyneStore` lives under."""
 
-_ESCAPED = re.compile(r"[%/~\x00-\x1f\x7f-\x9f]")
+# Invisible characters too (U+2028, U+202E, ...): ids refuse them (ADR 53).
+_ESCAPED = re.compile(f"[%/~\\x00-\\x1f\\x7f-\\x9f{INVISIBLE}]")
 _DIGEST_SEGMENT = 1 + 32  # "~" and 16 bytes of hex
 _BUDGET = MAX_ID_BYTES - 1 - _DIGEST_SEGMENT  # the readable part of a digested id
 

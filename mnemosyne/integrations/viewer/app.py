@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
 import jinja2
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -32,6 +33,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mnemosyne import InvalidInput, NotFound, Repo
+from mnemosyne.model.validation import show_invisible
 
 from . import diffs, pages
 
@@ -126,6 +128,18 @@ def _node_path(node_id: str) -> str:
     return "/node/" + quote(node_id, safe="/")
 
 
+def _visible(value: Any) -> Any:
+    """A value as a page shows it: invisible characters (U+202E, U+200B, ...) as escapes.
+
+    An id or a memory holding a right-to-left override or a zero-width space would
+    otherwise pass for another on the page.
+    """
+    if isinstance(value, str) and not value.isascii():
+        shown = show_invisible(value)
+        return Markup(shown) if isinstance(value, Markup) else shown
+    return value
+
+
 def templates() -> jinja2.Environment:
     """The page templates, every value autoescaped."""
     env = jinja2.Environment(
@@ -134,6 +148,7 @@ def templates() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_visible,
     )
     env.filters["when"] = _when
     env.filters["short"] = _short
@@ -173,8 +188,9 @@ class Viewer:
         repo = self.tenant_repo(tenant)
         head = repo.head
         branch = params.get("branch") or head
-        if branch != head and branch not in repo.branches():
-            raise NotFound(f"no branch {branch!r} in tenant {tenant!r}")
+        # A remote-tracking ref (origin/main) reads as a branch does: log, show and diff take it.
+        if branch != head and branch not in repo.branches() and branch not in _tracking(repo):
+            raise NotFound(f"no branch or remote-tracking ref {branch!r} in tenant {tenant!r}")
         keep = {}
         if tenant != self.repo.tenant:
             keep["tenant"] = tenant
@@ -185,7 +201,7 @@ class Viewer:
     def render(self, name: str, where: pages.Where | None, status: int = 200, **context: Any) -> HTMLResponse:
         """A page from its template, with what every page shows."""
         tenants = self.repo.tenants()
-        branches = where.repo.branches() if where is not None else []
+        branches = [*where.repo.branches(), *_tracking(where.repo)] if where is not None else []
 
         def url(path: str, **query: Any) -> str:
             kept = dict(where.keep) if where is not None else {}
@@ -307,3 +323,8 @@ def build_app(
     handlers: dict[Any, Handler] = {NotFound: not_found, InvalidInput: bad_input, HTTPException: http_error}
     app = Starlette(routes=routes, exception_handlers=handlers)
     return Guard(app, [f"{host}:{port}", f"localhost:{port}"])
+
+
+def _tracking(repo: Repo) -> list[str]:
+    """The names of the tenant's remote-tracking refs (``origin/main``)."""
+    return [name for name, _ in repo.remote_branches()]
