@@ -22,7 +22,17 @@ RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 HIT_KEYS = ["id", "hash", "node", "score", "lexical_rank", "semantic_rank", "confirmed_at"]
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
 CONTEXT_KEYS = ["query", "budget_tokens", "tokens", "items"]
-ITEM_KEYS = ["id", "hash", "text", "tokens", "score", "claim_in_force", "confirmed_at", "event_time", "context_for"]
+ITEM_KEYS = [
+    "id",
+    "hash",
+    "text",
+    "tokens",
+    "score",
+    "claim_in_force",
+    "confirmed_at",
+    "event_time",
+    "context_for",
+]
 READ_KEYS = ["run_id", "time", "kind", "query", "ids", "hashes"]
 
 

@@ -1,0 +1,258 @@
+"""What each recall improvement finds that the ranking before it missed, on small conversations of our own.
+
+Stemmed terms and words split at "_" (lexical), a text's vector from its
+statements' sentences (semantic), fusion by scaled score and neighbouring
+memories (hybrid), and a context that carries event times and the memory
+before a fragment; and none of it brings back what a snapshot no longer holds.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.tiers import examples
+
+from mnemosyne import Claim, HashEmbedder, Node, Repo
+from mnemosyne.recall.embedders import SentenceMean, sentences
+from mnemosyne.recall.fusion import beside, fuse, numbered
+
+MAY = datetime(2026, 5, 8, 13, 56, tzinfo=UTC)
+
+
+def chat(repo: Repo, turns: list[str], session: int = 1, when: datetime = MAY) -> None:
+    """One commit of a conversation's session: a memory per turn, ``chat/s<session>/t<n>``."""
+    repo.commit(
+        [Node(id=f"chat/s{session}/t{n}", content=text, event_time=when) for n, text in enumerate(turns, 1)],
+        message=f"session {session}",
+    )
+
+
+# -- lexical: stems and words inside names ------------------------------------------------------
+
+
+def test_a_question_finds_a_memory_by_another_form_of_its_words() -> None:
+    repo = Repo.in_memory(embedder="none")
+    chat(repo, ["Mira: Researching adoption agencies has been a dream.", "Bo: I painted the fence."])
+    # Before: "research" and "researching" were different words; the memory was not found at all.
+    assert [h.id for h in repo.search("what was researched", mode="lexical")] == ["chat/s1/t1"]
+    assert [h.id for h in repo.search("agency", mode="lexical")] == ["chat/s1/t1"]
+
+
+def test_a_word_inside_a_claims_predicate_finds_it() -> None:
+    repo = Repo.in_memory(embedder="none")
+    repo.commit(
+        [
+            Node(
+                id="facts/f1",
+                kind="claim",
+                content=Claim(
+                    subject="mira", predicate="passport_deadline", value="2026-07-15", valid_from=MAY
+                ),
+            )
+        ]
+    )
+    # Before: passport_deadline was one word, and "passport" found nothing.
+    assert [h.id for h in repo.search("passport", mode="lexical")] == ["facts/f1"]
+
+
+def test_stop_words_do_not_rank_and_a_query_of_only_stop_words_still_matches() -> None:
+    repo = Repo.in_memory(embedder="none")
+    chat(repo, ["it is what it is", "the cat sat on the mat", "a cat"])
+    # "the" would favour t2 over t3 for "the cat"; it ranks nothing, so the shorter wins.
+    assert next(h.id for h in repo.search("the cat", mode="lexical")) == "chat/s1/t3"
+    assert [h.id for h in repo.search("it is", mode="lexical")] == ["chat/s1/t1"]
+
+
+# -- semantic: a vector from the sentences a text states -----------------------------------------
+
+
+def test_sentences_carry_the_speaker_and_leave_questions_out() -> None:
+    assert sentences("Mira: I moved to Lyon. The job starts in May!") == [
+        "Mira: I moved to Lyon.",
+        "Mira: The job starts in May!",
+    ]
+    assert sentences("Bo: Nice! Where did you move?") == ["Bo: Nice!"]
+    assert sentences("Bo: Where did you move? When?") == ["Bo: Where did you move?", "Bo: When?"]
+    assert sentences("one plain note") == ["one plain note"]
+    assert sentences("") == [""]
+    many = " ".join(f"Fact {i}." for i in range(40))
+    pieces = sentences(many)
+    assert len(pieces) == 16 and " ".join(pieces) == many
+
+
+class Unit:
+    """A model whose vectors are not unit length, to show the mean normalises each sentence first."""
+
+    model_id = "unit-test"
+    dim = 8
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        return HashEmbedder(8)(texts) * np.arange(1, len(texts) + 1, dtype=np.float32)[:, None]
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    statements=st.lists(
+        st.sampled_from(["I cook pasta.", "It rains.", "We met in May!", "Lyon is far."]), min_size=1
+    ),
+    questions=st.lists(st.sampled_from(["Do you cook?", "Why?", "Where is it?"]), max_size=3),
+)
+def test_a_texts_vector_is_the_mean_of_its_statements_alone(
+    statements: list[str], questions: list[str]
+) -> None:
+    embed = SentenceMean(HashEmbedder(16))
+    mixed = " ".join(statements + questions)
+    plain = " ".join(statements)
+    got = embed([mixed, plain])
+    assert np.allclose(got[0], got[1], atol=1e-6)  # questions say nothing of what a memory knows
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5) or not got.any()
+    expected = HashEmbedder(16)(sentences(plain)).sum(axis=0)
+    assert np.allclose(got[1], expected / np.linalg.norm(expected), atol=1e-5)
+    assert embed.model_id == "hash-16+sentences"  # never mixed with the whole-text vectors
+    scaled = SentenceMean(Unit())([plain])[0]
+    assert np.isclose(np.linalg.norm(scaled), 1.0, atol=1e-5)
+
+
+def test_a_statement_outranks_a_question_that_shares_its_words() -> None:
+    turns = [
+        "Bo: Cool. What music does Mira play? Does Mira play music?",
+        "Mira: I play piano music every evening at home with my old teacher.",
+        "Bo: Nice.",
+    ]
+    repo = Repo.in_memory(embedder=SentenceMean(HashEmbedder(64)))  # type: ignore[arg-type]
+    chat(repo, turns)
+    assert next(h.id for h in repo.search("What music does Mira play?", mode="semantic")) == "chat/s1/t2"
+    before = Repo.in_memory(embedder="hash")  # the whole text, questions included
+    chat(before, turns)
+    assert next(h.id for h in before.search("What music does Mira play?", mode="semantic")) == "chat/s1/t1"
+
+
+# -- hybrid: scaled scores and neighbours ----------------------------------------------------------
+
+
+def rrf(lexical: list[tuple[bytes, str, float]], semantic: list[tuple[bytes, str, float]]) -> list[str]:
+    """The fusion before: reciprocal rank, k = 60."""
+    score: dict[str, float] = {}
+    for ranked in (lexical, semantic):
+        for rank, (_, node_id, _) in enumerate(ranked, 1):
+            score[node_id] = score.get(node_id, 0.0) + 1.0 / (60 + rank)
+    return sorted(score, key=lambda i: (-score[i], i))
+
+
+def test_a_ranking_that_is_sure_is_not_dragged_down_by_one_that_is_not() -> None:
+    # BM25 is sure of "x" (10 against 1); the cosines of x, y and w are all but equal.
+    lexical = [(b"x", "m/x", 10.0), (b"y", "m/y", 1.0)]
+    semantic = [(b"y", "m/y", 0.50), (b"w", "m/w", 0.49), (b"x", "m/x", 0.48), (b"v", "m/v", 0.10)]
+    assert rrf(lexical, semantic)[0] == "m/y"  # before: the near-tie's order outvoted the clear winner
+    fused = fuse(lexical, semantic, neighbours=0)
+    assert [f.id for f in fused][:2] == ["m/x", "m/y"]
+    assert (fused[0].lexical_rank, fused[0].semantic_rank) == (1, 3)
+
+
+def test_neighbours_are_the_ids_beside_by_their_number() -> None:
+    assert numbered("chat/s3/t7") == ("chat/s3/t", 7)
+    assert numbered("users/mira/lang") is None
+    assert beside("chat/s3/t7", -1) == "chat/s3/t6"
+    assert beside("log/0099", 1) == "log/0100"
+    assert beside("log/0", -1) is None
+    # The answer after the question gains half its neighbour's score; other namespaces do not count.
+    fused = fuse(
+        [(b"q", "c/s1/t4", 8.0), (b"o", "c/s2/t5", 4.0)],
+        [(b"a", "c/s1/t5", 0.2), (b"q", "c/s1/t4", 0.9), (b"f", "c/s9/t1", 0.3)],
+    )
+    by_id = {f.id: f.score for f in fused}
+    assert by_id["c/s1/t5"] == pytest.approx(0.5 * 0.0 + 0.5 * (0.5 * 1.0 + 0.5 * 1.0))
+    assert by_id["c/s2/t5"] == pytest.approx(0.5 * 0.5)  # no neighbour among the candidates
+
+
+@settings(max_examples=examples(50), deadline=None)
+@given(
+    lexical=st.lists(st.floats(0.01, 50), max_size=8),
+    semantic=st.lists(st.floats(-1, 1), max_size=8),
+)
+def test_fusion_keeps_every_candidate_once_best_first(lexical: list[float], semantic: list[float]) -> None:
+    lex = sorted(((f"l{i}".encode(), f"n/{i}", s) for i, s in enumerate(lexical)), key=lambda t: -t[2])
+    sem = sorted(((f"l{i}".encode(), f"n/{i}", s) for i, s in enumerate(semantic)), key=lambda t: -t[2])
+    fused = fuse(lex, sem)
+    assert sorted(f.oid for f in fused) == sorted({oid for oid, _, _ in lex + sem})
+    scores = [f.score for f in fused]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 <= s <= 1.5 + 1e-9 for s in scores)  # a share of [0, 1], plus half a neighbour's
+    if lex and not sem:  # one ranking alone keeps its order
+        assert [f.oid for f in fuse(lex, [], neighbours=0)] == [oid for oid, _, _ in lex]
+
+
+def test_the_reply_after_the_question_is_found_though_it_shares_no_word_with_it() -> None:
+    repo = Repo.in_memory(embedder="hash")
+    chat(
+        repo,
+        [
+            "Bo: Did you ever move to Lyon for the new job?",
+            "Mira: Yes, last spring, and I love it.",
+            "Bo: I adopted a cat named Pixel.",
+            "Mira: I started pottery classes.",
+            "Bo: My sister visits from Porto next week.",
+            "Mira: The bakery on our street closed.",
+        ],
+    )
+    hits = [h.id for h in repo.search("When did Mira move to Lyon?", k=2)]
+    assert hits == ["chat/s1/t1", "chat/s1/t2"]
+    # Alone, neither ranking puts the reply in the top two.
+    for mode in ("lexical", "semantic"):
+        assert "chat/s1/t2" not in [h.id for h in repo.search("When did Mira move to Lyon?", k=2, mode=mode)]
+
+
+# -- context: event times and the memory before a fragment ------------------------------------------
+
+
+def test_context_packs_the_question_above_a_short_reply_with_event_dates() -> None:
+    repo = Repo.in_memory(embedder="none")
+    chat(repo, ["Bo: Where did you spend your holidays in the mountains?", "Mira: Chamonix!", "Bo: Nice."])
+    built = repo.context("Chamonix", budget_tokens=200)
+    assert [(i.id, i.context_for) for i in built.items] == [
+        ("chat/s1/t1", "chat/s1/t2"),
+        ("chat/s1/t2", None),
+    ]
+    assert all(i.event_time == MAY for i in built.items)
+    assert (
+        built.render().splitlines()[1].startswith("[chat/s1/t2@")
+        and "(2026-05-08) Mira: Chamonix!" in built.render()
+    )
+    assert built.tokens == sum(i.tokens for i in built.items) <= 200
+    # No room for both: the hit alone.
+    alone = repo.context("Chamonix", budget_tokens=built.items[1].tokens)
+    assert [i.id for i in alone.items] == ["chat/s1/t2"]
+
+
+@pytest.mark.parametrize("gone", ["deleted", "erased", "superseded", "filtered"])
+def test_context_never_packs_a_neighbour_the_snapshot_does_not_hold(gone: str) -> None:
+    repo = Repo.in_memory(embedder="none")
+    chat(repo, ["Bo: Where did you spend your holidays in the mountains?", "Mira: Chamonix!"])
+    if gone == "deleted":
+        repo.commit(delete=["chat/s1/t1"])
+    elif gone == "erased":
+        repo.forget("chat/s1/t1", reason="asked")
+    elif gone == "superseded":
+        repo.commit([Node(id="chat/s1/t1", content="Bo: And the lakes?")])
+    built = repo.context("Chamonix", budget_tokens=200, prefix="chat/s1/t2" if gone == "filtered" else None)
+    texts = [i.text for i in built.items]
+    assert "Mira: Chamonix!" in texts
+    assert "Bo: Where did you spend your holidays in the mountains?" not in texts
+    if gone == "superseded":
+        assert texts == ["Bo: And the lakes?", "Mira: Chamonix!"]  # the current version, not the old one
+    else:
+        assert texts == ["Mira: Chamonix!"]
+
+
+def test_neighbours_never_bring_back_what_search_may_not_return() -> None:
+    repo = Repo.in_memory(embedder="hash")
+    chat(repo, ["Bo: Did you ever move to Lyon?", "Mira: Yes, last spring.", "Bo: Lyon Lyon Lyon move move."])
+    repo.forget("chat/s1/t3", reason="asked")
+    repo.commit(delete=["chat/s1/t1"])
+    hits = repo.search("move to Lyon", k=10)
+    assert "chat/s1/t1" not in {h.id for h in hits} and "chat/s1/t3" not in {h.id for h in hits}
+    assert repo.fsck().ok
