@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint types unit unit-fast bench bench-large clean
+.PHONY: demo test lint types unit unit-fast bench bench-large bench-quality clean
 
 # pytest keeps the assertion rewriting of the test modules (and of the plugins it loads)
 # as bytecode in __pycache__/ (ignored by git); where PYTHONDONTWRITEBYTECODE is set it
@@ -57,6 +57,12 @@ bench: $(STAMP)
 # A million memories beside 100k, in one run (~2 minutes, ~3 GB of disk in /tmp).
 bench-large: $(STAMP)
 	$(BIN)/python bench/large.py --out bench/results-large.md
+
+# Recall quality on LoCoMo-format conversations (../shared/data/locomo-dev when present; DATA=DIR
+# for another folder), beside bm25s, exact cosine and their fusion, in one run (~2 minutes).
+DATA ?= $(wildcard ../shared/data/locomo-dev)
+bench-quality: $(STAMP)
+	cd bench && ../$(BIN)/python quality.py $(if $(DATA),--data $(abspath $(DATA))) --out results-quality.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

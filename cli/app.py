@@ -143,7 +143,7 @@ app = typer.Typer(
     epilog=exits.EPILOG + " "
     "Environment: MNEMO_DIR (the store), MNEMO_AUTHOR (who writes), MNEMO_EMBEDDER "
     "(the embedder for search, context and reindex in this process instead of the "
-    "store's setting: auto, none, hash, hash-DIM or minilm), MNEMO_TOKEN (the token clone, "
+    "store's setting: auto, none, hash, hash-DIM, minilm or minilm-sentences), MNEMO_TOKEN (the token clone, "
     "fetch, pull and push send to a store served over HTTP).",
     no_args_is_help=True,
     add_completion=False,

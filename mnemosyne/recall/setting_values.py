@@ -18,7 +18,10 @@ if TYPE_CHECKING:
 
 
 def embedder_named(name: str) -> Embedder | None:
-    """The embedder a name gives (``none``, ``hash[-DIM]``, ``minilm``); see :func:`Repo.use_embedder`."""
+    """The embedder a name gives (``none``, ``hash[-DIM]``, ``minilm``, ``minilm-sentences``).
+
+    See :func:`Repo.use_embedder`.
+    """
     from mnemosyne.recall.embedders import embedder_named as named
 
     return named(name)
