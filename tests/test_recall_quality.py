@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from support.tiers import examples
 
 from mnemosyne import Claim, HashEmbedder, Node, Repo
+from mnemosyne.recall import text as text_module
 from mnemosyne.recall.embedders import SentenceMean, sentences
 from mnemosyne.recall.fusion import beside, fuse, numbered
 
@@ -256,3 +257,13 @@ def test_neighbours_never_bring_back_what_search_may_not_return() -> None:
     hits = repo.search("move to Lyon", k=10)
     assert "chat/s1/t1" not in {h.id for h in hits} and "chat/s1/t3" not in {h.id for h in hits}
     assert repo.fsck().ok
+
+
+def test_forget_leaves_no_word_of_the_memory_in_the_processs_word_caches() -> None:
+    repo = Repo.in_memory(embedder="none")
+    chat(repo, ["Mira: my locker code is zanzibarian", "Bo: ok"])
+    assert [h.id for h in repo.search("zanzibarian")] == ["chat/s1/t1"]
+    assert any("zanzibar" in word for word in text_module._STEMS)
+    repo.forget("chat/s1/t1", reason="asked")
+    assert not any("zanzibar" in word for word in text_module._STEMS)
+    assert repo.search("zanzibarian") == []

@@ -29,7 +29,7 @@ from mnemosyne.model.results import PendingRecall
 from mnemosyne.recall.embedders import Embedder
 from mnemosyne.recall.postings import Postings, bulk
 from mnemosyne.recall.postings_writer import Writer
-from mnemosyne.recall.text import content_hash, text_of
+from mnemosyne.recall.text import content_hash, forget_words, text_of
 from mnemosyne.recall.vectors import VectorStore
 from mnemosyne.recall.vectors import Writer as VectorWriter
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
@@ -191,6 +191,7 @@ class RecallIndex:
         if not self.format_current(txn):
             self.requeue(view)  # drops an old layout (vectors too, unless they are current)
         self.postings.remove(txn, oid, node)
+        forget_words()
         chash = content_hash(node)
         if not self.postings.versions_with_content(txn, chash):
             for model in self.vectors.models(txn):

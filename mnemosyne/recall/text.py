@@ -133,6 +133,16 @@ def _stem(word: str) -> str:
     return stem
 
 
+def forget_words() -> None:
+    """Drop what this process remembers of texts' words (stems, id prefixes): erasure calls it.
+
+    The caches hold words of the memories indexed, in this process only; an erased
+    memory's words must not outlive it there either.
+    """
+    _STEMS.clear()
+    _prefix_words.cache_clear()
+
+
 def query_words(text: str) -> list[str]:
     """The terms a query ranks by: :func:`words` without stop words (all of them when it has no other)."""
     found = _WORD.findall(text.lower())
