@@ -18,7 +18,8 @@ MAX_WORD = 64
 # the cut happens inside the regex engine rather than in a Python loop over words.
 # "_" separates words ([^\W_] is \w without it): a claim's predicate passport_deadline
 # is found by "passport", as the id users/mira/passport_deadline always was.
-_WORD = re.compile(rf"([^\W_]{{1,{MAX_WORD}}})[^\W_]*", re.UNICODE)
+_WORD = re.compile(rf"(\w{{1,{MAX_WORD}}})\w*", re.UNICODE)
+_WORD_NO_UNDERSCORE = re.compile(rf"([^\W_]{{1,{MAX_WORD}}})[^\W_]*", re.UNICODE)  # slower: only where "_" is
 
 STOP_WORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then "
@@ -27,9 +28,20 @@ STOP_WORDS = frozenset(
 """Words a query leaves out (Lucene's English set) unless it has no other: they rank nothing."""
 
 _STEMMER = Stemmer.Stemmer("english")
-_STEMS: dict[str, str] = {}
 _STEMS_KEPT = 1 << 16
 """Stems remembered (a dict look-up is ~5x cheaper than the stemmer); a text's words repeat."""
+
+
+class _Stems(dict[str, str]):
+    """Word -> stem, computed on first sight (``__missing__``), so a known word costs one look-up in C."""
+
+    def __missing__(self, word: str) -> str:
+        stem: str = _STEMMER.stemWord(word)
+        self[word] = stem
+        return stem
+
+
+_STEMS = _Stems()
 
 
 def _strings(value: Any, out: list[str]) -> None:
@@ -86,7 +98,7 @@ def id_words(node_id: str) -> list[str]:
     if tail.isascii() and tail.isdigit():
         found.append(tail[:MAX_WORD])
     elif tail.isascii() and tail.isalnum():
-        found.append(_stem(tail[:MAX_WORD].lower()))
+        found.append(_STEMS[tail[:MAX_WORD].lower()])
     else:
         found += _separated_words(tail)
     return found
@@ -114,23 +126,11 @@ def words(text: str) -> list[str]:
     their Snowball stem, so "researched", "researching" and "research" are one
     term (a word of another script passes through unchanged).
     """
-    found: list[str] = _WORD.findall(text.lower())
-    stems = _STEMS
-    missing = [word for word in found if word not in stems]
-    if missing:
-        if len(stems) > _STEMS_KEPT:
-            stems.clear()
-        stems.update(zip(missing, _STEMMER.stemWords(missing), strict=True))
-    return [stems[word] for word in found]
-
-
-def _stem(word: str) -> str:
-    stem = _STEMS.get(word)
-    if stem is None:
-        if len(_STEMS) > _STEMS_KEPT:
-            _STEMS.clear()
-        stem = _STEMS[word] = _STEMMER.stemWord(word)
-    return stem
+    if len(_STEMS) > _STEMS_KEPT:
+        _STEMS.clear()
+    lowered = text.lower()
+    found = (_WORD_NO_UNDERSCORE if "_" in lowered else _WORD).findall(lowered)
+    return list(map(_STEMS.__getitem__, found))
 
 
 def forget_words() -> None:
@@ -145,7 +145,7 @@ def forget_words() -> None:
 
 def query_words(text: str) -> list[str]:
     """The terms a query ranks by: :func:`words` without stop words (all of them when it has no other)."""
-    found = _WORD.findall(text.lower())
+    found = _WORD_NO_UNDERSCORE.findall(text.lower())
     kept = [word for word in found if word not in STOP_WORDS]
     return words(" ".join(kept or found))
 
