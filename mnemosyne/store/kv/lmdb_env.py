@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import lmdb
 
 from mnemosyne.errors import InvalidInput, MnemoError, StorageFull
-from mnemosyne.store.kv import lmdb_rewrite, lmdb_space
+from mnemosyne.store.kv import lmdb_rewrite, lmdb_seal, lmdb_space
 from mnemosyne.store.kv.base import Space
 from mnemosyne.store.kv.lmdb_gate import Gate
 from mnemosyne.store.kv.store_lock import StoreLock
@@ -79,6 +79,7 @@ class SharedEnv:
                 # pin old pages (the file grows) and count against max_readers.
                 self.env.reader_check()
             self.map_size: int = self.env.info()["map_size"]
+            self._check_seal()  # before anything is written: a damaged store stays as it is
             self._open_dbs()  # writes on a new store: a full disk fails here
         except BaseException:
             self.env.close()
@@ -118,6 +119,18 @@ class SharedEnv:
             lock=lock,
         )
 
+    def _check_seal(self) -> None:
+        """Refuse a store whose latest meta page leads to a tree another transaction wrote.
+
+        Raises:
+            CorruptObject: the two disagree (see :mod:`~mnemosyne.store.kv.lmdb_seal`).
+            lmdb.Error: the main database cannot be read.
+        """
+        with self.env.begin() as txn:
+            problem = lmdb_seal.broken_seal(txn)
+        if problem is not None:
+            raise lmdb_seal.suspect(self.path, problem)
+
     def _open_dbs(self) -> None:
         readonly = self.readonly
         if readonly:
@@ -127,8 +140,13 @@ class SharedEnv:
                 self.dbs[space] = self.env.open_db(space.value.encode(), create=False)
         else:
             with self.env.begin(write=True) as txn:
+                created = False
                 for space in Space:
-                    self.dbs[space] = self.env.open_db(space.value.encode(), txn=txn, create=True)
+                    name = space.value.encode()
+                    created = created or txn.get(name) is None
+                    self.dbs[space] = self.env.open_db(name, txn=txn, create=True)
+                if created:  # a new store, or a keyspace new in this version: a commit of its own
+                    lmdb_seal.seal(txn)
 
     def compact(self) -> tuple[int, int]:
         """Rewrite the data file with live pages only; return sizes before and after.

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 import lmdb
 
 from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, StorageFull
-from mnemosyne.store.kv import lmdb_space
+from mnemosyne.store.kv import lmdb_seal, lmdb_space
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn, prefix_end
 from mnemosyne.store.kv.datafile import DATA_FILE, check_data_file
 from mnemosyne.store.kv.lmdb_env import SharedEnv, is_unwritable
@@ -104,7 +104,7 @@ class _Reading:
 
 
 class _Txn:
-    __slots__ = ("_dbs", "_get", "_path", "_txn")
+    __slots__ = ("_dbs", "_get", "_path", "_txn", "wrote")
 
     remote = False  # a read is a lookup in the map
 
@@ -115,6 +115,8 @@ class _Txn:
         # Typed once here (the environment is opened without buffers: reads give bytes),
         # not by a typing.cast call on every read.
         self._get = cast("Callable[..., bytes | None]", txn.get)
+        self.wrote = False
+        """Whether a write was asked for: then the transaction is sealed before it commits."""
 
     def get(self, space: Space, key: bytes) -> bytes | None:
         try:
@@ -168,6 +170,7 @@ class _Txn:
             yield item
 
     def put(self, space: Space, key: bytes, value: bytes, overwrite: bool = True) -> bool:
+        self.wrote = True
         try:
             done: bool = self._txn.put(key, value, db=self._dbs[space], overwrite=overwrite)
         except _DAMAGE as exc:
@@ -175,6 +178,7 @@ class _Txn:
         return done
 
     def delete(self, space: Space, key: bytes) -> bool:
+        self.wrote = True
         try:
             done: bool = self._txn.delete(key, db=self._dbs[space])
         except _DAMAGE as exc:
@@ -186,6 +190,7 @@ class _Txn:
 
     def put_many(self, space: Space, items: list[tuple[bytes, bytes]], overwrite: bool = True) -> int:
         # One C loop instead of a Python call per key: bulk commits write 3 keys a node.
+        self.wrote = True
         try:
             _, added = self._txn.cursor(db=self._dbs[space]).putmulti(items, overwrite=overwrite)
         except _DAMAGE as exc:
@@ -288,7 +293,10 @@ class LmdbKV:
                         size = shared.map_size
                         txn = self._begin(shared, write=True)
                         try:
-                            result = fn(_Txn(txn, shared.dbs, shared.path))
+                            wrapped = _Txn(txn, shared.dbs, shared.path)
+                            result = fn(wrapped)
+                            if wrapped.wrote:  # a transaction that writes nothing commits nothing
+                                lmdb_seal.seal(txn)
                             txn.commit()
                         except BaseException:
                             failed = txn
