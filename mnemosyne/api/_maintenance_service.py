@@ -9,6 +9,7 @@ from mnemosyne.api._handle import Handle
 from mnemosyne.index.build import reindex
 from mnemosyne.index.view import WriteView
 from mnemosyne.model.reports import FsckReport
+from mnemosyne.store.kv.apart import apart
 
 
 class MaintenanceService:
@@ -19,13 +20,16 @@ class MaintenanceService:
 
     def fsck(self, repair: bool) -> FsckReport:
         """The work of :meth:`Repo.fsck`."""
-        with self._handle.read() as view:
-            report = fsck(view)
+        report = apart(self._handle.kv, lambda _: self._check())
         if repair and report.problems and all(p.kind == "index" for p in report.problems):
             written = self.reindex()
             with self._handle.read() as view:
                 report = msgspec.structs.replace(fsck(view), reindexed=written, repaired=report.problems)
         return report
+
+    def _check(self) -> FsckReport:
+        with self._handle.read() as view:
+            return fsck(view)
 
     def reindex(self) -> int:
         """The work of :meth:`Repo.reindex`: the commit graph, change and claim indexes, then recall."""

@@ -254,6 +254,33 @@ class LmdbKV:
         self._shared = shared
 
     @property
+    def path(self) -> str:
+        """The store directory (its real path)."""
+        return self._shared.path
+
+    def reopen_in_child(self) -> None:
+        """Open the store afresh, read-only, in a forked child (the parent's environment is not usable).
+
+        Raises:
+            CorruptObject: the store file is damaged.
+            MnemoError: it cannot be opened.
+        """
+        old = self._shared
+        self._closed = True  # until the new environment is there
+        try:
+            shared = SharedEnv(old.path, True, old.map_size, old.max_map_size, old.sync)
+        except (*_DAMAGE, lmdb.VersionMismatchError) as exc:
+            raise damaged(old.path, exc) from None
+        except lmdb.Error as exc:
+            raise MnemoError(f"cannot open store at {old.path}: {exc}") from None
+        with SharedEnv.registry_lock:
+            SharedEnv.registry[old.path] = shared
+            shared.users = 1
+        self._shared = shared
+        self.readonly = True
+        self._closed = False
+
+    @property
     def env(self) -> lmdb.Environment:
         """The LMDB environment (for benchmarks and maintenance)."""
         return self._shared.env
