@@ -25,7 +25,7 @@ from support import script, script_env
 from support.cli_harness import CliStore, assert_error
 from support.components import unavailable
 
-from mnemosyne import CorruptObject, Node, Repo, Store
+from mnemosyne import CorruptObject, InvalidInput, Node, Repo, Store
 
 PAGE_HEADER = 16
 PSIZE_AT = PAGE_HEADER + 24  # LMDB 0.9: the free database's md_pad holds the page size
@@ -111,6 +111,11 @@ def test_the_cli_reports_a_lost_last_commit_as_damage_exit_5(tmp_path: Path) -> 
         assert "meta pages" in result.stderr and "backup" in result.stderr
     with Repo.open(tmp_path / "s", readonly=True) as healthy:
         assert [commit.id for commit in healthy.log()] == made[::-1]
+    # Said so: the commit before the last, as LMDB reads it, exported all the same.
+    store.result("export", "--salvage", str(tmp_path / "salvaged"))
+    CliStore(tmp_path / "restored").result("import", str(tmp_path / "salvaged"))
+    with Repo.open(tmp_path / "restored") as restored:
+        assert [commit.id for commit in restored.log()] == made[-2::-1]
 
 
 def test_a_free_page_list_outside_the_file_is_reported(tmp_path: Path) -> None:
@@ -240,6 +245,12 @@ def test_a_commit_to_a_damaged_store_is_refused_and_leaves_it_recoverable(tmp_pa
     assert result.returncode == 5, result.stderr
     assert result.stderr.startswith("error: ") and "nothing was written" in result.stderr
     assert "Traceback" not in result.stderr
+    assert (tmp_path / "s" / "data.mdb").read_bytes() == damaged_bytes
+    # Said so, salvage reads what it can, read-only: here the root leads to no keyspaces.
+    with pytest.raises(InvalidInput, match="read-only"):
+        Store.open(tmp_path / "s", readonly=False, salvage=True)
+    salvaged = CliStore(tmp_path / "s").run("export", "--salvage", str(tmp_path / "salvaged"))
+    assert_error(salvaged, 5, "leads to no keyspaces")
     assert (tmp_path / "s" / "data.mdb").read_bytes() == damaged_bytes
     with open(tmp_path / "s" / "data.mdb", "r+b") as handle:
         os.pwrite(handle.fileno(), data[at : at + 1], at)  # the bit flipped back: all is there

@@ -47,7 +47,9 @@ class SharedEnv:
     registry: ClassVar[dict[str, SharedEnv]] = {}
     registry_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, path: str, readonly: bool, map_size: int, max_map_size: int, sync: bool) -> None:
+    def __init__(
+        self, path: str, readonly: bool, map_size: int, max_map_size: int, sync: bool, salvage: bool = False
+    ) -> None:
         self.path = path
         self.readonly = readonly
         self.max_map_size = max_map_size
@@ -57,6 +59,8 @@ class SharedEnv:
         # LMDB's writer lock: so a writer can always get the gate to itself to abort.
         self.writer = threading.RLock()
         self.sync = sync
+        self.salvage = salvage
+        """Opened to salvage a store refused as damaged (read-only, its seal not checked)."""
         self.pid = os.getpid()
         """The process that opened the environment: LMDB's may not be used in another."""
         self.broken: str | None = None
@@ -79,7 +83,7 @@ class SharedEnv:
                 # pin old pages (the file grows) and count against max_readers.
                 self.env.reader_check()
             self.map_size: int = self.env.info()["map_size"]
-            self._check_seal()  # before anything is written: a damaged store stays as it is
+            self._check_seal(salvage)  # before anything is written: a damaged store stays as it is
             self._open_dbs()  # writes on a new store: a full disk fails here
         except BaseException:
             self.env.close()
@@ -119,8 +123,10 @@ class SharedEnv:
             lock=lock,
         )
 
-    def _check_seal(self) -> None:
+    def _check_seal(self, salvage: bool) -> None:
         """Refuse a store whose latest meta page leads to a tree another transaction wrote.
+
+        With ``salvage``, only one that leads to no keyspaces at all (nothing to read).
 
         Raises:
             CorruptObject: the two disagree (see :mod:`~mnemosyne.store.kv.lmdb_seal`).
@@ -128,6 +134,8 @@ class SharedEnv:
         """
         with self.env.begin() as txn:
             problem = lmdb_seal.broken_seal(txn)
+            if salvage and problem is not None and lmdb_seal.has_keyspaces(txn):
+                return
         if problem is not None:
             raise lmdb_seal.suspect(self.path, problem)
 

@@ -221,8 +221,11 @@ class LmdbKV:
         map_size: int = DEFAULT_MAP_SIZE,
         max_map_size: int = DEFAULT_MAX_MAP_SIZE,
         sync: bool = True,
+        salvage: bool = False,
     ) -> None:
         real = os.path.realpath(os.fspath(path))
+        if salvage and not readonly:
+            raise InvalidInput("a store is opened to salvage it read-only")
         if create:
             os.makedirs(real, exist_ok=True)
         self.readonly = readonly
@@ -233,9 +236,10 @@ class LmdbKV:
                 raise InvalidInput(f"{real} is open read-only in this process; close it first")
             if shared is None:
                 if not create:
-                    check_data_file(real)  # a truncated file would crash the process on open
+                    check_data_file(real, salvage=salvage)  # a truncated file would crash the process
                 try:
-                    shared = SharedEnv(real, readonly, min(map_size, max_map_size), max_map_size, sync)
+                    size = min(map_size, max_map_size)
+                    shared = SharedEnv(real, readonly, size, max_map_size, sync, salvage)
                 except (*_DAMAGE, lmdb.VersionMismatchError) as exc:
                     raise damaged(real, exc) from None
                 except lmdb.Error as exc:
@@ -268,7 +272,7 @@ class LmdbKV:
         old = self._shared
         self._closed = True  # until the new environment is there
         try:
-            shared = SharedEnv(old.path, True, old.map_size, old.max_map_size, old.sync)
+            shared = SharedEnv(old.path, True, old.map_size, old.max_map_size, old.sync, old.salvage)
         except (*_DAMAGE, lmdb.VersionMismatchError) as exc:
             raise damaged(old.path, exc) from None
         except lmdb.Error as exc:

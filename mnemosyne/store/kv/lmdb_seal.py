@@ -48,7 +48,7 @@ def broken_seal(txn: Any) -> str | None:
     if value is None:
         # Written before stores were sealed, or by LMDB's own tools: such a file's main
         # database lists its keyspaces; a root pointer gone astray leads elsewhere.
-        if txn.get(_KEYSPACE) is None:
+        if not has_keyspaces(txn):
             return f"its latest meta page (transaction {number}) leads to no keyspaces"
         return None
     if len(value) != _SEAL.size:
@@ -62,10 +62,16 @@ def broken_seal(txn: Any) -> str | None:
     return None
 
 
+def has_keyspaces(txn: Any) -> bool:
+    """Whether the main database ``txn`` reads lists the store's keyspaces."""
+    return txn.get(_KEYSPACE) is not None
+
+
 def suspect(directory: str, problem: str) -> CorruptObject:
     """The error for a store whose meta page and tree disagree: opened neither to read nor to write."""
     return CorruptObject(
         f"the store file {os.path.join(directory, 'data.mdb')} is damaged: {problem}, so its latest "
         "commits could be read as missing; nothing was written to it. Restore the store from a backup "
-        "('mnemo import'), and keep this file, which may still hold them"
+        "('mnemo import') or export what it still reads ('mnemo export --salvage'), and keep this file, "
+        "which may still hold them"
     )
