@@ -89,7 +89,6 @@ from mnemosyne.model.objects import decode_object
 from mnemosyne.model.reports import ExportReport, ImportReport, TenantCounts
 from mnemosyne.model.version import VERSION
 from mnemosyne.store import tenancy
-from mnemosyne.store.kv.apart import apart
 from mnemosyne.store.kv.base import KV, ReadTxn, WriteTxn
 from mnemosyne.store.kv.lmdb_space import full_message, is_disk_full
 from mnemosyne.store.object_store import decode_redaction
@@ -115,6 +114,8 @@ def dump(kv: KV, out: IO[bytes], *, tenants: Sequence[str] | None = None) -> Exp
             file is damaged (the read runs in a child process: see :mod:`~mnemosyne.store.kv.apart`).
         StorageFull: the disk ``out`` writes to is full.
     """
+    from mnemosyne.store.kv.apart import apart  # pickle and a fork: loaded when an export runs
+
     try:
         report = apart(kv, lambda stream: _dump(kv, stream or out, tenants), out)
         out.flush()  # so a full disk under a buffered stream is told here, not at exit

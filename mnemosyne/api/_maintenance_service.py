@@ -10,7 +10,6 @@ from mnemosyne.index.build import reindex
 from mnemosyne.index.view import WriteView
 from mnemosyne.model.reports import FsckReport, Problem
 from mnemosyne.recall.index_location import IndexLocation
-from mnemosyne.store.kv.apart import apart
 
 
 class MaintenanceService:
@@ -22,6 +21,8 @@ class MaintenanceService:
 
     def fsck(self, repair: bool) -> FsckReport:
         """The work of :meth:`Repo.fsck`."""
+        from mnemosyne.store.kv.apart import apart  # pickle and a fork: loaded when fsck runs
+
         report = apart(self._handle.kv, lambda _: self._check())
         if repair and report.problems and all(p.kind == "index" for p in report.problems):
             written = self.reindex()
