@@ -82,8 +82,8 @@ class SharedEnv:
                 # Free reader slots left by processes that died mid-read: stale ones would
                 # pin old pages (the file grows) and count against max_readers.
                 self.env.reader_check()
-            self.map_size: int = self.env.info()["map_size"]
             self._check_seal(salvage)  # before anything is written: a damaged store stays as it is
+            self.map_size: int = self.env.info()["map_size"]
             self._open_dbs()  # writes on a new store: a full disk fails here
         except BaseException:
             self.env.close()
@@ -132,7 +132,15 @@ class SharedEnv:
             CorruptObject: the two disagree (see :mod:`~mnemosyne.store.kv.lmdb_seal`).
             lmdb.Error: the main database cannot be read.
         """
-        with self.env.begin() as txn:
+        for _ in range(3):
+            try:
+                txn = self.env.begin()
+                break
+            except lmdb.MapResizedError:  # another process grew the map: adopt its size
+                self.env.set_mapsize(0)
+        else:
+            txn = self.env.begin()
+        with txn:
             problem = lmdb_seal.broken_seal(txn)
             if salvage and problem is not None and lmdb_seal.has_keyspaces(txn):
                 return
