@@ -10,7 +10,7 @@ from typing import IO, Annotated
 
 import typer
 
-from mnemosyne import ExportReport, ImportReport, InvalidInput, NotFound, TenantCounts
+from mnemosyne import ExportReport, ImportReport, InvalidInput, NotFound, Repo, Store, TenantCounts
 from mnemosyne.api.locations import shown_location
 from mnemosyne.model.jsonform import to_builtins
 
@@ -26,7 +26,16 @@ FileArg = Annotated[
 ]
 
 
-def export(ctx: typer.Context, file: FileArg) -> None:
+SalvageOpt = Annotated[
+    bool,
+    typer.Option(
+        "--salvage",
+        help="Export a store refused as damaged (exit 5) all the same, read-only: what it still reads.",
+    ),
+]
+
+
+def export(ctx: typer.Context, file: FileArg, salvage: SalvageOpt = False) -> None:
     """Write a portable copy of the store to FILE: every object, ref, reflog entry and redaction.
 
     Every tenant is exported; with --tenant, only that one. The copy is one
@@ -35,20 +44,31 @@ def export(ctx: typer.Context, file: FileArg) -> None:
     memory). With '-' the export goes to standard output and the summary to
     standard error.
 
+    --salvage exports a store that opening refuses as damaged (its meta pages
+    disagree, or do not lead to what its last commit wrote): what it still
+    reads, which may lack its latest commits. Nothing is written to it; import
+    the export into a new store ('mnemo import') and keep the damaged one.
+
     JSON: {"file", "size", "digest", "tenants": [{"name", "objects", "refs", "reflog", "redactions"}]}.
     """
     from mnemosyne.api.backup import export_store  # loaded by the commands that need it
 
     settings = state(ctx)
-    repo = settings.open(ctx, readonly=True)
-    only = [repo.tenant] if settings.tenant is not None else None
+    source: Repo | Store
+    if salvage:
+        source = Store.open(settings.store_path(), readonly=True, salvage=True)
+        ctx.call_on_close(source.close)
+        only = [settings.tenant] if settings.tenant is not None else None
+    else:
+        source = settings.open(ctx, readonly=True)
+        only = [source.tenant] if settings.tenant is not None else None
     if file == "-":
         out = typer.get_binary_stream("stdout")
-        report = export_store(repo, out, tenants=only)
+        report = export_store(source, out, tenants=only)
         out.flush()
         _export_summary(settings, report, file, to_stderr=True)
         return
-    report = export_store(repo, Path(file), tenants=only)
+    report = export_store(source, Path(file), tenants=only)
     _export_summary(settings, report, file, to_stderr=False)
 
 

@@ -42,6 +42,9 @@ FOREIGN_PRIVATE = {
     # LangGraph's stores validate namespaces with this; ours must refuse exactly what
     # theirs refuse, so it uses the same function (the langgraph extra pins <2).
     "langgraph.store.base._validate_namespace",
+    # A forked child that reads a damaged store ends without the parent's atexit handlers
+    # and finalizers (store/kv/apart.py): the documented use of os._exit.
+    "os._exit",
 }
 """Private names of other projects a face uses on purpose, each with its reason."""
 

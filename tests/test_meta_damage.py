@@ -16,6 +16,7 @@ import shutil
 import signal
 import struct
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from support import script, script_env
 from support.cli_harness import CliStore, assert_error
 from support.components import unavailable
 
-from mnemosyne import CorruptObject, Node, Repo, Store
+from mnemosyne import CorruptObject, InvalidInput, Node, Repo, Store
 
 PAGE_HEADER = 16
 PSIZE_AT = PAGE_HEADER + 24  # LMDB 0.9: the free database's md_pad holds the page size
@@ -110,6 +111,11 @@ def test_the_cli_reports_a_lost_last_commit_as_damage_exit_5(tmp_path: Path) -> 
         assert "meta pages" in result.stderr and "backup" in result.stderr
     with Repo.open(tmp_path / "s", readonly=True) as healthy:
         assert [commit.id for commit in healthy.log()] == made[::-1]
+    # Said so: the commit before the last, as LMDB reads it, exported all the same.
+    store.result("export", "--salvage", str(tmp_path / "salvaged"))
+    CliStore(tmp_path / "restored").result("import", str(tmp_path / "salvaged"))
+    with Repo.open(tmp_path / "restored") as restored:
+        assert [commit.id for commit in restored.log()] == made[-2::-1]
 
 
 def test_a_free_page_list_outside_the_file_is_reported(tmp_path: Path) -> None:
@@ -166,3 +172,87 @@ def test_a_store_crashed_mid_commit_or_written_while_opened_is_not_reported(tmp_
                     stream.close()
         with Repo.open(path) as repo:
             assert len(list(repo.log())) > trial
+
+
+MAIN_DBS_AT = PAGE_HEADER + 24  # mm_dbs: the free database's record, then the main database's
+MAIN_ROOT_AT = PAGE_HEADER + 112  # mm_dbs[MAIN_DBI].md_root
+DB_RECORDS = 96
+
+
+def main_root(data: bytes, at: int) -> int:
+    return int(struct.unpack_from("=Q", data, at + MAIN_ROOT_AT)[0])
+
+
+def test_a_root_pointer_leading_to_the_older_tree_is_reported_not_read(tmp_path: Path) -> None:
+    made = store_with_commits(tmp_path / "s", 2)
+    data = (tmp_path / "s" / "data.mdb").read_bytes()
+    newest = current_meta(data)
+    older = sum(meta_offsets(data)) - newest
+    moved = bytearray(data)
+    # The newest page's main root pointed at the older page's: one flipped bit when they
+    # differ in one, else the older page's database records copied in (its txnid kept).
+    struct.pack_into("=Q", moved, newest + MAIN_ROOT_AT, main_root(data, older))
+    copied = bytearray(data)
+    copied[newest + MAIN_DBS_AT : newest + MAIN_DBS_AT + DB_RECORDS] = data[
+        older + MAIN_DBS_AT : older + MAIN_DBS_AT + DB_RECORDS
+    ]
+    for number, damaged_data in enumerate((moved, copied)):
+        copy = tmp_path / f"d{number}"
+        shutil.copytree(tmp_path / "s", copy)
+        (copy / "data.mdb").write_bytes(bytes(damaged_data))
+        for readonly in (True, False):
+            with pytest.raises(CorruptObject, match="meta page names transaction"):
+                Store.open(copy, readonly=readonly).close()
+        assert (copy / "data.mdb").read_bytes() == damaged_data  # nothing written
+    result = CliStore(tmp_path / "d0").run("fsck")
+    assert_error(result, 5, "damaged")
+    with Repo.open(tmp_path / "s") as healthy:
+        assert [commit.id for commit in healthy.log()] == made[::-1]
+
+
+def test_every_bit_of_the_main_root_flipped_is_reported_and_nothing_is_written(tmp_path: Path) -> None:
+    store_with_commits(tmp_path / "s", 3)
+    data = (tmp_path / "s" / "data.mdb").read_bytes()
+    at = current_meta(data) + MAIN_ROOT_AT
+    copy = tmp_path / "d"
+    shutil.copytree(tmp_path / "s", copy)
+    with open(copy / "data.mdb", "r+b") as handle:
+        for bit in range(64):
+            flipped = bytearray(data)
+            flipped[at + bit // 8] ^= 1 << (bit % 8)
+            os.pwrite(handle.fileno(), bytes(flipped[:8192]), 0)
+            with pytest.raises(CorruptObject, match="damaged"):
+                Repo.open(copy).close()  # for writing: refused before anything is written
+            assert (copy / "data.mdb").read_bytes() == flipped, bit
+        os.pwrite(handle.fileno(), data[:8192], 0)
+    Repo.open(copy).close()  # whole again
+
+
+def test_a_commit_to_a_damaged_store_is_refused_and_leaves_it_recoverable(tmp_path: Path) -> None:
+    made = store_with_commits(tmp_path / "s", 2)
+    data = (tmp_path / "s" / "data.mdb").read_bytes()
+    at = current_meta(data) + MAIN_ROOT_AT
+    with open(tmp_path / "s" / "data.mdb", "r+b") as handle:
+        os.pwrite(handle.fileno(), bytes([data[at] ^ 1]), at)
+    damaged_bytes = (tmp_path / "s" / "data.mdb").read_bytes()
+    result = subprocess.run(
+        [sys.executable, "-m", "mnemo_cli", "--repo", str(tmp_path / "s"), "commit", "-m", "more", "-"],
+        input='{"id": "notes/new", "content": "x"}',
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 5, result.stderr
+    assert result.stderr.startswith("error: ") and "nothing was written" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert (tmp_path / "s" / "data.mdb").read_bytes() == damaged_bytes
+    # Said so, salvage reads what it can, read-only: here the root leads to no keyspaces.
+    with pytest.raises(InvalidInput, match="read-only"):
+        Store.open(tmp_path / "s", readonly=False, salvage=True)
+    salvaged = CliStore(tmp_path / "s").run("export", "--salvage", str(tmp_path / "salvaged"))
+    assert_error(salvaged, 5, "leads to no keyspaces")
+    assert (tmp_path / "s" / "data.mdb").read_bytes() == damaged_bytes
+    with open(tmp_path / "s" / "data.mdb", "r+b") as handle:
+        os.pwrite(handle.fileno(), data[at : at + 1], at)  # the bit flipped back: all is there
+    with Repo.open(tmp_path / "s") as repo:
+        assert [commit.id for commit in repo.log()] == made[::-1]

@@ -110,27 +110,36 @@ def dump(kv: KV, out: IO[bytes], *, tenants: Sequence[str] | None = None) -> Exp
 
     Raises:
         NotFound: a tenant named in ``tenants`` does not exist.
-        CorruptObject: a stored object's bytes do not match its hash.
+        CorruptObject: a stored object's bytes do not match its hash, or the store
+            file is damaged (the read runs in a child process: see :mod:`~mnemosyne.store.kv.apart`).
         StorageFull: the disk ``out`` writes to is full.
     """
+    from mnemosyne.store.kv.apart import apart  # pickle and a fork: loaded when an export runs
+
     try:
-        with kv.read() as txn:
-            chosen = _choose_tenants(txn, tenants)
-            writer = Writer(out)
-            writer.record(
-                Header(
-                    format=FORMAT_NAME,
-                    version=EXPORT_VERSION,
-                    store_format=tenancy.FORMAT,
-                    producer=f"mnemosyne {VERSION}",
-                )
-            )
-            counts = [_export_tenant(txn, writer, name, found) for name, found in chosen]
-            digest = writer.end(counts)
+        report = apart(kv, lambda stream: _dump(kv, stream or out, tenants), out)
         out.flush()  # so a full disk under a buffered stream is told here, not at exit
     except OSError as exc:
         _raise_if_full(exc, getattr(out, "name", None))
         raise
+    return report
+
+
+def _dump(kv: KV, out: IO[bytes], tenants: Sequence[str] | None) -> ExportReport:
+    with kv.read() as txn:
+        chosen = _choose_tenants(txn, tenants)
+        writer = Writer(out)
+        writer.record(
+            Header(
+                format=FORMAT_NAME,
+                version=EXPORT_VERSION,
+                store_format=tenancy.FORMAT,
+                producer=f"mnemosyne {VERSION}",
+            )
+        )
+        counts = [_export_tenant(txn, writer, name, found) for name, found in chosen]
+        digest = writer.end(counts)
+    out.flush()
     return ExportReport(tenants=counts, size=writer.size, digest=digest.hex())
 
 

@@ -8,24 +8,53 @@ from mnemosyne.admin.fsck import fsck
 from mnemosyne.api._handle import Handle
 from mnemosyne.index.build import reindex
 from mnemosyne.index.view import WriteView
-from mnemosyne.model.reports import FsckReport
+from mnemosyne.model.reports import FsckReport, Problem
+from mnemosyne.recall.index_location import IndexLocation
 
 
 class MaintenanceService:
     """``fsck`` and ``reindex`` for one tenant."""
 
-    def __init__(self, handle: Handle) -> None:
+    def __init__(self, handle: Handle, index_location: IndexLocation | None) -> None:
         self._handle = handle
+        self._index_location = index_location
 
     def fsck(self, repair: bool) -> FsckReport:
         """The work of :meth:`Repo.fsck`."""
-        with self._handle.read() as view:
-            report = fsck(view)
+        from mnemosyne.store.kv.apart import apart  # pickle and a fork: loaded when fsck runs
+
+        report = apart(self._handle.kv, lambda _: self._check())
         if repair and report.problems and all(p.kind == "index" for p in report.problems):
             written = self.reindex()
+            self._drop_damaged_index_files()
             with self._handle.read() as view:
                 report = msgspec.structs.replace(fsck(view), reindexed=written, repaired=report.problems)
         return report
+
+    def _check(self) -> FsckReport:
+        with self._handle.read() as view:
+            report = fsck(view)
+        location = self._index_location
+        if location is None:
+            return report
+        from mnemosyne.recall.index_files import damaged_files  # numpy: loaded when fsck runs
+
+        damaged = damaged_files(location, self._handle.scope)
+        if not damaged:
+            return report
+        found = [Problem(kind="index", object=None, message=line) for line in damaged]
+        return msgspec.structs.replace(report, ok=False, problems=[*report.problems, *found])
+
+    def _drop_damaged_index_files(self) -> None:
+        """Delete a tenant's saved index when a file of it fails its checksum: the next search rebuilds it."""
+        location = self._index_location
+        if location is None or not location.writable:
+            return
+        from mnemosyne.recall import index_files
+
+        scope = self._handle.scope
+        if index_files.damaged_files(location, scope):
+            index_files.remove(location, scope)
 
     def reindex(self) -> int:
         """The work of :meth:`Repo.reindex`: the commit graph, change and claim indexes, then recall."""

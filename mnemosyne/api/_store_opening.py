@@ -98,7 +98,13 @@ def initialised(kv: KV, where: Path | None, url: str | None) -> Opened:
 
 
 def existing(
-    location: Location, *, readonly: bool | Literal["auto"], map_size: int, max_map_size: int, sync: bool
+    location: Location,
+    *,
+    readonly: bool | Literal["auto"],
+    map_size: int,
+    max_map_size: int,
+    sync: bool,
+    salvage: bool = False,
 ) -> Opened:
     """An existing store at ``location`` (see :meth:`Store.open <mnemosyne.api.store.Store.open>`).
 
@@ -122,7 +128,9 @@ def existing(
         raise NotFound(f"no store at {where} (create one with 'mnemo init')")
     if readonly == "auto":
         readonly = not (os.access(where, os.W_OK) and os.access(where / DATA_FILE, os.W_OK))
-    kv = LmdbKV(where, readonly=readonly, map_size=map_size, max_map_size=max_map_size, sync=sync)
+    kv = LmdbKV(
+        where, readonly=readonly, map_size=map_size, max_map_size=max_map_size, sync=sync, salvage=salvage
+    )
     return checked(kv, where, None)
 
 

@@ -98,7 +98,7 @@ class Repo(Resource):
         self._branches = BranchService(handle)
         self._recall = RecallService(handle, store.index_location)
         self._erasure = ErasureService(handle, store.compact)
-        self._maintenance = MaintenanceService(handle)
+        self._maintenance = MaintenanceService(handle, store.index_location)
 
     # -- opening -------------------------------------------------------------
 

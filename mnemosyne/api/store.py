@@ -95,6 +95,7 @@ class Store(Resource):
         max_map_size: int = DEFAULT_MAX_MAP_SIZE,
         sync: bool = True,
         index_cache: str | os.PathLike[str] | None = None,
+        salvage: bool = False,
     ) -> Store:
         """Open an existing store.
 
@@ -115,17 +116,30 @@ class Store(Resource):
                 same directory maps it instead of building it. Default: inside a
                 store directory; none for a PostgreSQL store (each handle then
                 builds its own in memory at its first semantic search).
+            salvage: open a store refused as damaged (its meta pages disagree with
+                each other or with what its last commit recorded) all the same,
+                read-only (``readonly`` must be True), to export what it still
+                reads: the state its newest meta page leads to, which may lack the
+                latest commits. A store directory only; nothing is ever written.
 
         Raises:
             NotFound: no store there.
-            InvalidInput: a store of a newer format, or an ``index_cache`` that is no path.
+            InvalidInput: a store of a newer format, an ``index_cache`` that is no
+                path, or ``salvage`` without ``readonly``.
             CorruptObject: the store file is damaged.
         """
+        if salvage and readonly is not True:
+            raise InvalidInput("salvage opens a store read-only: pass readonly=True")
         if readonly not in (True, False, "auto"):
             raise InvalidInput(f"readonly must be True, False or 'auto', not {readonly!r}")
         cache = index_cache_dir(index_cache)
         kv, where, url = _store_opening.existing(
-            location, readonly=readonly, map_size=map_size, max_map_size=max_map_size, sync=sync
+            location,
+            readonly=readonly,
+            map_size=map_size,
+            max_map_size=max_map_size,
+            sync=sync,
+            salvage=salvage,
         )
         return cls(kv, where, url, cache)
 

@@ -16,6 +16,13 @@ scope and the model (and, in a cache outside the store, for the store too):
   the typical nearest-neighbour cosine), then the rows' bookkeeping (content
   hashes, vector block and slot, liveness), the live rows in content-hash
   order, the isolated rows with their float32 vectors, and a CRC-32 of it all.
+  The header also holds a CRC-32 of the graph and of the codes file, and each
+  file's stamp when it was written (inode, size, modification and change times):
+  usearch follows the graph's links through the mapping unchecked, so a damaged
+  graph would crash the process. A file is mapped only once it checks out: in
+  full when its stamp changed since it was written (anything that wrote to it
+  changed its times), by its stamp alone otherwise, so a fresh search of a large
+  index does not read the whole file first (ADR 59). ``fsck`` checks in full.
 
 Writing is crash-safe: the graph is saved under a new name and flushed, the
 manifest is written beside its final name, flushed and renamed over it (the
@@ -77,6 +84,12 @@ class Header(msgspec.Struct, frozen=True):
     graph_rows: int
     codes: str = ""
     codes_bytes: int = 0
+    graph_crc: int = -1
+    """CRC-32 of the graph file (-1: written before files had one, not checked)."""
+    codes_crc: int = -1
+    graph_stamp: tuple[int, ...] = ()
+    """The graph file's inode, size, modification and change times (ns) just after it was written."""
+    codes_stamp: tuple[int, ...] = ()
 
 
 class Saved:
@@ -159,7 +172,67 @@ def read(location: IndexLocation, scope: bytes, model: str) -> tuple[Saved, Path
         return None
     if header.codes_bytes != header.count * (header.dim + SCALE_BYTES):
         return None
+    try:
+        if not (_checks_out(graph, header.graph_crc, header.graph_stamp, full=False)) or not (
+            _checks_out(codes, header.codes_crc, header.codes_stamp, full=False)
+        ):
+            return None
+    except OSError:
+        return None
     return saved, graph, codes
+
+
+_CRC_CHUNK = 1 << 22
+
+
+def _stamp(path: Path) -> tuple[int, ...]:
+    """What changes when anything writes to the file: inode, size, modification and change times."""
+    status = path.stat()
+    return (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+def _file_crc(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CRC_CHUNK):
+            crc = zlib.crc32(chunk, crc)
+    return crc
+
+
+def _checks_out(path: Path, crc: int, stamp: tuple[int, ...], *, full: bool) -> bool:
+    """Whether a graph or codes file is as written: by its stamp, else (or ``full``) by its CRC-32.
+
+    Raises:
+        OSError: it cannot be read.
+    """
+    if crc < 0:
+        return True  # written before files had a checksum
+    if not full and stamp and _stamp(path) == tuple(stamp):
+        return True
+    return _file_crc(path) == crc
+
+
+def damaged_files(location: IndexLocation, scope: bytes) -> list[str]:
+    """The saved index files of a tenant that do not match their checksums, one line each (for fsck)."""
+    problems = []
+    for name, found, header in saved_indexes(location):
+        if found != scope or header is None:
+            continue
+        for file, crc, stamp in (
+            (header.graph, header.graph_crc, header.graph_stamp),
+            (header.codes, header.codes_crc, header.codes_stamp),
+        ):
+            path = location.path(file)
+            try:
+                if path.is_file() and _checks_out(path, crc, stamp, full=True):
+                    continue
+            except OSError:
+                pass
+            problems.append(
+                f"the saved search index file {path} is damaged or missing (it does not match "
+                f"its manifest {name}{ROWS}); the next semantic search rebuilds it"
+            )
+    return problems
 
 
 def _parse(data: mmap.mmap) -> Saved | None:
@@ -286,9 +359,10 @@ def write(
             made.append(graph_path)
             graph.save(str(graph_path))
             _flush(graph_path)
+            graph_crc = _file_crc(graph_path)  # from the page cache, just written
             codes_path = directory / f"{name}.{token}{CODES}"
             made.append(codes_path)
-            _write_codes(codes_path, header.count, codes)
+            codes_crc = _write_codes(codes_path, header.count, codes)
             header = msgspec.structs.replace(
                 header,
                 graph=graph_path.name,
@@ -296,6 +370,10 @@ def write(
                 graph_rows=len(graph),
                 codes=codes_path.name,
                 codes_bytes=codes_path.stat().st_size,
+                graph_crc=graph_crc,
+                codes_crc=codes_crc,
+                graph_stamp=_stamp(graph_path),
+                codes_stamp=_stamp(codes_path),
             )
             manifest = directory / f"{name}.{token}{ROWS}.tmp"
             made.append(manifest)
@@ -319,13 +397,17 @@ _CODES_CHUNK = 1 << 16
 """Rows of int8 copies written at a time."""
 
 
-def _write_codes(path: Path, count: int, codes: Callable[[int, int], Codes]) -> None:
+def _write_codes(path: Path, count: int, codes: Callable[[int, int], Codes]) -> int:
+    """Write the codes file; return its CRC-32."""
+    crc = 0
     with open(path, "wb") as out:
         for start in range(0, count, _CODES_CHUNK):
             chunk = np.ascontiguousarray(codes(start, min(count, start + _CODES_CHUNK)))
             out.write(chunk.data)  # the rows as they are: a view of the mapped file, or a copy
+            crc = zlib.crc32(chunk.data, crc)
         out.flush()
         os.fsync(out.fileno())
+    return crc
 
 
 def _write_manifest(path: Path, header: Header, arrays: dict[str, np.ndarray]) -> None:

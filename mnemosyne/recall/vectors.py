@@ -13,7 +13,11 @@ of it were dropped; ``*``: start over), which lets each handle refresh its
 in-memory matrix incrementally (the log never names a content, so it keeps
 nothing of an erased one) ·
 model 02 block → row count (u16), the rows' content hashes, then their float32
-vectors (a dropped row has a zero hash and a zero vector).
+vectors (a dropped row has a zero hash and a zero vector), then a CRC-32 of all
+that (u32): vectors are derived data, but a damaged one changes what a semantic
+search returns without any other sign, so each block is checked as it is read
+(and by ``fsck``). The count's top bit marks a block with the checksum; blocks
+written before it have none (``mnemo reindex --vectors`` rewrites them).
 In the ``recall`` keyspace: ``m`` model id → dimension · ``i`` → the index identity,
 16 random bytes naming this tenant's vectors in the files of a saved approximate
 index (see :mod:`mnemosyne.recall.index_files`): a file written for another store
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import secrets
 import struct
+import zlib
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -41,17 +46,57 @@ _MAP, _LOG, _BLOCK = b"\x00", b"\x01", b"\x02"
 _WHERE = struct.Struct(">IH")
 _ROWS = [row.to_bytes(2, "big") for row in range(BLOCK_ROWS)]  # a map entry is block + row
 _COUNT = struct.Struct(">H")
+_CHECKED = 0x8000
+"""The count's top bit: the block ends in a CRC-32 of what precedes it."""
+_CRC = struct.Struct(">I")
 DEAD = bytes(32)
 """The content hash of a dropped row in a block."""
 
 
+def pack_block(hashes: list[bytes], vectors: bytes) -> bytes:
+    """A block as stored: its rows' content hashes and float32 vectors, checksummed."""
+    body = _COUNT.pack(len(hashes) | _CHECKED) + b"".join(hashes) + vectors
+    return body + _CRC.pack(zlib.crc32(body))
+
+
+def _rows_end(data: bytes) -> tuple[int, int]:
+    """A block's row count and where its vectors end; its checksum checked.
+
+    Raises:
+        CorruptObject: the block does not match its checksum.
+        struct.error: it is too short to hold a count.
+    """
+    (count,) = _COUNT.unpack_from(data)
+    if not count & _CHECKED:
+        if not count:  # no block is stored empty: zeroed bytes
+            raise CorruptObject(
+                "the search index is damaged (a vector block reads as empty); "
+                "run 'mnemo reindex --vectors' to rebuild it"
+            )
+        return count, len(data)  # written before blocks had checksums
+    end = len(data) - _CRC.size
+    if end < _COUNT.size or zlib.crc32(memoryview(data)[:end]) != _CRC.unpack_from(data, end)[0]:
+        raise CorruptObject(
+            "the search index is damaged (a vector block does not match its checksum); "
+            "run 'mnemo reindex --vectors' to rebuild it"
+        )
+    return count & ~_CHECKED, end
+
+
 def parse_block(data: bytes) -> tuple[list[bytes], Vectors]:
-    """A block's content hashes and vectors (a dropped row's hash is all zeros)."""
+    """A block's content hashes and vectors (a dropped row's hash is all zeros).
+
+    Raises:
+        CorruptObject: the block is damaged (its checksum, or its shape).
+    """
     try:
-        (count,) = _COUNT.unpack_from(data)
+        count, stop = _rows_end(data)
         end = _COUNT.size + 32 * count
         hashes = [data[i : i + 32] for i in range(_COUNT.size, end, 32)]
-        rows = np.frombuffer(data, dtype="<f4", offset=end).reshape(count, -1) if count else np.zeros((0, 0))
+        if count:
+            rows = np.frombuffer(data, dtype="<f4", offset=end, count=(stop - end) // 4).reshape(count, -1)
+        else:
+            rows = np.zeros((0, 0))
     except (struct.error, ValueError) as exc:
         raise CorruptObject(
             f"the search index is damaged (a vector block: {exc}); "
@@ -65,13 +110,17 @@ def parse_block(data: bytes) -> tuple[list[bytes], Vectors]:
 
 
 def block_row(data: bytes, slot: int, dim: int) -> Vectors | None:
-    """Row ``slot`` of a stored block (``dim`` wide), read without parsing the rest; None if absent."""
+    """Row ``slot`` of a stored block (``dim`` wide), read without parsing the rest; None if absent.
+
+    Raises:
+        CorruptObject: the block does not match its checksum.
+    """
     try:
-        (count,) = _COUNT.unpack_from(data)
+        count, stop = _rows_end(data)
     except struct.error:
         return None
     start = _COUNT.size + 32 * count + 4 * dim * slot
-    if slot >= count or start + 4 * dim > len(data):
+    if slot >= count or start + 4 * dim > stop:
         return None
     return np.frombuffer(data, dtype="<f4", count=dim, offset=start)
 
@@ -102,7 +151,7 @@ class Writer:
             number = self._block.to_bytes(4, "big")
             chunk = hashes[start : start + BLOCK_ROWS]
             data = rows[start : start + len(chunk)].tobytes()
-            blocks.append((prefix + _BLOCK + number, _COUNT.pack(len(chunk)) + b"".join(chunk) + data))
+            blocks.append((prefix + _BLOCK + number, pack_block(chunk, data)))
             where.extend(
                 (prefix + _MAP + chash, number + row) for chash, row in zip(chunk, _ROWS, strict=False)
             )
@@ -258,7 +307,7 @@ class VectorStore:
                 continue
             kept = vectors.copy()
             kept[dropped] = 0.0
-            txn.put(Space.VECTORS, key, _COUNT.pack(len(hashes)) + b"".join(hashes) + kept.tobytes())
+            txn.put(Space.VECTORS, key, pack_block(hashes, kept.astype("<f4").tobytes()))
         # The log names the blocks rewritten, never the contents: a content hash would
         # confirm a guess of the erased text.
         log = _log(txn, self.scope, model)

@@ -158,7 +158,7 @@ def is_lmdb_file(path: str | os.PathLike[str]) -> bool:
     return len(first) == _PAGE_HEADER + _META.size and _META.unpack_from(first, _PAGE_HEADER)[0] == _MAGIC
 
 
-def check_data_file(directory: str) -> None:
+def check_data_file(directory: str, *, salvage: bool = False) -> None:
     """Refuse a ``data.mdb`` that is empty, not an LMDB file, truncated, or whose meta pages disagree.
 
     Meta pages are read before the file size, so a writer extending the file
@@ -166,6 +166,9 @@ def check_data_file(directory: str) -> None:
     committing meanwhile changes a meta page (and may reuse pages the walk
     reads): a finding stands only when both meta pages read the same again
     after it, else the file is looked at again.
+
+    With ``salvage``, meta pages that disagree are let through (LMDB reads the
+    state the newer one leads to): only what would crash the process is refused.
 
     Raises:
         NotFound: ``data.mdb`` is missing or empty (no store was ever written there).
@@ -182,14 +185,14 @@ def check_data_file(directory: str) -> None:
     except OSError as exc:
         raise CorruptObject(f"cannot read the store's data file {path}: {exc.strerror or exc}") from None
     try:
-        _check_open_file(handle, path)
+        _check_open_file(handle, path, salvage)
     except OSError as exc:
         raise CorruptObject(f"cannot read the store's data file {path}: {exc.strerror or exc}") from None
     finally:
         os.close(handle)
 
 
-def _check_open_file(handle: int, path: str) -> None:
+def _check_open_file(handle: int, path: str, salvage: bool) -> None:
     for _ in range(3):
         found = _read_metas(handle)
         if found is None:
@@ -207,14 +210,14 @@ def _check_open_file(handle: int, path: str) -> None:
                 f"the store's data file {path} is truncated: {size} bytes of the {needed} it needs "
                 "(restore it from a copy; opening it would crash)"
             )
-        else:
+        elif not salvage:
             disagreement = _disagreement(handle, psize, first, second)
             if disagreement is not None:
                 problem = CorruptObject(
                     f"the store file {path} is damaged: its two meta pages (where LMDB records the "
                     f"latest commit) {disagreement}, so the latest commits could be read as missing; "
-                    "restore the store from a backup ('mnemo import'), and keep this file, which may "
-                    "still hold them"
+                    "restore the store from a backup ('mnemo import') or export what it still reads "
+                    "('mnemo export --salvage'), and keep this file, which may still hold them"
                 )
         if problem is None:
             return

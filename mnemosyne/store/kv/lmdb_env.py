@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import lmdb
 
 from mnemosyne.errors import InvalidInput, MnemoError, StorageFull
-from mnemosyne.store.kv import lmdb_rewrite, lmdb_space
+from mnemosyne.store.kv import lmdb_rewrite, lmdb_seal, lmdb_space
 from mnemosyne.store.kv.base import Space
 from mnemosyne.store.kv.lmdb_gate import Gate
 from mnemosyne.store.kv.store_lock import StoreLock
@@ -47,7 +47,9 @@ class SharedEnv:
     registry: ClassVar[dict[str, SharedEnv]] = {}
     registry_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, path: str, readonly: bool, map_size: int, max_map_size: int, sync: bool) -> None:
+    def __init__(
+        self, path: str, readonly: bool, map_size: int, max_map_size: int, sync: bool, salvage: bool = False
+    ) -> None:
         self.path = path
         self.readonly = readonly
         self.max_map_size = max_map_size
@@ -57,6 +59,8 @@ class SharedEnv:
         # LMDB's writer lock: so a writer can always get the gate to itself to abort.
         self.writer = threading.RLock()
         self.sync = sync
+        self.salvage = salvage
+        """Opened to salvage a store refused as damaged (read-only, its seal not checked)."""
         self.pid = os.getpid()
         """The process that opened the environment: LMDB's may not be used in another."""
         self.broken: str | None = None
@@ -78,6 +82,7 @@ class SharedEnv:
                 # Free reader slots left by processes that died mid-read: stale ones would
                 # pin old pages (the file grows) and count against max_readers.
                 self.env.reader_check()
+            self._check_seal(salvage)  # before anything is written: a damaged store stays as it is
             self.map_size: int = self.env.info()["map_size"]
             self._open_dbs()  # writes on a new store: a full disk fails here
         except BaseException:
@@ -118,6 +123,30 @@ class SharedEnv:
             lock=lock,
         )
 
+    def _check_seal(self, salvage: bool) -> None:
+        """Refuse a store whose latest meta page leads to a tree another transaction wrote.
+
+        With ``salvage``, only one that leads to no keyspaces at all (nothing to read).
+
+        Raises:
+            CorruptObject: the two disagree (see :mod:`~mnemosyne.store.kv.lmdb_seal`).
+            lmdb.Error: the main database cannot be read.
+        """
+        for _ in range(3):
+            try:
+                txn = self.env.begin()
+                break
+            except lmdb.MapResizedError:  # another process grew the map: adopt its size
+                self.env.set_mapsize(0)
+        else:
+            txn = self.env.begin()
+        with txn:
+            problem = lmdb_seal.broken_seal(txn)
+            if salvage and problem is not None and lmdb_seal.has_keyspaces(txn):
+                return
+        if problem is not None:
+            raise lmdb_seal.suspect(self.path, problem)
+
     def _open_dbs(self) -> None:
         readonly = self.readonly
         if readonly:
@@ -127,8 +156,13 @@ class SharedEnv:
                 self.dbs[space] = self.env.open_db(space.value.encode(), create=False)
         else:
             with self.env.begin(write=True) as txn:
+                created = False
                 for space in Space:
-                    self.dbs[space] = self.env.open_db(space.value.encode(), txn=txn, create=True)
+                    name = space.value.encode()
+                    created = created or txn.get(name) is None
+                    self.dbs[space] = self.env.open_db(name, txn=txn, create=True)
+                if created:  # a new store, or a keyspace new in this version: a commit of its own
+                    lmdb_seal.seal(txn)
 
     def compact(self) -> tuple[int, int]:
         """Rewrite the data file with live pages only; return sizes before and after.

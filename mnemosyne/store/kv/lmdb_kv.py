@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 import lmdb
 
 from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, StorageFull
-from mnemosyne.store.kv import lmdb_space
+from mnemosyne.store.kv import lmdb_seal, lmdb_space
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn, prefix_end
 from mnemosyne.store.kv.datafile import DATA_FILE, check_data_file
 from mnemosyne.store.kv.lmdb_env import SharedEnv, is_unwritable
@@ -104,7 +104,7 @@ class _Reading:
 
 
 class _Txn:
-    __slots__ = ("_dbs", "_get", "_path", "_txn")
+    __slots__ = ("_dbs", "_get", "_path", "_txn", "wrote")
 
     remote = False  # a read is a lookup in the map
 
@@ -115,6 +115,8 @@ class _Txn:
         # Typed once here (the environment is opened without buffers: reads give bytes),
         # not by a typing.cast call on every read.
         self._get = cast("Callable[..., bytes | None]", txn.get)
+        self.wrote = False
+        """Whether a write was asked for: then the transaction is sealed before it commits."""
 
     def get(self, space: Space, key: bytes) -> bytes | None:
         try:
@@ -168,6 +170,7 @@ class _Txn:
             yield item
 
     def put(self, space: Space, key: bytes, value: bytes, overwrite: bool = True) -> bool:
+        self.wrote = True
         try:
             done: bool = self._txn.put(key, value, db=self._dbs[space], overwrite=overwrite)
         except _DAMAGE as exc:
@@ -175,6 +178,7 @@ class _Txn:
         return done
 
     def delete(self, space: Space, key: bytes) -> bool:
+        self.wrote = True
         try:
             done: bool = self._txn.delete(key, db=self._dbs[space])
         except _DAMAGE as exc:
@@ -186,6 +190,7 @@ class _Txn:
 
     def put_many(self, space: Space, items: list[tuple[bytes, bytes]], overwrite: bool = True) -> int:
         # One C loop instead of a Python call per key: bulk commits write 3 keys a node.
+        self.wrote = True
         try:
             _, added = self._txn.cursor(db=self._dbs[space]).putmulti(items, overwrite=overwrite)
         except _DAMAGE as exc:
@@ -216,8 +221,11 @@ class LmdbKV:
         map_size: int = DEFAULT_MAP_SIZE,
         max_map_size: int = DEFAULT_MAX_MAP_SIZE,
         sync: bool = True,
+        salvage: bool = False,
     ) -> None:
         real = os.path.realpath(os.fspath(path))
+        if salvage and not readonly:
+            raise InvalidInput("a store is opened to salvage it read-only")
         if create:
             os.makedirs(real, exist_ok=True)
         self.readonly = readonly
@@ -228,9 +236,10 @@ class LmdbKV:
                 raise InvalidInput(f"{real} is open read-only in this process; close it first")
             if shared is None:
                 if not create:
-                    check_data_file(real)  # a truncated file would crash the process on open
+                    check_data_file(real, salvage=salvage)  # a truncated file would crash the process
                 try:
-                    shared = SharedEnv(real, readonly, min(map_size, max_map_size), max_map_size, sync)
+                    size = min(map_size, max_map_size)
+                    shared = SharedEnv(real, readonly, size, max_map_size, sync, salvage)
                 except (*_DAMAGE, lmdb.VersionMismatchError) as exc:
                     raise damaged(real, exc) from None
                 except lmdb.Error as exc:
@@ -247,6 +256,33 @@ class LmdbKV:
                 SharedEnv.registry[real] = shared
             shared.users += 1
         self._shared = shared
+
+    @property
+    def path(self) -> str:
+        """The store directory (its real path)."""
+        return self._shared.path
+
+    def reopen_in_child(self) -> None:
+        """Open the store afresh, read-only, in a forked child (the parent's environment is not usable).
+
+        Raises:
+            CorruptObject: the store file is damaged.
+            MnemoError: it cannot be opened.
+        """
+        old = self._shared
+        self._closed = True  # until the new environment is there
+        try:
+            shared = SharedEnv(old.path, True, old.map_size, old.max_map_size, old.sync, old.salvage)
+        except (*_DAMAGE, lmdb.VersionMismatchError) as exc:
+            raise damaged(old.path, exc) from None
+        except lmdb.Error as exc:
+            raise MnemoError(f"cannot open store at {old.path}: {exc}") from None
+        with SharedEnv.registry_lock:
+            SharedEnv.registry[old.path] = shared
+            shared.users = 1
+        self._shared = shared
+        self.readonly = True
+        self._closed = False
 
     @property
     def env(self) -> lmdb.Environment:
@@ -288,7 +324,10 @@ class LmdbKV:
                         size = shared.map_size
                         txn = self._begin(shared, write=True)
                         try:
-                            result = fn(_Txn(txn, shared.dbs, shared.path))
+                            wrapped = _Txn(txn, shared.dbs, shared.path)
+                            result = fn(wrapped)
+                            if wrapped.wrote:  # a transaction that writes nothing commits nothing
+                                lmdb_seal.seal(txn)
                             txn.commit()
                         except BaseException:
                             failed = txn

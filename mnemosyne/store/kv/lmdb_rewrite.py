@@ -19,6 +19,8 @@ from typing import Any
 
 import lmdb
 
+from mnemosyne.store.kv import lmdb_seal
+
 SCRATCH_PREFIX = ".compact-"
 """Names of the directories a compaction builds its new file in, inside the store."""
 
@@ -78,6 +80,8 @@ def rewrite_into(
                         _append_all(target, db, batch)
                         batch, size = [], 0
                 _append_all(target, db, batch)
+        with target.begin(write=True) as txn:  # the new file's last transaction, sealed
+            lmdb_seal.seal(txn)
         target.sync(True)
     finally:
         target.close()
@@ -120,10 +124,11 @@ def _handles(env: lmdb.Environment, known: dict[bytes, Any]) -> dict[bytes, Any]
 def _database_names(env: lmdb.Environment) -> list[bytes]:
     """The names of every named database in the file: the main database's keys.
 
-    The store writes nothing else into the main database.
+    The store writes nothing else into the main database but its seal.
     """
     with env.begin() as txn:
-        return [bytes(key) for key in txn.cursor().iternext(values=False)]
+        keys = txn.cursor().iternext(values=False)
+        return [bytes(key) for key in keys if key != lmdb_seal.SEAL_KEY]
 
 
 def _open_unknown(env: lmdb.Environment, name: bytes) -> Any:
