@@ -6,7 +6,8 @@ the session's date), one commit per session, the store's default embedder. Each
 question of categories 1-4 is asked of ``search`` (hybrid, lexical, semantic) and
 of ``context``; in the same run, on the same texts, the baselines rank them too:
 a maintained BM25 package (bm25s, English stop words and Snowball stemming), exact
-cosine with the store's own embedder, and the reciprocal-rank fusion of the two.
+cosine with the store's own embedder and with MiniLM over whole texts (the model a
+user would pick by itself), and the reciprocal-rank fusion of BM25 with each.
 
 The measure is evidence recall@k: the share of a question's evidence turns among
 the top k, averaged over questions, per category and overall. Usage:
@@ -99,6 +100,13 @@ class Baselines:
         return ranking_of(self.vectors @ q, self.ids, k)
 
 
+def plain_minilm() -> Callable[[list[str]], np.ndarray]:
+    """The model a user would pick by itself: MiniLM over each whole text."""
+    from mnemosyne.recall.embedders import default_embedder
+
+    return default_embedder()
+
+
 def build(conv: Conversation, folder: Path) -> tuple[Repo, float]:
     """A store of the conversation, and its ingest time (commits, then indexing and embedding)."""
     repo = Repo.init(folder / f"{conv.name}.mnemo")
@@ -116,7 +124,8 @@ def build(conv: Conversation, folder: Path) -> tuple[Repo, float]:
 def measure(conversations: list[Conversation], limit: int | None) -> tuple[dict[str, System], dict[str, float]]:
     systems = {name: System(name) for name in (
         "search (hybrid)", "search (lexical)", "search (semantic)", "context (~10 turns)",
-        "bm25s (stop words, stemmed)", "exact cosine (same embedder)", "RRF of bm25s and cosine")}
+        "bm25s (stop words, stemmed)", "exact cosine (same embedder)", "RRF of bm25s and cosine",
+        "exact cosine (MiniLM, whole texts)", "RRF of bm25s and MiniLM whole texts")}
     stats = {"turns": 0.0, "ingest_s": 0.0, "questions": 0.0}
     with tempfile.TemporaryDirectory(prefix="mnemo-quality-") as tmp:
         for conv in conversations:
@@ -128,6 +137,7 @@ def measure(conversations: list[Conversation], limit: int | None) -> tuple[dict[
                 embedder = repo.embedder()
                 ids = [memory_id(t) for t in turns]
                 base = Baselines([t.content for t in turns], ids, embedder)
+                whole = Baselines([t.content for t in turns], ids, plain_minilm()) if embedder is not None else None
                 costs = sorted(estimate_tokens(f"[{i}@0000000] {t.content}") for i, t in zip(ids, turns, strict=True))
                 budget = CONTEXT_TURNS * costs[len(costs) // 2]
                 by_dia = {t.dia_id: memory_id(t) for t in turns}
@@ -153,6 +163,10 @@ def measure(conversations: list[Conversation], limit: int | None) -> tuple[dict[
                         dense = base.dense(q.text, 100)
                         systems["exact cosine (same embedder)"].record(q, dense, evidence)
                         systems["RRF of bm25s and cosine"].record(q, rrf(lex, dense), evidence)
+                    if whole is not None:
+                        plain = whole.dense(q.text, 100)
+                        systems["exact cosine (MiniLM, whole texts)"].record(q, plain, evidence)
+                        systems["RRF of bm25s and MiniLM whole texts"].record(q, rrf(lex, plain), evidence)
                 print(f"{conv.name}: {len(turns)} turns, {len(questions)} questions, ingest {len(turns) / ingest:.0f} turns/s",
                       flush=True)
             finally:
