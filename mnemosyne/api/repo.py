@@ -12,8 +12,14 @@ full signature and docstring and delegates to the part that owns the job:
 - ``_branches``: branches, merges and bisection;
 - ``_recall``: embedders, search, context and the read log;
 - ``_erasure`` and ``_maintenance``: forgetting, collection, fsck and reindexing;
-- the remotes' porcelain (:mod:`mnemosyne.api._remotes`): clone, fetch, push and
-  pull as free functions over two stores.
+- ``_remote_ops``: fetch, push, pull and a served transfer's answer
+  (:class:`~mnemosyne.api._repo_remotes.RemoteOps`, over the remotes' porcelain).
+
+Two groups are stated where their work is (ADR 63): the remotes' methods are
+``RemoteOps``'s own, made ``Repo``'s by :func:`~mnemosyne.api._delegates.delegate`
+(signature and docstring included), and the opening class methods keep their
+signatures here and take their docstrings from :mod:`mnemosyne.api._repo_opening`.
+``help(Repo)`` shows every method as before.
 
 Returns data (Structs and iterators) and raises the :mod:`mnemosyne.errors`
 tree; never prints, never reads the environment, and takes its clock as a
@@ -28,14 +34,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from mnemosyne.api import _remote_side, _remotes, _tenant_binding
+from mnemosyne.api import _repo_opening, _tenant_binding
 from mnemosyne.api._branch_service import BranchService
+from mnemosyne.api._delegates import delegate, documented_by
 from mnemosyne.api._erasure_service import ErasureService
 from mnemosyne.api._handle import Clock, Handle, Resource, system_clock
 from mnemosyne.api._history_service import HistoryService, Ids
 from mnemosyne.api._maintenance_service import MaintenanceService
 from mnemosyne.api._recall_service import RecallService, Scope
 from mnemosyne.api._renamed_keywords import UNSET, renamed
+from mnemosyne.api._repo_remotes import RemoteOps
 from mnemosyne.api.locations import Location
 from mnemosyne.api.store import Store
 from mnemosyne.model.choices import ClaimPolicy, MergeStrategy, SearchMode
@@ -54,7 +62,7 @@ if TYPE_CHECKING:
     from mnemosyne.history.branches import Resolution
     from mnemosyne.history.revisions import Rev
     from mnemosyne.model.objects import Commit, Node, Redaction
-    from mnemosyne.model.reports import ForgetReport, FsckReport, GcReport, PullReport, SyncReport
+    from mnemosyne.model.reports import ForgetReport, FsckReport, GcReport
     from mnemosyne.model.results import (
         Blame,
         CommitResult,
@@ -99,11 +107,14 @@ class Repo(Resource):
         self._recall = RecallService(handle, store.index_location)
         self._erasure = ErasureService(handle, store.compact)
         self._maintenance = MaintenanceService(handle, store.index_location)
+        self._remote_ops = RemoteOps(store, handle)
 
-    # -- opening -------------------------------------------------------------
+    # -- opening: the work and the docstrings are api/_repo_opening.py's ------
+    # (the signatures stay here, since they return a Repo; D102: documented_by gives the docstring)
 
     @classmethod
-    def init(
+    @documented_by(_repo_opening.init)
+    def init(  # noqa: D102
         cls,
         path: Location,
         *,
@@ -114,20 +125,20 @@ class Repo(Resource):
         embedder: Embedder | str | None = None,
         index_cache: str | os.PathLike[str] | None = None,
     ) -> Repo:
-        """Create a new store in the directory ``path`` and open its default tenant.
-
-        Keyword arguments are those of :meth:`open` (see :meth:`Store.init`).
-
-        Raises:
-            InvalidInput: if a store (or any other file) is already there.
-        """
-        store = Store.init(
-            path, map_size=map_size, max_map_size=max_map_size, sync=sync, index_cache=index_cache
+        return _repo_opening.init(
+            cls,
+            path,
+            clock=clock,
+            map_size=map_size,
+            max_map_size=max_map_size,
+            sync=sync,
+            embedder=embedder,
+            index_cache=index_cache,
         )
-        return cls._bound(store, DEFAULT_TENANT, False, clock, embedder, owned=True)
 
     @classmethod
-    def open(
+    @documented_by(_repo_opening.open)
+    def open(  # noqa: D102
         cls,
         path: Location | Store,
         *,
@@ -141,56 +152,28 @@ class Repo(Resource):
         embedder: Embedder | str | None = None,
         index_cache: str | os.PathLike[str] | None = None,
     ) -> Repo:
-        """Open one tenant of a store: a store at a location, or one already open.
-
-        Given a location, the ``Repo`` opens the store and closes it when closed
-        itself. Given an open :class:`Store` (several tenants of one store, or a
-        store opened with options of its own), the ``Repo`` shares it and leaves
-        it open when closed: ``Repo.open(store, tenant="acme")``.
-
-        Args:
-            path: the store directory, a ``postgresql://`` URL, or an open ``Store``.
-            tenant: the tenant whose keyspace this handle is bound to.
-            create: create the tenant if it does not exist yet.
-            readonly: open for inspection; any write raises ``InvalidInput``.
-                ``"auto"``: for writing when this process may write the store,
-                else read-only (see :meth:`Store.open`).
-            clock: where record time comes from.
-            map_size: initial LMDB map size in bytes.
-            max_map_size: the map grows on demand up to this size.
-            sync: flush every commit to disk before returning (off: faster bulk
-                loads, and a crash may lose the latest commits, never the store).
-            embedder: the embedder for semantic search (an ``Embedder`` or a name:
-                ``hash``, ``hash-DIM``, ``minilm``, ``none``); default: the store's
-                ``embedder`` setting.
-            index_cache: a directory for the saved approximate index of semantic
-                search (default: inside a store directory; none for PostgreSQL:
-                see :meth:`Store.open`).
-
-        Raises:
-            NotFound: no store at ``path``, or an unknown tenant without ``create``.
-            InvalidInput: a store of a newer format, or a bad tenant name; with an
-                open ``Store``, an opening option (``readonly``, ``map_size``,
-                ``max_map_size``, ``sync``, ``index_cache``) other than the store's own.
-        """
-        store, owned = _tenant_binding.open_store(
+        return _repo_opening.open(
+            cls,
             path,
-            tenant,
+            tenant=tenant,
+            create=create,
             readonly=readonly,
+            clock=clock,
             map_size=map_size,
             max_map_size=max_map_size,
             sync=sync,
+            embedder=embedder,
             index_cache=index_cache,
         )
-        return cls._bound(store, tenant, create, clock, embedder, owned=owned)
 
     @classmethod
-    def in_memory(cls, *, clock: Clock = system_clock, embedder: Embedder | str | None = None) -> Repo:
-        """A store held in memory only: for tests and throwaway experiments."""
-        return cls._bound(Store.in_memory(), DEFAULT_TENANT, False, clock, embedder, owned=True)
+    @documented_by(_repo_opening.in_memory)
+    def in_memory(cls, *, clock: Clock = system_clock, embedder: Embedder | str | None = None) -> Repo:  # noqa: D102
+        return _repo_opening.in_memory(cls, clock=clock, embedder=embedder)
 
     @classmethod
-    def clone(
+    @documented_by(_repo_opening.clone)
+    def clone(  # noqa: D102
         cls,
         source: Location | Store,
         path: Location,
@@ -202,35 +185,8 @@ class Repo(Resource):
         token: str | None = None,
         token_file: Location | None = None,
     ) -> Repo:
-        """Create a store at ``path`` holding the history of the store at ``source``; open it.
-
-        ``source`` becomes remote ``origin`` (an open ``Store`` may be given
-        instead, for one not reachable by location: no remote is recorded then).
-        Every branch arrives as a remote-tracking ref ``origin/BRANCH``, and the
-        source's current branch as a local branch, checked out. One tenant is
-        cloned (``tenant``, default ``"default"``), or every one with
-        ``all_tenants``; the handle returned is bound to ``tenant``. ``path`` must
-        not exist, or be an empty directory, or hold a store with nothing in it yet.
-
-        ``source`` may be a store ``mnemo serve`` serves (``http://host:7777``):
-        then the token (``token``, else the one in ``token_file``, whose path
-        ``origin`` keeps for later fetches and pushes; the token itself is never
-        kept) names the one tenant cloned, which ``tenant`` defaults to.
-
-        A clone that fails leaves nothing at ``path``. One killed part-way leaves
-        a store marked unfinished (:attr:`Store.unfinished_clone`; ``fsck``
-        reports it): the same clone, called again, resumes it, fetching only
-        what is still missing (a branch it already checked out only moves forward).
-
-        Raises:
-            InvalidInput: a store holding anything is already at ``path`` (other
-                than an unfinished clone of the same source, tenant and
-                ``all_tenants``), or anything else is; ``all_tenants`` over HTTP.
-            NotFound: no store at ``source``, or it has no such tenant (over
-                HTTP: not the token's).
-            AccessDenied: a served store without a token, or one it refuses.
-        """
-        store, cloned = _remotes.clone(
+        return _repo_opening.clone(
+            cls,
             source,
             path,
             tenant=tenant,
@@ -240,28 +196,6 @@ class Repo(Resource):
             token=token,
             token_file=token_file,
         )
-        return cls._bound(store, cloned, False, clock, None, owned=True)
-
-    @classmethod
-    def _bound(
-        cls,
-        store: Store,
-        tenant: str,
-        create: bool,
-        clock: Clock,
-        embedder: Embedder | str | None,
-        *,
-        owned: bool,
-    ) -> Repo:
-        """A ``Repo`` on ``tenant`` of ``store``; a store it owns is closed if that fails."""
-
-        def build(handle: Handle) -> Repo:
-            repo = cls(store, handle, owned=owned)
-            if embedder is not None:
-                repo.use_embedder(embedder)
-            return repo
-
-        return _tenant_binding.bind(store, tenant, create, clock, build, owned=owned)
 
     def close(self) -> None:
         """Release the handle; a handle that opened its store closes the store too."""
@@ -1109,180 +1043,10 @@ class Repo(Resource):
         """
         return _tenant_binding.drop_other_tenant(self.store, self._handle, name)
 
-    # -- remotes -------------------------------------------------------------
+    # -- remotes: the methods of RemoteOps (api/_repo_remotes.py), docstrings included --
 
-    def fetch(
-        self,
-        remote: str = "origin",
-        *,
-        store: Store | None = None,
-        all_tenants: bool = False,
-        author: str = DEFAULT_AUTHOR,
-        token: str | None = None,
-        token_file: Location | None = None,
-    ) -> SyncReport:
-        """Bring in the history of a remote's branches, as remote-tracking refs ``REMOTE/BRANCH``.
-
-        Exactly the objects this store lacks are copied, each hashed on arrival;
-        redaction records come too, and what they erased there is erased here.
-        Then every remote-tracking ref of ``remote`` moves to where its branch is
-        (a ref whose branch is gone there is deleted), each move reflogged. Local
-        branches never move: merge ``REMOTE/BRANCH``, or :meth:`pull`.
-
-        Args:
-            remote: the remote's name (see :meth:`Store.add_remote`).
-            store: that remote, already open (then its location is not opened).
-            all_tenants: fetch every tenant of the remote (created here when
-                absent), not only this handle's (not over HTTP: a token reaches one).
-            author: recorded in the reflog entries.
-            token: for a remote served over HTTP, the token to send (a read
-                token of this tenant there); default: the one in ``token_file``,
-                else the one in the remote's token file. Ignored for other remotes.
-            token_file: for a remote served over HTTP, a file holding the token to
-                send this once, before the remote's own token file (which it does
-                not replace); refused for other remotes.
-
-        Raises:
-            NotFound: no such remote, or it has no tenant of this name.
-            CorruptObject: an object's bytes do not match its hash.
-            AccessDenied: a served remote without a token, or one it refuses.
-        """
-        return _remotes.fetch(
-            self.store,
-            self._handle,
-            remote,
-            other=store,
-            all_tenants=all_tenants,
-            author=author,
-            token=token,
-            token_file=token_file,
-        )
-
-    def push(
-        self,
-        remote: str = "origin",
-        branch: str | None = None,
-        *,
-        force: bool = False,
-        store: Store | None = None,
-        all_tenants: bool = False,
-        author: str = DEFAULT_AUTHOR,
-        token: str | None = None,
-        token_file: Location | None = None,
-    ) -> SyncReport:
-        """Send ``branch`` (default: the current one) to the remote and move its branch of that name there.
-
-        The remote receives exactly the objects it lacks and every redaction
-        record it lacks (erasing those versions' bytes there), then its branch
-        moves by compare-and-swap in one transaction: only forward (a
-        fast-forward) unless ``force``. Of two pushes racing to one branch,
-        exactly one lands; the other raises ``RefConflict``: pull, then push again.
-        The remote-tracking ref ``REMOTE/BRANCH`` here follows.
-
-        Args:
-            remote: the remote's name.
-            branch: the branch to push, under the same name there.
-            force: move the remote's branch even when commits leave its history.
-            store: that remote, already open.
-            all_tenants: push ``branch`` (default: each tenant's current branch) of
-                every tenant; tenants without commits are skipped (not over HTTP).
-            author: recorded in the reflog entries on both sides (over HTTP, the
-                default names the token's name there).
-            token: for a remote served over HTTP, the token to send: a write
-                token of this tenant there, or an admin one when the push carries
-                erasures the remote lacks; default: the one in ``token_file``, else
-                the one in the remote's token file.
-            token_file: as for :meth:`fetch`.
-
-        Raises:
-            RefConflict: the remote's branch has commits this one lacks, without ``force``.
-            NotFound: no such remote or branch.
-            InvalidInput: the branch has no commits yet.
-            AccessDenied: a served remote without a token, or one it refuses.
-        """
-        return _remotes.push(
-            self.store,
-            self._handle,
-            remote,
-            branch,
-            force=force,
-            other=store,
-            all_tenants=all_tenants,
-            author=author,
-            token=token,
-            token_file=token_file,
-        )
-
-    def pull(
-        self,
-        remote: str = "origin",
-        branch: str | None = None,
-        *,
-        store: Store | None = None,
-        resolutions: Mapping[str, Resolution] | None = None,
-        strategy: MergeStrategy | None = None,
-        message: str | None = None,
-        author: str = DEFAULT_AUTHOR,
-        allow_unrelated_histories: bool = False,
-        token: str | None = None,
-        token_file: Location | None = None,
-    ) -> PullReport:
-        """:meth:`fetch`, then :meth:`merge` ``REMOTE/BRANCH`` into the current branch.
-
-        ``branch`` defaults to the current branch's name. The merge fast-forwards
-        when it can; otherwise it is three-way, reports contradictions, and with
-        conflicts writes nothing (``report.merge.conflicts``; the fetch stands):
-        call again with ``resolutions`` or a ``strategy``, as for :meth:`merge`.
-        A remote branch with no commit in common with the current one (a
-        mistyped remote: another agent's whole memory) is refused unless
-        ``allow_unrelated_histories``; the current branch does not move, and
-        the fetch stands (its objects and ``REMOTE/BRANCH``), as git keeps it.
-        ``token`` and ``token_file`` are the fetch's (see :meth:`fetch`).
-
-        Raises:
-            NotFound: no such remote, or it has no such branch.
-            MergeConflict: resolutions name ids not in conflict, or leave some unresolved.
-            InvalidInput: the histories are unrelated and ``allow_unrelated_histories`` is off.
-        """
-        return _remotes.pull(
-            self.store,
-            self._handle,
-            remote,
-            branch,
-            other=store,
-            author=author,
-            message=message,
-            strategy=strategy,
-            resolutions=resolutions,
-            allow_unrelated=allow_unrelated_histories,
-            token=token,
-            token_file=token_file,
-        )
-
-    def remote_branches(self, remote: str | None = None) -> list[tuple[str, Commit]]:
-        """Each remote-tracking ref (``REMOTE/BRANCH``, of ``remote`` only) with its commit, by name."""
-        return _remotes.tracking_refs(self._handle, remote)
-
-    def answer_transfer(self, step: str, request: bytes, *, author: str = DEFAULT_AUTHOR) -> bytes:
-        """This tenant's answer to one step of a fetch from it or a push to it over HTTP.
-
-        What ``mnemo serve`` answers at ``POST /v1/tenants/{tenant}/transfer/{step}``:
-        ``request`` and the answer are msgpack messages of
-        :mod:`mnemosyne.admin.wire`. Steps ``offer``, ``plan`` and ``read`` send
-        history (a fetch from here); ``survey``, ``lacking``, ``redact``, ``store``
-        and ``finish`` receive it (a push here), each in a transaction of its
-        own, objects hashed on arrival and the branch moved last by
-        compare-and-swap. Deciding who may run which step is the caller's.
-
-        Args:
-            step: the step's name.
-            request: its message.
-            author: who moves a branch in ``finish`` when the message names nobody.
-
-        Raises:
-            InvalidInput: an unknown step, or a request that is not its message.
-            NotFound: a commit or object asked for that is not here.
-            RefConflict: ``finish`` would move the branch off commits it has, unforced.
-            CorruptObject: an object sent does not match its hash.
-        """
-        return _remote_side.answer(self._handle, step, request, author=author)
+    fetch = delegate(RemoteOps.fetch, via="_remote_ops")
+    push = delegate(RemoteOps.push, via="_remote_ops")
+    pull = delegate(RemoteOps.pull, via="_remote_ops")
+    remote_branches = delegate(RemoteOps.remote_branches, via="_remote_ops")
+    answer_transfer = delegate(RemoteOps.answer_transfer, via="_remote_ops")
