@@ -123,8 +123,8 @@ class RecallService:
             raise InvalidInput(f"kind must be one of {', '.join(KINDS)}")
         if mode == "semantic" and self.embedder() is None:
             raise InvalidInput(
-                "semantic search needs an embedder: set the store's 'embedder' setting (hash, minilm) "
-                "or call use_embedder"
+                "semantic search needs an embedder: set the store's 'embedder' setting "
+                "(hash, minilm, minilm-sentences) or call use_embedder"
             )
         self._check_run_id(run_id)
         self._catch_up(progress)

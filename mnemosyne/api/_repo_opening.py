@@ -92,8 +92,8 @@ def open(  # noqa: D417
         sync: flush every commit to disk before returning (off: faster bulk
             loads, and a crash may lose the latest commits, never the store).
         embedder: the embedder for semantic search (an ``Embedder`` or a name:
-            ``hash``, ``hash-DIM``, ``minilm``, ``none``); default: the store's
-            ``embedder`` setting.
+            ``hash``, ``hash-DIM``, ``minilm``, ``minilm-sentences``, ``none``);
+            default: the store's ``embedder`` setting.
         index_cache: a directory for the saved approximate index of semantic
             search (default: inside a store directory; none for PostgreSQL:
             see :meth:`Store.open`).

@@ -747,9 +747,9 @@ class Repo(Resource):
     def use_embedder(self, embedder: Embedder | str | None) -> None:
         """Use ``embedder`` for this handle.
 
-        An ``Embedder``, a name (``hash``, ``hash-DIM``, ``minilm``, ``none``), or
-        None for no semantic search. Without a call, the store's ``embedder``
-        setting decides.
+        An ``Embedder``, a name (``hash``, ``hash-DIM``, ``minilm``,
+        ``minilm-sentences``, ``none``), or None for no semantic search. Without a
+        call, the store's ``embedder`` setting decides.
         """
         self._recall.use(embedder)
 

@@ -286,8 +286,9 @@ class Store(Resource):
         """Read a store setting, or change it when ``value`` is given; return its value.
 
         Settings are shared by every tenant. ``embedder``: ``auto`` (the default:
-        MiniLM when the ``embed`` extra is installed, else lexical search only),
-        ``none`` (lexical only), ``hash``, ``hash-DIM`` or ``minilm``.
+        ``minilm-sentences`` when the ``embed`` extra is installed, else lexical
+        search only), ``none`` (lexical only), ``hash``, ``hash-DIM``, ``minilm``
+        or ``minilm-sentences``.
 
         Raises:
             InvalidInput: an unknown setting, or a value it cannot take.
