@@ -5,7 +5,6 @@ Only the CLI reads the environment (``MNEMO_DIR``, ``MNEMO_AUTHOR``,
 directory; the library gets plain values.
 """
 
-import getpass
 import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -191,6 +190,8 @@ def author_or_default(author: str | None) -> str:
     """The author to record: the option (or ``MNEMO_AUTHOR``), else the user name, else ``unknown``."""
     if author:
         return author
+    import getpass  # only a command that records an author asks who the user is
+
     try:
         user = getpass.getuser()
     except (KeyError, OSError):  # no passwd entry and no LOGNAME/USER: containers

@@ -1,13 +1,35 @@
-"""What a short command loads: a command that never searches does not load numpy.
+"""What a short command loads: only what it uses.
 
 numpy (and usearch, onnxruntime) cost a fresh ``mnemo show`` tens of
-milliseconds; only searching, reindexing and the recall upkeep need them.
+milliseconds; only searching, reindexing and the recall upkeep need them. In
+the same way reading a node loads neither the transfer code of the remotes,
+nor the write path (commits, branches, merges, index rebuilding), nor erasure,
+collection and fsck. ``make bench`` measures the time; these tests
+keep the modules out.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+
+NOT_FOR_READING = {
+    "mnemosyne.admin.erase",
+    "mnemosyne.admin.fsck",
+    "mnemosyne.admin.gc",
+    "mnemosyne.admin.receiving",
+    "mnemosyne.admin.sending",
+    "mnemosyne.admin.transfer",
+    "mnemosyne.admin.wire",
+    "mnemosyne.api._remote_side",
+    "mnemosyne.api._remotes",
+    "mnemosyne.history.branches",
+    "mnemosyne.history.commits",
+    "mnemosyne.history.merge",
+    "mnemosyne.index.build",
+    "mnemosyne.index.claims",
+}
+"""Modules that opening a store and reading a node (``mnemo show``) never use."""
 
 
 def _modules_after(code: str, cwd: str) -> set[str]:
@@ -32,11 +54,27 @@ with Repo.open({str(tmp_path / "s")!r}) as repo:
     assert not {"numpy", "usearch", "onnxruntime"} & loaded
 
 
-def test_the_show_command_loads_no_numpy(tmp_path):
+def test_reading_a_node_loads_neither_the_write_path_nor_the_remotes(tmp_path):
+    from mnemosyne import Node, Repo
+
+    with Repo.init(tmp_path / "s") as repo:
+        repo.commit([Node(id="a", content="hello")], message="one")
     code = f"""
-from mnemosyne import Node, Repo
-with Repo.init({str(tmp_path / "s")!r}) as repo:
-    repo.commit([Node(id="a", content="hello")], message="one")
+from mnemosyne import Repo
+with Repo.open({str(tmp_path / "s")!r}) as repo:
+    assert repo.get("a").content == "hello"
+"""
+    loaded = _modules_after(code, str(tmp_path))
+    assert "mnemosyne.api.repo" in loaded
+    assert not NOT_FOR_READING & loaded
+
+
+def test_the_show_command_loads_no_numpy_nor_what_reading_never_uses(tmp_path):
+    from mnemosyne import Node, Repo
+
+    with Repo.init(tmp_path / "s") as repo:
+        repo.commit([Node(id="a", content="hello")], message="one")
+    code = f"""
 from typer.testing import CliRunner
 from mnemo_cli.app import app
 result = CliRunner().invoke(app, ["--repo", {str(tmp_path / "s")!r}, "show", "a"])
@@ -46,3 +84,4 @@ assert "hello" in result.output
     loaded = _modules_after(code, str(tmp_path))
     assert "mnemo_cli.app" in loaded
     assert "numpy" not in loaded
+    assert not NOT_FOR_READING & loaded

@@ -1,13 +1,18 @@
-"""Branches: create, delete, switch, reset, merge, ancestry, bisect, threads (see :class:`Repo`)."""
+"""Branches: create, delete, switch, reset, merge, ancestry, bisect, threads (see :class:`Repo`).
+
+The code that moves branches and merges (:mod:`mnemosyne.history.branches`, and
+through it the commit path) is imported by the call that runs it, so opening a
+``Repo`` to read does not load it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from mnemosyne.api._handle import Handle
 from mnemosyne.errors import InvalidInput, NotFound, Redacted
-from mnemosyne.history import branches, walk
-from mnemosyne.history.branches import Resolution
+from mnemosyne.history import walk
 from mnemosyne.history.revisions import Rev, resolve
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model.choices import MergeStrategy
@@ -22,6 +27,9 @@ from mnemosyne.model.thread_names import (
     thread_id_of,
 )
 from mnemosyne.store.refs import BRANCH_PREFIX, check_branch_name
+
+if TYPE_CHECKING:
+    from mnemosyne.history.branches import Resolution
 
 
 class BranchService:
@@ -70,23 +78,31 @@ class BranchService:
         """The work of :meth:`Repo.branch`."""
         check_branch_name(name)
         handle = self._handle
+        from mnemosyne.history import branches
+
         return handle.write(lambda view: branches.create(view, name, at, handle.now(), author, orphan=orphan))
 
     def delete(self, name: str, author: str) -> Commit | None:
         """The work of :meth:`Repo.delete_branch`."""
         check_branch_name(name)
         handle = self._handle
+        from mnemosyne.history import branches
+
         return handle.write(lambda view: branches.delete(view, name, handle.now(), author))
 
     def switch(self, name: str) -> None:
         """The work of :meth:`Repo.switch`."""
         check_branch_name(name)
+        from mnemosyne.history import branches
+
         self._handle.write(lambda view: branches.switch(view, name))
 
     def reset(self, branch: str, to: Rev, author: str) -> Commit:
         """The work of :meth:`Repo.reset`."""
         check_branch_name(branch)
         handle = self._handle
+        from mnemosyne.history import branches
+
         return handle.write(lambda view: branches.reset(view, branch, to, handle.now(), author))
 
     def merge(
@@ -105,6 +121,8 @@ class BranchService:
         if not isinstance(allow_unrelated, bool):
             raise InvalidInput("allow_unrelated_histories must be True or False")
         handle = self._handle
+
+        from mnemosyne.history import branches
 
         def work(view: WriteView) -> MergeResult:
             return branches.merge(

@@ -1,4 +1,8 @@
-"""Erasure and garbage collection (see :class:`Repo` and ADR 9)."""
+"""Erasure and garbage collection (see :class:`Repo` and ADR 9).
+
+The erasure and collection code is imported by the call that runs it: opening a
+``Repo`` to read does not load it.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,6 @@ from datetime import timedelta
 
 import msgspec
 
-from mnemosyne.admin import erase
-from mnemosyne.admin.gc import collect
 from mnemosyne.api._handle import Handle
 from mnemosyne.errors import InvalidInput
 from mnemosyne.model.objects import Redaction
@@ -43,6 +45,8 @@ class ErasureService:
         if version is not None and not isinstance(version, str):
             raise InvalidInput("version must be a hash (hex text)")
         distinct = list(dict.fromkeys(wanted))  # an id named twice is erased once
+        from mnemosyne.admin import erase
+
         handle = self._handle
         return handle.write(
             lambda view: erase.forget(view, distinct, version, reason=reason, author=author, now=handle.now())
@@ -70,6 +74,8 @@ class ErasureService:
     def forget_expired(self, reason: str, author: str) -> ForgetReport:
         """The work of :meth:`Repo.forget_expired`."""
         _check_reason(reason)
+        from mnemosyne.admin import erase
+
         handle = self._handle
         return handle.write(
             lambda view: erase.forget_expired(view, reason=reason, author=author, now=handle.now())
@@ -80,6 +86,8 @@ class ErasureService:
         for name, value in (("grace", grace), ("expire_reflog", expire_reflog)):
             if value is not None and (not isinstance(value, timedelta) or value < timedelta(0)):
                 raise InvalidInput(f"{name} must be a non-negative timedelta")
+        from mnemosyne.admin.gc import collect
+
         handle = self._handle
         if compact:
             handle.kv.check_compact()  # a refusal before collecting, not after: one outcome

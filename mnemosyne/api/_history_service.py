@@ -12,7 +12,6 @@ from mnemosyne.api._handle import Handle
 from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.history import queries, walk
 from mnemosyne.history.revisions import Rev, resolve
-from mnemosyne.index.build import tree_changes
 from mnemosyne.index.confirmed import confirmed_at
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model.choices import CLAIM_POLICIES, ClaimPolicy
@@ -360,6 +359,9 @@ class HistoryService:
 
     def diff(self, a: Rev | None, b: Rev, as_of: TimeLike | None) -> Diff:
         """The work of :meth:`Repo.diff`."""
+        # With the claim index it builds on: loaded by the reads that need them, not by every Repo.
+        from mnemosyne.index.build import tree_changes
+
         when = as_time(as_of, "as_of")
         with self._handle.read() as view:
             oid_a = resolve(view, a, as_of=when) if a is not None else None

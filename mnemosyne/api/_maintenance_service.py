@@ -1,12 +1,14 @@
-"""Maintenance of one tenant: checking and rebuilding its indexes (see :class:`Repo`)."""
+"""Maintenance of one tenant: checking and rebuilding its indexes (see :class:`Repo`).
+
+The checker and the rebuilder are imported by the call that runs them, so
+opening a ``Repo`` does not load them.
+"""
 
 from __future__ import annotations
 
 import msgspec
 
-from mnemosyne.admin.fsck import fsck
 from mnemosyne.api._handle import Handle
-from mnemosyne.index.build import reindex
 from mnemosyne.index.view import WriteView
 from mnemosyne.model.reports import FsckReport, Problem
 from mnemosyne.recall.index_location import IndexLocation
@@ -25,6 +27,8 @@ class MaintenanceService:
 
         report = apart(self._handle.kv, lambda _: self._check())
         if repair and report.problems and all(p.kind == "index" for p in report.problems):
+            from mnemosyne.admin.fsck import fsck
+
             written = self.reindex()
             self._drop_damaged_index_files()
             with self._handle.read() as view:
@@ -32,6 +36,8 @@ class MaintenanceService:
         return report
 
     def _check(self) -> FsckReport:
+        from mnemosyne.admin.fsck import fsck
+
         with self._handle.read() as view:
             report = fsck(view)
         location = self._index_location
@@ -58,6 +64,7 @@ class MaintenanceService:
 
     def reindex(self) -> int:
         """The work of :meth:`Repo.reindex`: the commit graph, change and claim indexes, then recall."""
+        from mnemosyne.index.build import reindex
         from mnemosyne.recall.recall_index import RecallIndex
 
         handle = self._handle

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
-from mnemosyne.api import _remotes, _tenant_binding
+from mnemosyne.api import _tenant_binding
 from mnemosyne.api._handle import Clock, Handle
 from mnemosyne.api.locations import Location
 from mnemosyne.api.store import Store
@@ -161,6 +161,8 @@ def clone(
             HTTP: not the token's).
         AccessDenied: a served store without a token, or one it refuses.
     """
+    from mnemosyne.api import _remotes
+
     store, cloned = _remotes.clone(
         source,
         path,

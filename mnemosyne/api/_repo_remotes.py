@@ -6,7 +6,9 @@ and its ``fetch``, ``push``, ``pull``, ``remote_branches`` and
 (ADR 63). The work is the porcelain's (:mod:`mnemosyne.api._remotes`, free
 functions over two stores) and the served side's
 (:mod:`mnemosyne.api._remote_side`); cloning, which opens a ``Repo``, is
-:mod:`mnemosyne.api._repo_opening`'s.
+:mod:`mnemosyne.api._repo_opening`'s. Both are imported by the call that uses
+them, so that a ``Repo`` that never syncs (``mnemo show``) does not load the
+transfer code (ADR 60).
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from mnemosyne.api import _remote_side, _remotes
 from mnemosyne.api._handle import Handle
 from mnemosyne.api.locations import Location
 from mnemosyne.api.store import Store
@@ -70,6 +71,8 @@ class RemoteOps:
             CorruptObject: an object's bytes do not match its hash.
             AccessDenied: a served remote without a token, or one it refuses.
         """
+        from mnemosyne.api import _remotes
+
         return _remotes.fetch(
             self.store,
             self._handle,
@@ -123,6 +126,8 @@ class RemoteOps:
             InvalidInput: the branch has no commits yet.
             AccessDenied: a served remote without a token, or one it refuses.
         """
+        from mnemosyne.api import _remotes
+
         return _remotes.push(
             self.store,
             self._handle,
@@ -167,6 +172,8 @@ class RemoteOps:
             MergeConflict: resolutions name ids not in conflict, or leave some unresolved.
             InvalidInput: the histories are unrelated and ``allow_unrelated_histories`` is off.
         """
+        from mnemosyne.api import _remotes
+
         return _remotes.pull(
             self.store,
             self._handle,
@@ -184,6 +191,8 @@ class RemoteOps:
 
     def remote_branches(self, remote: str | None = None) -> list[tuple[str, Commit]]:
         """Each remote-tracking ref (``REMOTE/BRANCH``, of ``remote`` only) with its commit, by name."""
+        from mnemosyne.api import _remotes
+
         return _remotes.tracking_refs(self._handle, remote)
 
     def answer_transfer(self, step: str, request: bytes, *, author: str = DEFAULT_AUTHOR) -> bytes:
@@ -208,4 +217,6 @@ class RemoteOps:
             RefConflict: ``finish`` would move the branch off commits it has, unforced.
             CorruptObject: an object sent does not match its hash.
         """
+        from mnemosyne.api import _remote_side
+
         return _remote_side.answer(self._handle, step, request, author=author)
