@@ -5,19 +5,18 @@ Every memory is an immutable, hashed :class:`Node`; every change is a
 branched and read as of any moment. :class:`Store` is a whole store,
 :class:`Repo` one tenant of it.
 
-The recall and backup parts (numpy, the embedders) and the client of a
-served store (:func:`connect`, httpx) are imported when first used, so
-``import mnemosyne`` stays quick for a process that never searches.
+``import mnemosyne`` loads the errors and the data model only. The rest is
+imported when first used: :class:`Repo`, :class:`Store` and the other parts
+that open a store (and the store's code), the recall and backup parts
+(numpy, the embedders), and the client of a served store (:func:`connect`,
+httpx). ``from mnemosyne import Repo`` works as it always has; a process that
+never opens a store does not pay for loading one (see ADR 60).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mnemosyne.api._handle import system_clock
-from mnemosyne.api.repo import Repo
-from mnemosyne.api.retry import with_retry
-from mnemosyne.api.store import Store
 from mnemosyne.errors import (
     AccessDenied,
     ClaimConflict,
@@ -73,12 +72,20 @@ from mnemosyne.model.times import parse_time
 from mnemosyne.model.version import VERSION as __version__
 
 if TYPE_CHECKING:
+    from mnemosyne.api._handle import system_clock
     from mnemosyne.api.backup import export_store, import_store
+    from mnemosyne.api.repo import Repo
+    from mnemosyne.api.retry import with_retry
+    from mnemosyne.api.store import Store
     from mnemosyne.integrations.client import connect
     from mnemosyne.model.jsonform import from_json, to_json
     from mnemosyne.recall.embedders import Embedder, HashEmbedder, default_embedder
 
 _LAZY = {
+    "Repo": "mnemosyne.api.repo",
+    "Store": "mnemosyne.api.store",
+    "system_clock": "mnemosyne.api._handle",
+    "with_retry": "mnemosyne.api.retry",
     "connect": "mnemosyne.integrations.client",
     "to_json": "mnemosyne.model.jsonform",
     "from_json": "mnemosyne.model.jsonform",
@@ -91,7 +98,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    """The parts that load heavier modules, imported on first use."""
+    """The parts that load heavier modules (a store's code, numpy, httpx), imported on first use."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'mnemosyne' has no attribute {name!r}")
@@ -100,6 +107,11 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """Every public name, the lazily imported ones included (for ``dir()`` and completion)."""
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [

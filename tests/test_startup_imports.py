@@ -2,9 +2,10 @@
 
 numpy (and usearch, onnxruntime) cost a fresh ``mnemo show`` tens of
 milliseconds; only searching, reindexing and the recall upkeep need them. In
-the same way reading a node loads neither the transfer code of the remotes,
-nor the write path (commits, branches, merges, index rebuilding), nor erasure,
-collection and fsck. ``make bench`` measures the time; these tests
+the same way ``import mnemosyne`` loads the errors and the data model, not a
+store's code, and reading a node loads neither the transfer code of the
+remotes, nor the write path (commits, branches, merges, index rebuilding), nor
+erasure, collection and fsck. ``make bench`` measures the time; these tests
 keep the modules out.
 """
 
@@ -12,6 +13,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+
+import pytest
+
+import mnemosyne
 
 NOT_FOR_READING = {
     "mnemosyne.admin.erase",
@@ -38,6 +43,32 @@ def _modules_after(code: str, cwd: str) -> set[str]:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=cwd, timeout=60
     )
     return set(done.stdout.split())
+
+
+def test_importing_the_package_loads_the_model_and_no_store(tmp_path):
+    loaded = _modules_after("import mnemosyne", str(tmp_path))
+    assert "mnemosyne.model.objects" in loaded
+    store_code = {name for name in loaded if name.startswith(("mnemosyne.api", "mnemosyne.store"))}
+    assert not store_code
+    assert not {"lmdb", "numpy", "httpx"} & loaded
+
+
+def test_every_public_name_resolves_in_a_fresh_process(tmp_path):
+    code = """
+import mnemosyne
+from mnemosyne.api.repo import Repo
+from mnemosyne.api.store import Store
+missing = [name for name in mnemosyne.__all__ if not hasattr(mnemosyne, name)]
+assert not missing, missing
+assert mnemosyne.Repo is Repo and mnemosyne.Store is Store
+assert set(mnemosyne.__all__) <= set(dir(mnemosyne))
+"""
+    _modules_after(code, str(tmp_path))
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_name"):
+        mnemosyne.no_such_name  # noqa: B018
 
 
 def test_opening_a_store_and_reading_a_node_loads_no_numpy(tmp_path):

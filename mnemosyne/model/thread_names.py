@@ -19,9 +19,7 @@ that name and writes on there, and ``Repo.threads`` lists it.
 
 from __future__ import annotations
 
-import hashlib
 import re
-import string
 from typing import Any
 
 import msgspec
@@ -36,7 +34,8 @@ MAX_SEGMENT = 80
 """The longest segment a thread's branch ends in (a thread's node ids nest three more below it)."""
 
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
-_LITERAL = frozenset(string.ascii_letters + string.digits + "-.")
+# Spelled out rather than taken from ``string``, which ``import mnemosyne`` need not load.
+_LITERAL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-.")
 _HEX = frozenset("0123456789ABCDEF")
 _DIGEST_MARK = "_x"
 _DIGEST_DIGITS = 32
@@ -48,6 +47,8 @@ def is_plain(name: str) -> bool:
 
 
 def _digest(name: str) -> str:
+    import hashlib  # OpenSSL's hashes load in milliseconds: only a name that needs a digest pays
+
     return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_DIGITS]
 
 
