@@ -36,6 +36,10 @@ NOT_FOR_READING = {
 }
 """Modules that opening a store and reading a node (``mnemo show``) never use."""
 
+NOT_FOR_READING_FROM_THE_STANDARD_LIBRARY = {"hashlib", "hmac", "secrets", "tempfile"}
+"""Used to make tokens, cut tree chunks, name index files and compact: milliseconds to load
+(hashlib loads OpenSSL), and nothing a read runs (``shutil`` comes with typer anyway)."""
+
 
 def _modules_after(code: str, cwd: str) -> set[str]:
     script = code + "\nimport sys\nprint('\\n'.join(sorted(sys.modules)))\n"
@@ -116,3 +120,4 @@ assert "hello" in result.output
     assert "mnemo_cli.app" in loaded
     assert "numpy" not in loaded
     assert not NOT_FOR_READING & loaded
+    assert not NOT_FOR_READING_FROM_THE_STANDARD_LIBRARY & loaded

@@ -27,7 +27,7 @@ from mnemosyne.model.access import NewToken, Role, Token
 from mnemosyne.model.defaults import DEFAULT_AUTHOR
 from mnemosyne.model.reports import CompactReport, ExportReport, ImportReport, Remote
 from mnemosyne.recall.index_location import IndexLocation
-from mnemosyne.store import settings, tenancy, tokens
+from mnemosyne.store import settings, tenancy
 from mnemosyne.store.kv.base import KV, WriteTxn
 from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE
 
@@ -253,6 +253,7 @@ class Store(Resource):
             NotFound: no such tenant.
         """
         scopes: list[bytes] = []
+        from mnemosyne.store import tokens
 
         def work(txn: WriteTxn) -> int:
             scope = tenancy.lookup(txn, name)
@@ -391,6 +392,7 @@ class Store(Resource):
             raise InvalidInput("expires must be a positive timedelta")
         now = read_clock(clock)
         until = now + expires if expires is not None else None
+        from mnemosyne.store import tokens
 
         def work(txn: WriteTxn) -> NewToken:
             if tenancy.lookup(txn, tenant) is None:
@@ -401,6 +403,8 @@ class Store(Resource):
 
     def tokens(self) -> list[Token]:
         """Every access token of the store (never its text), by tenant, then name, then id."""
+        from mnemosyne.store import tokens
+
         with self._kv.read() as txn:
             return tokens.every(txn)
 
@@ -413,6 +417,8 @@ class Store(Resource):
         Raises:
             NotFound: no token has that id or name.
         """
+        from mnemosyne.store import tokens
+
         return self._kv.transact(lambda txn: tokens.revoke(txn, id_or_name))
 
     def check_token(self, text: str, *, clock: Clock = system_clock) -> Token | None:
@@ -422,6 +428,8 @@ class Store(Resource):
         token from a revoked one. One record read; digests compared in constant time.
         """
         now = read_clock(clock)
+        from mnemosyne.store import tokens  # hashlib, hmac, secrets: loaded by the calls on tokens
+
         with self._kv.read() as txn:
             return tokens.check(txn, text, now)
 

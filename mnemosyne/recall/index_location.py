@@ -7,7 +7,6 @@ searches should not load numpy to do so.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import msgspec
@@ -42,11 +41,15 @@ class IndexLocation(msgspec.Struct, frozen=True):
     @classmethod
     def cache(cls, directory: Path, store: str) -> IndexLocation:
         """A cache directory shared by stores: files are named for the store (``store``: its location)."""
+        import hashlib  # OpenSSL's hashes load in milliseconds: not for every process that opens a store
+
         tag = hashlib.blake2b(store.encode(), digest_size=6).hexdigest() + "-"
         return cls(directory=str(directory), writable=True, outside=True, tag=tag)
 
     def name(self, scope: bytes, model: str) -> str:
         """The files' common name for one tenant's model."""
+        import hashlib
+
         digest = hashlib.blake2b(model.encode(), digest_size=8).hexdigest()
         return f"{self.tag}{scope.hex()}-{digest}"
 

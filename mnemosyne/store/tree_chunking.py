@@ -7,10 +7,14 @@ set of entries, never on the order of edits (history independence).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import TYPE_CHECKING
 
 from mnemosyne.model.objects import TreeChunk
+
+if TYPE_CHECKING:
+    import hashlib
 
 AVERAGE_CHUNK = 24
 """Average entries per chunk; boundaries are random, so sizes vary around it."""
@@ -18,8 +22,15 @@ AVERAGE_CHUNK = 24
 _THRESHOLD = (1 << 64) // AVERAGE_CHUNK
 _SALTS = [f"mnemo-tree-{level}".encode().ljust(16, b".")[:16] for level in range(64)]
 
-_HASHERS = [hashlib.blake2b(digest_size=8, salt=salt) for salt in _SALTS]
-"""Seeded hashers per level; copying one is cheaper than setting up a new one."""
+
+@cache
+def _hashers() -> list[hashlib.blake2b]:
+    """Seeded hashers per level; copying one is cheaper than setting up a new one."""
+    # Made on first use: importing hashlib loads OpenSSL (milliseconds), and a process that
+    # only reads a store never cuts a chunk.
+    import hashlib
+
+    return [hashlib.blake2b(digest_size=8, salt=salt) for salt in _SALTS]
 
 
 _TOP = _THRESHOLD >> 56
@@ -29,7 +40,7 @@ is no boundary, which settles all but about one key in 23 without making an inte
 
 def is_boundary(key: str, level: int) -> bool:
     """Whether ``key`` ends a chunk at ``level``."""
-    hasher = _HASHERS[level].copy()
+    hasher = _hashers()[level].copy()
     hasher.update(key.encode())
     digest = hasher.digest()
     return digest[7] <= _TOP and int.from_bytes(digest, "little") < _THRESHOLD
@@ -37,7 +48,7 @@ def is_boundary(key: str, level: int) -> bool:
 
 def boundaries(keys: Iterable[str], level: int) -> list[int]:
     """The positions in ``keys`` of those that end a chunk at ``level`` (:func:`is_boundary`, in one loop)."""
-    copy = _HASHERS[level].copy
+    copy = _hashers()[level].copy
     top, threshold = _TOP, _THRESHOLD
     ends = []
     for i, key in enumerate(keys):

@@ -13,8 +13,6 @@ The caller (``lmdb_env``) holds the store alone, swaps the new file in and reope
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from typing import Any
 
 import lmdb
@@ -30,6 +28,8 @@ _BATCH_BYTES = 64 << 20
 
 def scratch_directory(store: str) -> str:
     """A new, empty directory for the new file, in the store's (so the swap is a rename)."""
+    import tempfile  # only compaction needs it: not loaded by every process that opens a store
+
     return tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=store)
 
 
@@ -37,6 +37,8 @@ def remove_stale_scratch(store: str) -> None:
     """Remove what a killed compaction left: the store's file was never replaced by it."""
     for entry in os.listdir(store):
         if entry.startswith(SCRATCH_PREFIX):
+            import shutil  # only where a killed compaction left something
+
             shutil.rmtree(os.path.join(store, entry), ignore_errors=True)
 
 

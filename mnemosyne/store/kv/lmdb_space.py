@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 from contextlib import suppress
 
 from mnemosyne.errors import StorageFull
@@ -119,6 +118,8 @@ def make_lock_file(directory: str, readers: int) -> None:
     path = os.path.join(directory, LOCK_FILE)
     if os.path.exists(path):
         return
+    import secrets  # with hmac and OpenSSL's hashes: loaded the rare time a lock file is made
+
     draft = os.path.join(directory, f".{LOCK_FILE}-{os.getpid()}-{secrets.token_hex(4)}")
     try:
         # 0o644: what LMDB creates it with (py-lmdb's mode 0o755, less the execute bits).
