@@ -215,6 +215,60 @@ def checkpoint_message(
     return first + "\n\n" + "\n".join(body)
 
 
+_PULL_PATH = "~__pregel_pull, "
+"""How LangGraph's task path of a node's own run (a pull task) starts: the node's name follows."""
+
+_NULL_TASK = "00000000-0000-0000-0000-000000000000"
+"""The task LangGraph files writes made outside any node under (a resume, an update)."""
+
+_UPDATE_PATH = "~__interrupt__, "
+"""How the task path of ``update_state``'s writes starts."""
+
+_CHANNELS_SHOWN = 4
+
+
+def writes_message(
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+    checkpoint_id: str,
+    step: Any,
+    *,
+    stored: bool,
+) -> str:
+    """The message of a task's writes: which node wrote which channels, after which checkpoint.
+
+    ``writes of agent after step 2: messages, route``: the node is named by its
+    task path (a pull task's holds it), else the task is; the step is that of the
+    checkpoint the writes follow. With LangGraph's default durability a
+    checkpoint is saved while the next step runs, so a task's writes may be
+    committed before their checkpoint is (``stored`` False): the message then
+    says so, ``writes of agent ahead of checkpoint <id>: ...``, and the log lists
+    that checkpoint above them. The body names the task, its path and the checkpoint.
+    """
+    if task_path.startswith(_PULL_PATH):
+        who = shown(task_path.removeprefix(_PULL_PATH).split(", ", 1)[0])
+    elif task_id == _NULL_TASK or task_path.startswith(_UPDATE_PATH):
+        who = "an update"
+    else:
+        who = f"task {shown(task_id, 80)}"
+    if not stored:
+        when = f"ahead of checkpoint {shown(checkpoint_id, 80)}"
+    elif isinstance(step, int) and not isinstance(step, bool):
+        when = f"after step {step}"
+    else:
+        when = f"after checkpoint {shown(checkpoint_id, 80)}"
+    channels = list(dict.fromkeys(channel for channel, _ in writes))
+    named = ", ".join(shown(str(channel)) for channel in channels[:_CHANNELS_SHOWN])
+    if len(channels) > _CHANNELS_SHOWN:
+        named += f" and {len(channels) - _CHANNELS_SHOWN} more"
+    body = [f"task {shown(task_id, 80)}"]
+    if task_path:
+        body.append(f"path {shown(task_path, 80)}")
+    body.append(f"checkpoint {shown(checkpoint_id, 80)}")
+    return f"writes of {who} {when}: {named}\n\n" + "\n".join(body)
+
+
 def write_value(write: Mapping[str, Any]) -> Serialized:
     """A pending write node's value as it loads again, whichever way it was stored."""
     return unpack(write["value"]) if "value" in write else serialized(write)
