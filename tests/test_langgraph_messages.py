@@ -235,3 +235,20 @@ def test_a_thread_whose_messages_were_stored_as_bytes_reads_and_goes_on(
         ]
         newest = max((n for n in repo.nodes(at=branch) if n.id.endswith("/c/messages")), key=lambda n: n.id)
         assert "langchain" in newest.content
+
+
+class _OwnSerializer(JsonPlusSerializer):
+    """An application's serializer (one that encrypts, say): its bytes are not to be bypassed."""
+
+
+def test_under_an_application_s_serializer_messages_keep_its_bytes() -> None:
+    with Repo.in_memory() as repo:
+        saver = MnemosyneSaver(repo, serde=_OwnSerializer())
+        stored = _put(saver, "t", {"chat": [HumanMessage("private", id="m1")]})
+        node = _channel_node(repo, "t", stored, "chat")
+        assert set(node.content) == {"channel", "version", "serde", "bytes"}
+        assert "private" not in json.dumps(node.content)
+        got = MnemosyneSaver(repo, serde=_OwnSerializer()).get_tuple({"configurable": {"thread_id": "t"}})
+        assert got is not None and got.checkpoint["channel_values"]["chat"] == [
+            HumanMessage("private", id="m1")
+        ]

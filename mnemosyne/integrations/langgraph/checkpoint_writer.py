@@ -21,6 +21,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from mnemosyne import (
     CommitResult,
@@ -88,6 +89,9 @@ class CheckpointWriter:
         self.serde = serde
         self.author = author
         self._known = known
+        # Messages as readable records only under LangGraph's own serializer: an application's
+        # (one that encrypts, say) keeps its bytes for them.
+        self._messages = type(serde) is JsonPlusSerializer
 
     def put(
         self,
@@ -106,9 +110,11 @@ class CheckpointWriter:
         dumps = self.serde.dumps_typed
         # The values are the channel nodes'; the rest (versions, versions seen, ids) is the checkpoint's.
         checkpoint_fields, checkpoint_kept = stored(
-            dumps, {key: value for key, value in checkpoint.items() if key != "channel_values"}
+            dumps,
+            {key: value for key, value in checkpoint.items() if key != "channel_values"},
+            messages=self._messages,
         )
-        metadata_fields, metadata_kept = stored(dumps, full)
+        metadata_fields, metadata_kept = stored(dumps, full, messages=self._messages)
         branch = self.repo.thread_branch(thread_id)
         base = f"{branch}/{segment(ns)}"
         step = full.get("step")
@@ -151,7 +157,14 @@ class CheckpointWriter:
                 message = checkpoint_message(full, ns, checkpoint_id, parent, forked=forked)
                 inherited = self._channels_of(known, base, parent, tip)
                 values, channels = channel_nodes(
-                    dumps, base, checkpoint, new_versions, inherited, provenance, encoded
+                    dumps,
+                    base,
+                    checkpoint,
+                    new_versions,
+                    inherited,
+                    provenance,
+                    encoded,
+                    messages=self._messages,
                 )
                 node = Node(
                     id=f"{base}/{segment(checkpoint_id)}",
@@ -279,7 +292,15 @@ class CheckpointWriter:
                         if tip
                         else set()
                     )
-                puts = write_nodes(self.serde.dumps_typed, task_base, writes, task_id, task_path, stored)
+                puts = write_nodes(
+                    self.serde.dumps_typed,
+                    task_base,
+                    writes,
+                    task_id,
+                    task_path,
+                    stored,
+                    messages=self._messages,
+                )
                 if not puts:
                     return
                 stored_at, step = self._step(known, checkpoint_node, tip)

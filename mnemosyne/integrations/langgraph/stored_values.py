@@ -158,17 +158,20 @@ def _utf8(text: str) -> bool:
     return True
 
 
-def stored(dumps: Dumps, value: Any) -> tuple[dict[str, Any], Serialized]:
+def stored(dumps: Dumps, value: Any, *, messages: bool) -> tuple[dict[str, Any], Serialized]:
     """The fields that store ``value`` in a node, and what to keep of it in memory.
 
     Args:
         dumps: LangGraph's serializer (``serde.dumps_typed``), for a value with no JSON form.
         value: the value.
+        messages: whether a value holding messages may be stored with their records: only
+            when the serializer is LangGraph's own, whose bytes say no more than they do (a
+            serializer of the application's, one that encrypts say, keeps its bytes).
     """
     form = json_form(value)
     if form is not None:
         return form, (EXACT, _encoder.encode(value))
-    records = with_records(value)
+    records = with_records(value) if messages else None
     if records is not None:
         form = json_form(records, "langchain")
         if form is not None:

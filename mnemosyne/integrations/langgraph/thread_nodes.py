@@ -102,6 +102,8 @@ def channel_nodes(
     parent: Mapping[str, Located],
     provenance: Provenance,
     done: dict[str, tuple[dict[str, Any], Serialized]],
+    *,
+    messages: bool,
 ) -> tuple[list[Node], dict[str, Located]]:
     """The channel nodes a put stores, and where each channel of the checkpoint has its value.
 
@@ -119,6 +121,7 @@ def channel_nodes(
         provenance: the nodes' provenance.
         done: values already put in stored form, by channel (filled in here: a put
             that commits again after another writer moved the thread encodes once).
+        messages: whether messages may be stored as records (:func:`.stored_values.stored`).
     """
     checkpoint_id = str(checkpoint["id"])
     values = checkpoint.get("channel_values", {})
@@ -132,7 +135,7 @@ def channel_nodes(
         if channel not in values:
             continue
         if channel not in done:
-            done[channel] = stored(dumps, values[channel])
+            done[channel] = stored(dumps, values[channel], messages=messages)
         fields, value = done[channel]
         node = Node(
             id=channel_node_id(base, checkpoint_id, channel),
@@ -307,8 +310,13 @@ def write_nodes(
     task_id: str,
     task_path: str,
     present: set[str],
+    *,
+    messages: bool,
 ) -> tuple[Node, ...]:
-    """The nodes of a task's writes, but for regular ones already stored (as LangGraph's savers)."""
+    """The nodes of a task's writes, but for regular ones already stored (as LangGraph's savers).
+
+    ``messages``: whether messages may be stored as records (:func:`.stored_values.stored`).
+    """
     puts: dict[str, Node] = {}  # by id: a special channel written twice keeps its last value
     for position, (channel, value) in enumerate(writes):
         idx = WRITES_IDX_MAP.get(channel, position)
@@ -322,7 +330,7 @@ def write_nodes(
                 "task_path": task_path,
                 "channel": channel,
                 "idx": idx,
-                **stored(dumps, value)[0],
+                **stored(dumps, value, messages=messages)[0],
             },
             provenance=Provenance(tool_call=task_path or task_id, source="langgraph"),
         )
