@@ -116,7 +116,7 @@ def commit(
     (the same versions written again), nothing is committed: 'nothing to
     commit' and exit 0.
 
-    JSON: the commit, with "put_ids", "deleted_ids" and "created".
+    JSON: the commit, with "put_ids", "modified_ids", "deleted_ids" and "created".
 
     \b
     Example:
@@ -150,7 +150,7 @@ def rm(
 ) -> None:
     """Commit the removal of ids (history keeps their versions).
 
-    JSON: the commit, with "put_ids", "deleted_ids" and "created".
+    JSON: the commit, with "put_ids", "modified_ids", "deleted_ids" and "created".
     """
     settings = state(ctx)
     repo = settings.open(ctx)
@@ -212,8 +212,9 @@ def report(settings: State, made: CommitResult, branch: str) -> None:
         say(f"nothing to commit: branch {branch} is unchanged at {short(made.id)}")
         return
     say(f"[{branch} {short(made.id)}] {summary(made.message)}")
+    modified = set(made.modified_ids)
     for node_id in made.put_ids:
-        say(f" + {node_id}")
+        say(f" {'~' if node_id in modified else '+'} {node_id}")  # as diff marks them
     for node_id in made.deleted_ids:
         say(f" - {node_id}")
 

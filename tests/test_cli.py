@@ -24,7 +24,7 @@ pytestmark = pytest.mark.usefixtures("clean_cli_env")
 NODE_KEYS = ["id", "content", "kind", "provenance", "event_time", "meta", "expires_at", "hash"]
 PROVENANCE_KEYS = ["agent_step", "observation", "tool_call", "source"]
 COMMIT_KEYS = ["id", "tree", "parents", "record_time", "author", "message", "meta", "verified"]
-COMMIT_RESULT_KEYS = [*COMMIT_KEYS, "put_ids", "deleted_ids", "created"]
+COMMIT_RESULT_KEYS = [*COMMIT_KEYS, "put_ids", "modified_ids", "deleted_ids", "created"]
 VERSION_KEYS = [
     *["id", "hash", "node", "commit", "status", "ended_by", "superseded_by", "redaction", "verified"]
 ]
@@ -142,6 +142,11 @@ def test_commit_human_output(store: Store) -> None:
     head, ids = out.splitlines()
     assert re.fullmatch(r"\[main [0-9a-f]{7}\] first line", head)
     assert ids == " + a/b"
+    # A put that replaces a version is marked as diff marks it: "~", beside an added "+".
+    out = store.ok("commit", "-m", "second", input='{"id": "a/b", "content": 2}\n{"id": "c", "content": 3}')
+    assert out.splitlines()[1:] == [" ~ a/b", " + c"]
+    diff = store.ok("diff", "HEAD~1", "HEAD")
+    assert "~ a/b" in diff and "+ c" in diff
 
 
 def test_node_json_has_every_field(store: Store) -> None:
@@ -316,6 +321,7 @@ def test_rm_removes_and_reports(store: Store) -> None:
     assert store.doc("rm", "a", "-m", "x") == {
         **store.lines("log")[0],
         "put_ids": [],
+        "modified_ids": [],
         "deleted_ids": [],
         "created": False,
     }

@@ -271,7 +271,7 @@ def test_a_thread_is_a_branch_whose_log_is_its_history(saver: MnemosyneSaver) ->
     repo = saver.repo
     assert thread_branch("chat-7") == "threads/chat-7" and "threads/chat-7" in repo.branches()
     messages = [c.message for c in repo.log(at="threads/chat-7")]
-    assert len(messages) == 3 and messages[0].startswith("writes of task task-1")
+    assert len(messages) == 3 and messages[0].startswith("writes of task task-1 after step ")
     assert all(m.startswith("checkpoint ") for m in messages[1:])
     assert "main" not in [name for name, _ in repo.branch_tips()]  # threads never touch main
 

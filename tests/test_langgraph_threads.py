@@ -298,6 +298,50 @@ def test_a_graph_s_time_travel_is_a_fork_in_the_log() -> None:
         )
 
 
+def test_a_task_s_writes_name_their_node_and_the_step_they_follow() -> None:
+    builder = StateGraph(Notes)
+    builder.add_node("draft", lambda state: {"notes": ["drafted"]})
+    builder.add_node("review", lambda state: {"notes": ["reviewed"]})
+    builder.add_edge(START, "draft")
+    builder.add_edge("draft", "review")
+    builder.add_edge("review", END)
+    with Repo.in_memory() as repo:
+        saver = MnemosyneSaver(repo)
+        graph = builder.compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "doc 2"}}
+        graph.invoke({"notes": ["start"]}, config, durability="sync")  # each checkpoint before its writes
+        graph.update_state(config, {"notes": ["edited"]})
+        lines = _first_lines(repo, repo.thread_branch("doc 2"))  # oldest first
+        writes = [(i, line) for i, line in enumerate(lines) if line.startswith("writes")]
+        assert [line for _, line in writes] == [
+            "writes of __start__ after step -1: notes, branch:to:draft",
+            "writes of draft after step 0: notes, branch:to:review",
+            "writes of review after step 1: notes",
+            "writes of an update after step 2: notes",
+        ]
+        for i, line in writes:  # each follows the checkpoint whose step it names
+            step = line.split(" after step ")[1].split(":")[0]
+            assert lines[i - 1].startswith(f"checkpoint step {step} ")
+        # A saver that knows nothing of the thread reads the step.
+        tip = saver.get_tuple(config)
+        assert tip is not None
+        MnemosyneSaver(repo).put_writes(tip.config, [("notes", ["by hand"])], "t-1", "~__pregel_pull, review")
+        (last, *_) = repo.log(at=repo.thread_branch("doc 2"))
+        assert last.message.splitlines()[0] == f"writes of review after step {tip.metadata['step']}: notes"
+        assert last.message.splitlines()[2:] == [
+            "task t-1",
+            'path "~__pregel_pull, review"',
+            f"checkpoint {tip.config['configurable']['checkpoint_id']}",
+        ]
+        # Writes saved before their checkpoint (LangGraph's default durability allows it) say so.
+        ahead = {"configurable": {**tip.config["configurable"], "checkpoint_id": "next-checkpoint"}}
+        saver.put_writes(ahead, [("notes", ["early"]), ("a", 1), ("b", 2), ("c", 3), ("d", 4)], "t-2")
+        (last, *_) = repo.log(at=repo.thread_branch("doc 2"))
+        assert last.message.splitlines()[0] == (
+            "writes of task t-2 ahead of checkpoint next-checkpoint: notes, a, b, c and 1 more"
+        )
+
+
 def test_store_commits_name_the_namespace_and_key() -> None:
     with Repo.in_memory() as repo:
         store = MnemosyneStore(repo)

@@ -85,6 +85,7 @@ def test_remember_recall_history_blame_diff_log_forget_round_trip(repo: Repo) ->
         assert second["parents"] == [first["id"]]
         assert second == lib_form(next(repo.log(limit=1))) | {
             "put_ids": second["put_ids"],
+            "modified_ids": [key],  # she switched: the language's version is replaced
             "deleted_ids": [],
             "created": True,
         }

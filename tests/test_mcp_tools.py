@@ -225,6 +225,7 @@ def test_delete_removes_ids_in_a_commit_and_history_keeps_them(repo: Repo) -> No
         assert removed["parents"] == [written] and removed["created"] is True
         assert removed == lib_form(repo.resolve()) | {
             "put_ids": [],
+            "modified_ids": [],
             "deleted_ids": ["notes/a", "notes/b"],
             "created": True,
         }

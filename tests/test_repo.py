@@ -143,7 +143,7 @@ def test_empty_commit_refused_unless_allowed(repo):
     assert list(repo.log()) == []
     c1 = repo.commit([Node(id="a", content=1)])
     assert c1.created is True
-    assert (c1.put_ids, c1.deleted_ids) == (("a",), ())
+    assert (c1.put_ids, c1.modified_ids, c1.deleted_ids) == (("a",), (), ())
     # the same version again changes nothing: a no-op that returns the tip as it is
     again = repo.commit([Node(id="a", content=1)], message="retry")
     assert again.created is False

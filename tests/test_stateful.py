@@ -129,6 +129,10 @@ class RepoMachine(RuleBasedStateMachine):
         before = self.tip_snapshot(target)
         assert made.deleted_ids == (tuple(d for d in deletes if d in before) if creates else ())
         assert made.created is creates
+        # the puts that replaced a version the tip had with another: what diff marks "~"
+        assert made.modified_ids == (
+            tuple(i for i, c in puts if i in before and before[i] != c) if creates else ()
+        )
         parent = self.branch_tips.get(target)
         if not creates:
             # a commit that changes nothing returns the tip as it was and writes nothing

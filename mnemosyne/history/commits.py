@@ -198,7 +198,10 @@ def apply_commit(
         meta=meta,
         now=now,
     )
-    return _result(made, put_ids, deleted_ids, created=True)
+    # A put whose id had a version and still has one replaced it; "~" in diff.
+    replaced_ids = {key for key, old, new in changes if old is not None and new is not None}
+    modified_ids = tuple(i for i in put_ids if i in replaced_ids) if replaced_ids else ()
+    return _result(made, put_ids, deleted_ids, created=True, modified_ids=modified_ids)
 
 
 def apply_verify(
@@ -237,11 +240,19 @@ def apply_verify(
 
 
 def _result(
-    commit: Commit, put_ids: tuple[str, ...], deleted_ids: tuple[str, ...], created: bool
+    commit: Commit,
+    put_ids: tuple[str, ...],
+    deleted_ids: tuple[str, ...],
+    created: bool,
+    modified_ids: tuple[str, ...] = (),
 ) -> CommitResult:
     # asdict, in C: the same shallow map of the commit's fields as a getattr per field.
     return CommitResult(
-        **msgspec.structs.asdict(commit), put_ids=put_ids, deleted_ids=deleted_ids, created=created
+        **msgspec.structs.asdict(commit),
+        put_ids=put_ids,
+        modified_ids=modified_ids,
+        deleted_ids=deleted_ids,
+        created=created,
     )
 
 

@@ -62,6 +62,7 @@ class CommitResultJSON(CommitJSON):
     """What a write did: the commit, the ids it wrote, and whether it recorded anything."""
 
     put_ids: list[str]
+    modified_ids: list[str]
     deleted_ids: list[str]
     created: bool
 

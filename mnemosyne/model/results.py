@@ -27,12 +27,15 @@ class CommitResult(Commit, frozen=True, kw_only=True):
 
     Attributes:
         put_ids: the ids of the nodes put, in the order given (generated ids too).
+        modified_ids: those of ``put_ids`` that replaced a version the branch
+            had (the others were added, or put again unchanged).
         deleted_ids: the ids this commit removed, in the order given (none when
             nothing changed).
         created: whether a new commit was recorded.
     """
 
     put_ids: tuple[str, ...] = ()
+    modified_ids: tuple[str, ...] = ()
     deleted_ids: tuple[str, ...] = ()
     created: bool = True
 

@@ -21,6 +21,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from mnemosyne import (
     CommitResult,
@@ -40,7 +41,7 @@ from mnemosyne.integrations.langgraph.known import (
     known_writes,
     more_writes,
 )
-from mnemosyne.integrations.langgraph.stored_values import Serialized, stored
+from mnemosyne.integrations.langgraph.stored_values import Serialized, load, stored
 from mnemosyne.integrations.langgraph.thread_nodes import (
     WRITES,
     channel_nodes,
@@ -49,7 +50,9 @@ from mnemosyne.integrations.langgraph.thread_nodes import (
     is_pointer,
     located,
     pointer_id,
+    stored_parts,
     write_nodes,
+    writes_message,
 )
 from mnemosyne.integrations.langgraph.threads import (
     configurable as thread_config,
@@ -86,6 +89,9 @@ class CheckpointWriter:
         self.serde = serde
         self.author = author
         self._known = known
+        # Messages as readable records only under LangGraph's own serializer: an application's
+        # (one that encrypts, say) keeps its bytes for them.
+        self._messages = type(serde) is JsonPlusSerializer
 
     def put(
         self,
@@ -104,9 +110,11 @@ class CheckpointWriter:
         dumps = self.serde.dumps_typed
         # The values are the channel nodes'; the rest (versions, versions seen, ids) is the checkpoint's.
         checkpoint_fields, checkpoint_kept = stored(
-            dumps, {key: value for key, value in checkpoint.items() if key != "channel_values"}
+            dumps,
+            {key: value for key, value in checkpoint.items() if key != "channel_values"},
+            messages=self._messages,
         )
-        metadata_fields, metadata_kept = stored(dumps, full)
+        metadata_fields, metadata_kept = stored(dumps, full, messages=self._messages)
         branch = self.repo.thread_branch(thread_id)
         base = f"{branch}/{segment(ns)}"
         step = full.get("step")
@@ -149,7 +157,14 @@ class CheckpointWriter:
                 message = checkpoint_message(full, ns, checkpoint_id, parent, forked=forked)
                 inherited = self._channels_of(known, base, parent, tip)
                 values, channels = channel_nodes(
-                    dumps, base, checkpoint, new_versions, inherited, provenance, encoded
+                    dumps,
+                    base,
+                    checkpoint,
+                    new_versions,
+                    inherited,
+                    provenance,
+                    encoded,
+                    messages=self._messages,
                 )
                 node = Node(
                     id=f"{base}/{segment(checkpoint_id)}",
@@ -255,8 +270,8 @@ class CheckpointWriter:
         if checkpoint_id is None:
             raise InvalidInput("put_writes needs the checkpoint the writes belong to (checkpoint_id)")
         branch = self.repo.thread_branch(thread_id)
-        task_base = f"{branch}/{segment(ns)}/{segment(checkpoint_id)}{WRITES}{segment(task_id)}"
-        message = f"writes of task {task_id} for checkpoint {checkpoint_id}"
+        checkpoint_node = f"{branch}/{segment(ns)}/{segment(checkpoint_id)}"
+        task_base = f"{checkpoint_node}{WRITES}{segment(task_id)}"
         with self._known.lock:
             for _ in range(_TRIES):
                 known = self._known.get(thread_id, ns)
@@ -277,9 +292,19 @@ class CheckpointWriter:
                         if tip
                         else set()
                     )
-                puts = write_nodes(self.serde.dumps_typed, task_base, writes, task_id, task_path, stored)
+                puts = write_nodes(
+                    self.serde.dumps_typed,
+                    task_base,
+                    writes,
+                    task_id,
+                    task_path,
+                    stored,
+                    messages=self._messages,
+                )
                 if not puts:
                     return
+                stored_at, step = self._step(known, checkpoint_node, tip)
+                message = writes_message(writes, task_id, task_path, checkpoint_id, step, stored=stored_at)
                 if tip is None:  # no checkpoint on this thread yet
                     self._commit(branch, puts, message)
                     self._known.forget([thread_id])
@@ -297,6 +322,26 @@ class CheckpointWriter:
                 return
             self._known.forget([thread_id])  # many writers at once on one thread
             self._commit(branch, puts, message)
+
+    def _step(self, known: Latest | None, checkpoint_node: str, tip: str | None) -> tuple[bool, Any]:
+        """Whether the checkpoint these writes go with is stored, and its step: known, else read.
+
+        For the writes' message only: LangGraph may save a task's writes before the
+        checkpoint they follow (its default durability saves that one while the
+        step runs).
+        """
+        loads = self.serde.loads_typed
+        if known is not None:
+            metadata = load(loads, known.metadata)
+        else:
+            try:
+                node = self.repo.get(checkpoint_node, at=tip) if tip is not None else None
+            except Redacted:
+                return True, None  # its bytes were erased: it was stored
+            if node is None or not is_checkpoint(node):
+                return False, None
+            metadata = load(loads, stored_parts(node.content)[1])
+        return True, metadata.get("step") if isinstance(metadata, dict) else None
 
     def _commit(
         self, branch: str, puts: Sequence[Node], message: str, delete: Sequence[str] = ()

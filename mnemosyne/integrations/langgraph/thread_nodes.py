@@ -102,6 +102,8 @@ def channel_nodes(
     parent: Mapping[str, Located],
     provenance: Provenance,
     done: dict[str, tuple[dict[str, Any], Serialized]],
+    *,
+    messages: bool,
 ) -> tuple[list[Node], dict[str, Located]]:
     """The channel nodes a put stores, and where each channel of the checkpoint has its value.
 
@@ -119,6 +121,7 @@ def channel_nodes(
         provenance: the nodes' provenance.
         done: values already put in stored form, by channel (filled in here: a put
             that commits again after another writer moved the thread encodes once).
+        messages: whether messages may be stored as records (:func:`.stored_values.stored`).
     """
     checkpoint_id = str(checkpoint["id"])
     values = checkpoint.get("channel_values", {})
@@ -132,7 +135,7 @@ def channel_nodes(
         if channel not in values:
             continue
         if channel not in done:
-            done[channel] = stored(dumps, values[channel])
+            done[channel] = stored(dumps, values[channel], messages=messages)
         fields, value = done[channel]
         node = Node(
             id=channel_node_id(base, checkpoint_id, channel),
@@ -215,6 +218,60 @@ def checkpoint_message(
     return first + "\n\n" + "\n".join(body)
 
 
+_PULL_PATH = "~__pregel_pull, "
+"""How LangGraph's task path of a node's own run (a pull task) starts: the node's name follows."""
+
+_NULL_TASK = "00000000-0000-0000-0000-000000000000"
+"""The task LangGraph files writes made outside any node under (a resume, an update)."""
+
+_UPDATE_PATH = "~__interrupt__, "
+"""How the task path of ``update_state``'s writes starts."""
+
+_CHANNELS_SHOWN = 4
+
+
+def writes_message(
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+    checkpoint_id: str,
+    step: Any,
+    *,
+    stored: bool,
+) -> str:
+    """The message of a task's writes: which node wrote which channels, after which checkpoint.
+
+    ``writes of agent after step 2: messages, route``: the node is named by its
+    task path (a pull task's holds it), else the task is; the step is that of the
+    checkpoint the writes follow. With LangGraph's default durability a
+    checkpoint is saved while the next step runs, so a task's writes may be
+    committed before their checkpoint is (``stored`` False): the message then
+    says so, ``writes of agent ahead of checkpoint <id>: ...``, and the log lists
+    that checkpoint above them. The body names the task, its path and the checkpoint.
+    """
+    if task_path.startswith(_PULL_PATH):
+        who = shown(task_path.removeprefix(_PULL_PATH).split(", ", 1)[0])
+    elif task_id == _NULL_TASK or task_path.startswith(_UPDATE_PATH):
+        who = "an update"
+    else:
+        who = f"task {shown(task_id, 80)}"
+    if not stored:
+        when = f"ahead of checkpoint {shown(checkpoint_id, 80)}"
+    elif isinstance(step, int) and not isinstance(step, bool):
+        when = f"after step {step}"
+    else:
+        when = f"after checkpoint {shown(checkpoint_id, 80)}"
+    channels = list(dict.fromkeys(channel for channel, _ in writes))
+    named = ", ".join(shown(str(channel)) for channel in channels[:_CHANNELS_SHOWN])
+    if len(channels) > _CHANNELS_SHOWN:
+        named += f" and {len(channels) - _CHANNELS_SHOWN} more"
+    body = [f"task {shown(task_id, 80)}"]
+    if task_path:
+        body.append(f"path {shown(task_path, 80)}")
+    body.append(f"checkpoint {shown(checkpoint_id, 80)}")
+    return f"writes of {who} {when}: {named}\n\n" + "\n".join(body)
+
+
 def write_value(write: Mapping[str, Any]) -> Serialized:
     """A pending write node's value as it loads again, whichever way it was stored."""
     return unpack(write["value"]) if "value" in write else serialized(write)
@@ -253,8 +310,13 @@ def write_nodes(
     task_id: str,
     task_path: str,
     present: set[str],
+    *,
+    messages: bool,
 ) -> tuple[Node, ...]:
-    """The nodes of a task's writes, but for regular ones already stored (as LangGraph's savers)."""
+    """The nodes of a task's writes, but for regular ones already stored (as LangGraph's savers).
+
+    ``messages``: whether messages may be stored as records (:func:`.stored_values.stored`).
+    """
     puts: dict[str, Node] = {}  # by id: a special channel written twice keeps its last value
     for position, (channel, value) in enumerate(writes):
         idx = WRITES_IDX_MAP.get(channel, position)
@@ -268,7 +330,7 @@ def write_nodes(
                 "task_path": task_path,
                 "channel": channel,
                 "idx": idx,
-                **stored(dumps, value)[0],
+                **stored(dumps, value, messages=messages)[0],
             },
             provenance=Provenance(tool_call=task_path or task_id, source="langgraph"),
         )
