@@ -267,3 +267,18 @@ def test_forget_leaves_no_word_of_the_memory_in_the_processs_word_caches() -> No
     repo.forget("chat/s1/t1", reason="asked")
     assert not any("zanzibar" in word for word in text_module._STEMS)
     assert repo.search("zanzibarian") == []
+
+
+def test_a_short_claim_is_not_taken_for_a_fragment() -> None:
+    repo = Repo.in_memory(embedder="none")
+    repo.commit(
+        [
+            Node(id="facts/f1", content="an unrelated note about the weather in Porto"),
+            Node(
+                id="facts/f2",
+                kind="claim",
+                content=Claim(subject="mira", predicate="passport_deadline", value="July", valid_from=MAY),
+            ),
+        ]
+    )
+    assert [i.id for i in repo.context("passport", budget_tokens=200).items] == ["facts/f2"]

@@ -287,7 +287,7 @@ such as "Yes, last May!" says little without what it answers)."""
 def assemble(view: View, hits: list[Hit], query: str, budget: int, filters: Filters) -> Context:
     """Fit the best hits into ``budget`` tokens; claims no longer in force go last.
 
-    Each item carries its memory's event time; a hit shorter than
+    Each item carries its memory's event time; a note shorter than
     :data:`FRAGMENT_WORDS` words brings the memory before it (by the number its
     id ends in, see :mod:`mnemosyne.recall.fusion`), placed just above it, if
     that memory passes the same filters and both fit.
@@ -324,7 +324,9 @@ def assemble(view: View, hits: list[Hit], query: str, budget: int, filters: Filt
         cost = estimate_tokens(item.cited())
         if used + cost > budget:
             continue
-        before = _before(view, filters, accept, hit, packed) if len(words(text)) < FRAGMENT_WORDS else None
+        # A claim says all it means (subject, predicate, value); a short note may be a reply.
+        fragment = hit.node.kind == "note" and len(words(text)) < FRAGMENT_WORDS
+        before = _before(view, filters, accept, hit, packed) if fragment else None
         if before is not None:
             extra = estimate_tokens(before.cited())
             if used + cost + extra <= budget:
