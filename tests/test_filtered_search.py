@@ -85,7 +85,8 @@ def reference_hybrid(
 ) -> list[tuple[str, str, float, int | None, int | None]]:
     """Two filtered rankings, each cut to the depth a search walks, fused by scaled score and neighbours.
 
-    Lexical scores scaled by the best, cosines between the deepest and the best; equal
+    Lexical scores scaled by the best, cosines between the deepest and the best (a span
+    of 0.1 at least); equal
     shares; then each gains half its best neighbour's (ids ending in numbers two apart
     at most, in one namespace).
     """
@@ -101,7 +102,7 @@ def reference_hybrid(
         top, floor = max(s for _, _, s in semantic_), min(s for _, _, s in semantic_)
         for rank, (node_id, node_hash, score) in enumerate(semantic_, 1):
             entry = entries.setdefault(node_hash, [node_id, 0.0, 0.0, None, None])
-            entry[2], entry[4] = ((score - floor) / (top - floor) if top - floor > 1e-9 else 1.0), rank
+            entry[2], entry[4] = 1.0 - (top - score) / max(top - floor, 0.1), rank
     both = bool(lexical and semantic_)
     base = {h: (0.5 if both else 1.0) * e[1] + (0.5 if both else 1.0) * e[2] for h, e in entries.items()}
     numbered = {h: re.fullmatch(r"(.*?)(\d{1,18})", e[0]) for h, e in entries.items()}

@@ -18,8 +18,9 @@ from support.tiers import examples
 
 from mnemosyne import Claim, HashEmbedder, Node, Repo
 from mnemosyne.recall import text as text_module
-from mnemosyne.recall.embedders import SentenceMean, sentences
+from mnemosyne.recall.embedders import SentenceMean, query_vectors, sentences
 from mnemosyne.recall.fusion import beside, fuse, numbered
+from mnemosyne.store.kv.base import Space
 
 MAY = datetime(2026, 5, 8, 13, 56, tzinfo=UTC)
 
@@ -118,6 +119,25 @@ def test_a_texts_vector_is_the_mean_of_its_statements_alone(
     assert np.isclose(np.linalg.norm(scaled), 1.0, atol=1e-5)
 
 
+def test_a_query_is_embedded_whole_its_question_kept() -> None:
+    embed = SentenceMean(HashEmbedder(32))
+    asked = "Planning ahead. Where does Mira live?"
+    assert np.allclose(query_vectors(embed, [asked]), HashEmbedder(32)([asked]))
+    assert not np.allclose(embed([asked]), embed.embed_query([asked]))  # a memory would lose the question
+    repo = Repo.in_memory(embedder=embed)  # type: ignore[arg-type]
+    repo.commit(
+        [
+            Node(id="m/1", content="Mira does live where the river is"),
+            Node(id="m/2", content="Planning ahead is wise"),
+        ]
+    )
+    assert next(h.id for h in repo.search(asked, mode="semantic")) == "m/1"
+    # As a memory is split, the query would have kept "Planning ahead." alone, and found m/2.
+    assert float(embed([asked])[0] @ embed(["Planning ahead is wise"])[0]) > float(
+        embed([asked])[0] @ embed(["Mira does live where the river is"])[0]
+    )
+
+
 def test_a_statement_outranks_a_question_that_shares_its_words() -> None:
     turns = [
         "Bo: Cool. What music does Mira play? Does Mira play music?",
@@ -157,9 +177,11 @@ def test_a_ranking_that_is_sure_is_not_dragged_down_by_one_that_is_not() -> None
 def test_neighbours_are_the_ids_beside_by_their_number() -> None:
     assert numbered("chat/s3/t7") == ("chat/s3/t", 7)
     assert numbered("users/mira/lang") is None
-    assert beside("chat/s3/t7", -1) == "chat/s3/t6"
-    assert beside("log/0099", 1) == "log/0100"
-    assert beside("log/0", -1) is None
+    assert beside("chat/s3/t7", -1) == ["chat/s3/t6"]
+    assert beside("log/0099", 1) == ["log/0100", "log/100"]
+    assert beside("log/7", 1) == ["log/8"]
+    assert beside("chat/s1/t10", -1) == ["chat/s1/t09", "chat/s1/t9"]  # padded or not
+    assert beside("log/0", -1) == [] and beside("users/mira/lang", 1) == []
     # The answer after the question gains half its neighbour's score; other namespaces do not count.
     fused = fuse(
         [(b"q", "c/s1/t4", 8.0), (b"o", "c/s2/t5", 4.0)],
@@ -227,6 +249,21 @@ def test_context_packs_the_question_above_a_short_reply_with_event_dates() -> No
     # No room for both: the hit alone.
     alone = repo.context("Chamonix", budget_tokens=built.items[1].tokens)
     assert [i.id for i in alone.items] == ["chat/s1/t2"]
+    # The read log lists every memory shown, the one packed beside the hit too.
+    repo.context("Chamonix", budget_tokens=200, run_id="run-1")
+    (read,) = repo.reads("run-1")
+    assert (read.ids, read.hashes) == ([i.id for i in built.items], [i.hash for i in built.items])
+
+
+def test_a_zero_padded_question_is_found_across_a_digit_boundary() -> None:
+    repo = Repo.in_memory(embedder="none")
+    repo.commit(
+        [
+            Node(id="chat/s1/t09", content="Bo: Where did you spend your holidays in the mountains?"),
+            Node(id="chat/s1/t10", content="Mira: Chamonix!"),
+        ]
+    )
+    assert [i.id for i in repo.context("Chamonix", budget_tokens=200).items] == ["chat/s1/t09", "chat/s1/t10"]
 
 
 @pytest.mark.parametrize("gone", ["deleted", "erased", "superseded", "filtered"])
@@ -282,3 +319,24 @@ def test_a_short_claim_is_not_taken_for_a_fragment() -> None:
         ]
     )
     assert [i.id for i in repo.context("passport", budget_tokens=200).items] == ["facts/f2"]
+
+
+def test_fusion_does_not_stretch_near_tied_cosines_into_a_whole_share() -> None:
+    # Three candidates, cosines within float noise: BM25's clear winner stays first.
+    lexical = [(b"x", "m/x", 10.0), (b"y", "m/y", 1.0)]
+    semantic = [(b"y", "m/y", 0.5000002), (b"w", "m/w", 0.5000001), (b"x", "m/x", 0.5)]
+    assert fuse(lexical, semantic, neighbours=0)[0].id == "m/x"
+
+
+def test_a_read_only_handle_searches_an_unstemmed_index_in_its_own_terms(tmp_path, monkeypatch) -> None:
+    path = tmp_path / "store"
+    with Repo.init(path, embedder="none") as repo:
+        with monkeypatch.context() as patched:  # index as layout 4 did: words unstemmed
+            patched.setattr(text_module, "words", text_module.unstemmed_words)
+            repo.commit([Node(id="m/1", content="Researching adoption agencies")])
+            repo.search("warm")
+        repo.kv.transact(lambda txn: txn.put(Space.RECALL, bytes(4) + b"f", b"4"))
+    with Repo.open(path, readonly=True, embedder="none") as reader:
+        assert [h.id for h in reader.search("researching agencies")] == ["m/1"]
+    with Repo.open(path, embedder="none") as writer:  # re-indexes, stemmed
+        assert [h.id for h in writer.search("research agency")] == ["m/1"]

@@ -137,7 +137,7 @@ class RecallService:
                 view, self._vectors(), embedder, query, k, filters, mode, approximate_from=_threshold(view)
             )
         if run_id is not None:
-            self._record_read(run_id, "search", query, hits)
+            self._record_read(run_id, "search", query, [(h.id, h.hash) for h in hits])
         return hits
 
     def context(
@@ -172,8 +172,8 @@ class RecallService:
             )
             built = recall_search.assemble(view, hits, query, budget_tokens, filters)
         if run_id is not None:
-            chosen = {item.hash for item in built.items}
-            self._record_read(run_id, "context", query, [h for h in hits if h.hash in chosen])
+            # Every memory shown, the one packed beside a short hit included, in the order shown.
+            self._record_read(run_id, "context", query, [(item.id, item.hash) for item in built.items])
         return built
 
     def pending(self) -> PendingRecall:
@@ -249,7 +249,7 @@ class RecallService:
                 "a read-only handle cannot record reads: open the store writable or drop run_id"
             )
 
-    def _record_read(self, run_id: str, kind: str, query: str, hits: list[Hit]) -> None:
+    def _record_read(self, run_id: str, kind: str, query: str, shown: list[tuple[str, str]]) -> None:
         from mnemosyne.recall.reads import ReadLog
 
         handle = self._handle
@@ -258,8 +258,8 @@ class RecallService:
             time=handle.now(),
             kind=kind,
             query=query,
-            ids=[h.id for h in hits],
-            hashes=[h.hash for h in hits],
+            ids=[node_id for node_id, _ in shown],
+            hashes=[node_hash for _, node_hash in shown],
         )
         handle.write(lambda view: ReadLog(handle.scope).record(view.txn, record))
 

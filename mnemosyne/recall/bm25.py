@@ -31,7 +31,7 @@ from mnemosyne.recall.postings import (
     readable_queue,
     rows_of,
 )
-from mnemosyne.recall.text import document_words, query_words
+from mnemosyne.recall.text import document_words, query_words, unstemmed_words
 from mnemosyne.store.kv.base import ReadTxn
 
 
@@ -77,6 +77,7 @@ def lexical(
     skip: bool = True,
     blocks: Blocks | None = None,
     screen: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.bool_]] | None = None,
+    unstemmed: bool = False,
 ) -> list[tuple[bytes, str, float]]:
     """BM25 over indexed and queued versions; the best ``limit`` accepted ones.
 
@@ -92,7 +93,9 @@ def lexical(
     :func:`_skipping`); without it, every segment of every word (the reference
     the skipping ranking must equal). Either way the answer is the same: the
     same versions with the same scores in the same order. ``blocks`` counts the
-    segments read and skipped.
+    segments read and skipped. ``unstemmed``: the postings are of a layout
+    before 5 (a read-only handle reads them until a writer re-indexes them), so
+    the query is split as they were (:func:`~mnemosyne.recall.text.unstemmed_words`).
 
     Equal scores break by node hash. Scores are summed in the same order (words
     sorted) whatever the layout, so they are equal bit for bit in every process.
@@ -101,7 +104,7 @@ def lexical(
         ``(node hash, node id, score)``, best first.
     """
     txn = view.txn
-    terms = sorted(set(query_words(query)))
+    terms = sorted(set((unstemmed_words if unstemmed else query_words)(query)))
     if not terms or limit <= 0:
         return []
     totals = postings.stats(txn)

@@ -38,6 +38,12 @@ class Embedder(Protocol):
         ...
 
 
+def query_vectors(embedder: Embedder, texts: list[str]) -> Vectors:
+    """Embed search queries: with the embedder's ``embed_query`` where it has one, else as any text."""
+    embed_query = getattr(embedder, "embed_query", None)
+    return np.asarray(embed_query(texts) if embed_query is not None else embedder(texts), dtype=np.float32)
+
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -114,7 +120,8 @@ def sentences(text: str) -> list[str]:
     elif len(parts) <= 1:
         return [text]
     if len(parts) > MAX_SENTENCES:
-        # Even groups of neighbours, so no sentence is left out of the mean.
+        # Even groups of neighbours, so every sentence is given to the model (which reads at most
+        # its first 256 tokens of a group: past ~16 x 256 tokens a text's end is not embedded).
         bounds = np.linspace(0, len(parts), MAX_SENTENCES + 1).round().astype(int)
         parts = [" ".join(parts[a:b]) for a, b in itertools.pairwise(bounds)]
     return [label + part for part in parts]
@@ -134,6 +141,14 @@ class SentenceMean:
         self.inner = inner
         self.model_id = f"{inner.model_id}+sentences"
         self.dim = inner.dim
+
+    def embed_query(self, texts: list[str]) -> Vectors:
+        """Embed queries whole with the inner model: a query is what is asked, all of it.
+
+        Split as a memory is, "I'm planning a trip. Where does Mira live?" would
+        keep only its statement and lose its question.
+        """
+        return np.asarray(self.inner(texts), dtype=np.float32)
 
     def __call__(self, texts: list[str]) -> Vectors:
         """Embed ``texts``: one unit-norm row per text (zeros where every sentence embeds to zeros)."""

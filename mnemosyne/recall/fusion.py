@@ -28,6 +28,9 @@ NEIGHBOURS = 2
 """How far apart (in the number an id ends in) two memories still count as neighbours."""
 NEIGHBOUR_WEIGHT = 0.5
 """The share of its best neighbour's score a candidate gains."""
+MIN_SPAN = 0.1
+"""The least cosine span scaled to [0, 1]: among a few candidates whose cosines all but tie
+(a small store, a narrow filter), float noise must not stretch into a whole share."""
 
 Ranked = list[tuple[bytes, str, float]]
 """``(node hash, node id, score)``, best first: what each ranking gives."""
@@ -51,20 +54,22 @@ def numbered(node_id: str) -> tuple[str, int] | None:
     return (found.group(1), int(found.group(2))) if found is not None else None
 
 
-def beside(node_id: str, step: int) -> str | None:
-    """The id ``step`` places from ``node_id`` by the number it ends in, its zero padding kept.
+def beside(node_id: str, step: int) -> list[str]:
+    """The ids ``step`` places from ``node_id`` by the number it ends in, zero-padded as it is and not.
 
-    None when the id ends in no number or the number would be negative.
+    ``t09`` for ``t10`` and ``t9``: which one a store holds depends on how its ids were
+    padded. Empty when the id ends in no number or the number would be negative.
     """
     found = _NUMBERED.match(node_id)
     if found is None:
-        return None
+        return []
     digits = found.group(2)
     number = int(digits) + step
     if number < 0:
-        return None
-    width = len(digits) if digits.startswith("0") and len(digits) > 1 else 0
-    return f"{found.group(1)}{number:0{width}d}"
+        return []
+    padded = f"{found.group(1)}{number:0{len(digits)}d}"
+    plain = f"{found.group(1)}{number}"
+    return [padded] if padded == plain else [padded, plain]
 
 
 def fuse(
@@ -91,10 +96,10 @@ def fuse(
     if semantic:
         top = max(score for _, _, score in semantic)
         floor = min(score for _, _, score in semantic)
-        span = top - floor
+        span = max(top - floor, MIN_SPAN)
         for rank, (oid, node_id, score) in enumerate(semantic, 1):
             entry = found.setdefault(oid, _Candidate(node_id))
-            entry.semantic, entry.semantic_rank = ((score - floor) / span if span > 1e-9 else 1.0), rank
+            entry.semantic, entry.semantic_rank = 1.0 - (top - score) / span, rank
     # One ranking alone (a mode, or nothing matched the other) keeps its own scale.
     weights = (lexical_weight, 1.0 - lexical_weight) if lexical and semantic else (1.0, 1.0)
     for entry in found.values():

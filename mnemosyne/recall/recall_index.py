@@ -93,6 +93,10 @@ class RecallIndex:
         """
         return self.format_current(txn) or self.layout.stamped(txn) in _POSTINGS_STALE
 
+    def unstemmed(self, txn: ReadTxn) -> bool:
+        """Whether the postings are of a layout before 5, whose words are not stemmed."""
+        return self.layout.stamped(txn) in _POSTINGS_STALE
+
     def check_format(self, txn: ReadTxn) -> None:
         """Refuse to read an index in a layout this version cannot read.
 

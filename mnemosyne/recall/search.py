@@ -215,7 +215,16 @@ def search(
     # A namespace filter screens a batch of candidates at once, before any is looked up.
     screen = (lambda docs: names.under(docs, prefix)) if prefix else None
     lexical = (
-        postings_lexical(view, recall.postings, query, accept, depth, names.number, screen=screen)
+        postings_lexical(
+            view,
+            recall.postings,
+            query,
+            accept,
+            depth,
+            names.number,
+            screen=screen,
+            unstemmed=recall.unstemmed(view.txn),
+        )
         if ranked
         else []
     )
@@ -340,10 +349,8 @@ def assemble(view: View, hits: list[Hit], query: str, budget: int, filters: Filt
 
 def _before(view: View, filters: Filters, accept: Accept, hit: Hit, packed: set[str]) -> ContextItem | None:
     """The memory before ``hit`` as a context item, if the search could return it and it is not packed."""
-    node_id = beside(hit.id, -1)
-    if node_id is None:
-        return None
-    oid = view.tree.get(filters.root, node_id)
+    held = ((node_id, view.tree.get(filters.root, node_id)) for node_id in beside(hit.id, -1))
+    node_id, oid = next(((i, o) for i, o in held if o is not None), ("", None))
     if oid is None or oid.hex() in packed:
         return None
     try:

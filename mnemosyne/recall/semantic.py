@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from mnemosyne.index.view import View
 from mnemosyne.recall.approximate import rough
-from mnemosyne.recall.embedders import Embedder, Vectors
+from mnemosyne.recall.embedders import Embedder, Vectors, query_vectors
 from mnemosyne.recall.matrix import Matrix, VectorCache
 from mnemosyne.recall.postings import Accept, Postings, Version
 from mnemosyne.recall.vectors import VectorStore, block_row
@@ -86,7 +86,7 @@ def semantic(
     count = matrix.count
     if count == 0:
         return []
-    vector = np.asarray(embedder([query]), dtype=np.float32)[0]
+    vector = query_vectors(embedder, [query])[0]
     norm = float(np.linalg.norm(vector))
     if norm == 0.0:
         return []

@@ -143,6 +143,15 @@ def forget_words() -> None:
     _prefix_words.cache_clear()
 
 
+def unstemmed_words(text: str) -> list[str]:
+    """The words of ``text`` as layouts before 5 indexed them: lower-cased runs of word characters.
+
+    A read-only handle searching an index not yet re-indexed asks in these terms.
+    """
+    found: list[str] = _WORD.findall(text.lower())
+    return found
+
+
 def query_words(text: str) -> list[str]:
     """The terms a query ranks by: :func:`words` without stop words (all of them when it has no other)."""
     found = _WORD_NO_UNDERSCORE.findall(text.lower())
