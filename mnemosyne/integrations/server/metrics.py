@@ -16,6 +16,7 @@ The text format is written here: it is a few lines per series (see ADR 64).
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 from collections.abc import Callable, Iterable
 
@@ -29,6 +30,7 @@ COMMITTING = frozenset({"POST /v1/tenants/{tenant}/commits", "POST /v1/tenants/{
 """Routes whose 201 answer is a new commit (200: nothing changed)."""
 
 
+@functools.lru_cache(maxsize=4096)  # asked per request; the tenants a server holds are few
 def tenant_label(tenant: str) -> str:
     """The label a tenant's series carry: the first 12 hex digits of its name's SHA-256.
 
