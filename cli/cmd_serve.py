@@ -192,8 +192,8 @@ def serve(
 
     One process holds the store and its indexes warm for every client; each
     request is its own transaction, so commands and other processes can share
-    the store meanwhile. Every request but /v1/health and /v1/openapi.json
-    needs 'Authorization: Bearer TOKEN': make tokens with 'mnemo token create
+    the store meanwhile. Every request but /v1/health, /v1/ready,
+    /v1/openapi.json and /metrics needs 'Authorization: Bearer TOKEN': make tokens with 'mnemo token create
     --tenant T --role read|write|admin'; each reaches one tenant. Listens on
     127.0.0.1 unless told otherwise, and refuses an address that is not
     loopback while the store has no token. Put TLS in front (a reverse proxy)

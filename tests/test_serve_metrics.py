@@ -130,6 +130,8 @@ def test_ready_follows_the_store_while_health_stays_up_and_metrics_are_off_by_de
         try:
             with served.client() as http:
                 assert http.get("/v1/ready").json() == {"ready": True}
+                described = http.get("/v1/openapi.json").json()["paths"]["/v1/ready"]["get"]
+                assert set(described["responses"]) == {"200", "503"} and described["security"] == []
                 assert http.get("/metrics").status_code == 404  # not asked for: not served
                 pg.halt()
                 down = http.get("/v1/ready")
