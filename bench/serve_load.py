@@ -65,9 +65,9 @@ def _build(path: Path, memories: int, per_commit: int = 2_000) -> None:
             repo.commit(batch, message=f"load {first}", author="bench")
 
 
-def _start(path: Path) -> tuple[subprocess.Popen[str], str]:
+def _start(path: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "MNEMO_EMBEDDER": "none"}
-    command = [sys.executable, "-m", "mnemo_cli", "--repo", str(path), "serve", "--port", "0"]
+    command = [sys.executable, "-m", "mnemo_cli", "--repo", str(path), "serve", "--port", "0", *extra]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
     assert process.stderr is not None
     line = process.stderr.readline()
@@ -141,6 +141,40 @@ def _side_by_side(url: str, token: str, path: Path, base: str, runs: int, block:
         "<= 1",
         p50["outside"] <= 1,
     )
+
+
+def _metrics_cost(url: str, token: str, path: Path, base: str, runs: int, block: int) -> None:
+    """A served get with ``--metrics`` against the same get without, blocks taking turns, medians."""
+    process, watched_url = _start(path, "--metrics")
+    try:
+        target = f"{base}/nodes/{quote(node_id(4_321), safe='')}"
+        plain, watched = _Conn(url, token), _Conn(watched_url, token)
+        for conn in (plain, watched):
+            for _ in range(block):
+                conn.call("GET", target)
+        samples: dict[str, list[float]] = {"off": [], "on": []}
+        for _ in range(runs):
+            for name, conn in (("off", plain), ("on", watched)):
+                for _ in range(block):
+                    samples[name].append(conn.call("GET", target)[0])
+        host, port = watched_url.removeprefix("http://").split(":")
+        scrape = http.client.HTTPConnection(host, int(port), timeout=60)
+        started = time.perf_counter()
+        scrape.request("GET", "/metrics")
+        page = scrape.getresponse().read()
+        scraped = (time.perf_counter() - started) * 1e3
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+    off, on = (statistics.median(samples[name]) * 1e3 for name in ("off", "on"))
+    row(
+        "serve: get over HTTP, --metrics on / off (median ms)",
+        f"{runs}x{block}",
+        f"{on:.3f} / {off:.3f} = {on / off:.2f}",
+        "<= 1.05",
+        on <= 1.05 * off,
+    )
+    row("serve: a scrape of /metrics (ms, bytes)", "1", f"{scraped:.2f}, {len(page):,}")
 
 
 async def _load(
@@ -228,6 +262,7 @@ def bench_serve(
             warm.call("GET", f"{base}/blame/{quote(node_id(7), safe='')}")
             warm.call("GET", f"{base}/log?limit=20")
         _side_by_side(url, token, path, base, runs, 40)
+        _metrics_cost(url, token, path, base, runs, 40)
         warm_status = _status_kib(process.pid)
         warmed = warm_status["VmRSS"]
         found = asyncio.run(_load(url, token, base, clients, seconds, memories))

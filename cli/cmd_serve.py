@@ -12,6 +12,7 @@ here, when the command runs, never when ``mnemo`` starts.
 import ctypes
 import errno
 import ipaddress
+import json
 import os
 import re
 import signal
@@ -100,6 +101,11 @@ def _bind(family: socket.AddressFamily, address: str, port: int) -> socket.socke
     return sock
 
 
+def _refusals_json(line: str) -> None:
+    """A connection refused before any request (431, 408, 503), in the JSON access log: one object too."""
+    note(json.dumps({"refused": line}, ensure_ascii=True))
+
+
 def serve(
     ctx: typer.Context,
     host: Annotated[
@@ -123,6 +129,22 @@ def serve(
         typer.Option(
             "--access-log",
             help="Log each request on stderr (client, method, path, status, ms); never a token.",
+        ),
+    ] = False,
+    access_log_format: Annotated[
+        str,
+        typer.Option(
+            "--access-log-format",
+            metavar="text|json",
+            help="The access log's lines: text, or one JSON object each (implies --access-log).",
+        ),
+    ] = "",
+    metrics: Annotated[
+        bool,
+        typer.Option(
+            "--metrics",
+            help="Count requests and serve them at /metrics in Prometheus' text format (no token asked; "
+            "tenants hashed; see docs/serving.md).",
         ),
     ] = False,
     max_connections: Annotated[
@@ -170,8 +192,8 @@ def serve(
 
     One process holds the store and its indexes warm for every client; each
     request is its own transaction, so commands and other processes can share
-    the store meanwhile. Every request but /v1/health and /v1/openapi.json
-    needs 'Authorization: Bearer TOKEN': make tokens with 'mnemo token create
+    the store meanwhile. Every request but /v1/health, /v1/ready,
+    /v1/openapi.json and /metrics needs 'Authorization: Bearer TOKEN': make tokens with 'mnemo token create
     --tenant T --role read|write|admin'; each reaches one tenant. Listens on
     127.0.0.1 unless told otherwise, and refuses an address that is not
     loopback while the store has no token. Put TLS in front (a reverse proxy)
@@ -190,6 +212,9 @@ def serve(
     if settings.tenant is not None:
         raise InvalidInput("mnemo serve serves every tenant (each token reaches its own): drop --tenant")
     limit = _size(max_body)
+    if access_log_format not in ("", "text", "json"):
+        raise InvalidInput(f"--access-log-format: {access_log_format!r} is not text or json")
+    access_log = access_log or bool(access_log_format)
     limits = Limits(
         max_connections=max_connections,
         max_in_flight=max_in_flight,
@@ -228,6 +253,8 @@ def serve(
             log=note,
             limits=limits,
             access_log=logged,
+            json_log=access_log_format == "json",
+            metrics=metrics,
         )
     except BaseException:
         store.close()
@@ -243,7 +270,9 @@ def serve(
         _fewer_malloc_arenas()
         shown = f"[{address}]" if family == socket.AF_INET6 else address
         bound = sock.getsockname()[1]
-        connections = Connections(limits, logged)
+        connections = Connections(limits, _refusals_json if access_log_format == "json" else logged)
+        if app.metrics is not None:
+            app.metrics.open_connections = lambda: len(connections.open)
         config = uvicorn.Config(
             app,
             http=connections.protocol,  # type: ignore[arg-type]  # a factory, called as the class would be

@@ -60,6 +60,7 @@ class PgServer:
         self.user = "postgres" if self.as_root else os.environ.get("USER", "postgres")
         self._names = itertools.count()
         self.running = False
+        self.options = ""
 
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
         command = [str(self.bin / args[0]), *args[1:]]
@@ -91,11 +92,24 @@ class PgServer:
         done = self._run(
             "pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "-o", options, "start"
         )
+        self.options = options
         if done.returncode != 0:
             log = self.log.read_text() if self.log.exists() else ""
             raise ServerUnavailable(f"the server did not start: {done.stderr.strip()} {log[-500:]}")
         self.running = True
         return self
+
+    def halt(self) -> None:
+        """Stop the server at once, keeping its files (:meth:`resume` starts it again)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start a server :meth:`halt` stopped, with the options it had."""
+        done = self._run(
+            "pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "-o", self.options, "start"
+        )
+        if done.returncode != 0:
+            raise ServerUnavailable(f"the server did not start again: {done.stderr.strip()}")
 
     def stop(self) -> None:
         """Stop the server (at once) and remove its files."""

@@ -51,6 +51,14 @@ from mnemosyne.model.version import VERSION
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 """Bytes a request body may hold by default (``mnemo serve --max-body``)."""
 
+READY_TIMEOUT = 2.0
+"""Seconds the store has to answer a readiness probe (``/v1/ready``)."""
+
+SEEN = "mnemo.seen"
+"""The ASGI scope key of a dict the API fills with what it learns of a request: its
+``route`` (template), ``recall`` (a search or context) and ``tenant`` (once its token
+checked out). Read by the metrics and the access log."""
+
 WORKERS = 32
 """Worker threads running requests' blocking work (searches and contexts: two per core at most)."""
 
@@ -133,6 +141,22 @@ class Tenants:
                 **{"www-authenticate": 'Bearer realm="mnemo", error="invalid_token"'},
             )
         return token
+
+    def reachable(self) -> str | None:
+        """None when the store answers a read now, else why not (the error's kind, no detail).
+
+        The detail (a PostgreSQL URL, a path) is for the operator's log, not for whoever asks.
+        """
+        try:
+            self.store.tenants()
+        except Exception as error:  # whatever the backend raises: not ready, never a 500
+            return f"the store cannot be read ({type(error).__name__})"
+        return None
+
+    def open_repos(self) -> dict[str, Repo]:
+        """The tenants whose handles are open, by name."""
+        with self._lock:
+            return dict(self._repos)
 
     def close(self) -> None:
         """Close every tenant's handle, then the store."""
@@ -246,6 +270,7 @@ class Api:
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.openapi: bytes | None = None
         self.recall_limiter: asyncio.Semaphore | None = None
+        self.probe: asyncio.Future[str | None] | None = None
         # A pool of its own rather than anyio's: run_in_executor hands work over in about
         # three quarters of the time (bench/serve_load.py measures the hop against the floor).
         self.pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="mnemo-serve")
@@ -255,23 +280,31 @@ class Api:
         method = scope["method"]
         headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or [])
         label = "?"
+        seen: dict[str, Any] = scope.get(SEEN, {})  # what the metrics and access log learn of it
         try:
             segments = segments_of(scope.get("raw_path") or scope["path"].encode())
             if segments[:1] != ["v1"]:
                 raise HttpError(404, NotFound, "no such route (the API is under /v1; see /v1/openapi.json)")
             if segments == ["v1", "health"]:
+                seen["route"] = "GET /v1/health"
                 response = json_response(200, {"status": "ok", "version": VERSION})
+            elif segments == ["v1", "ready"]:
+                seen["route"] = "GET /v1/ready"
+                response = await self._readiness()
             elif segments == ["v1", "openapi.json"]:
+                seen["route"] = "GET /v1/openapi.json"
                 response = Response(
                     200, [(b"content-type", JSON), (b"cache-control", b"no-store")], self._openapi()
                 )
             elif segments == ["v1", "whoami"]:
+                seen["route"] = "GET /v1/whoami"
                 whom = await self.in_thread(self.tenants.authenticate, headers)
                 response = json_response(200, whom)
                 response.headers.append((b"x-mnemo-max-body", str(self.max_body).encode()))
             else:
                 route, params = match(method, segments)
                 label = f"{route.method} {route.path}"
+                seen["route"], seen["recall"] = label, route.recall
                 query = query_of(route, scope.get("query_string") or b"")
                 token: Token | None = None
                 raw = b""
@@ -282,7 +315,7 @@ class Api:
                         # and commit another trip to a worker thread, about a millisecond.)
                         token = await self.in_thread(self.tenants.authenticate, headers)
                     raw = await self._body(receive, headers)
-                work = functools.partial(self._run, route, params, query, raw, headers, token)
+                work = functools.partial(self._run, route, params, query, raw, headers, token, seen)
                 if route.recall:
                     async with self._recall_limiter():
                         response = await self.in_thread(self._timed, work)
@@ -315,6 +348,24 @@ class Api:
         if self.recall_limiter is None:
             self.recall_limiter = asyncio.Semaphore(2 * (os.cpu_count() or 1))
         return self.recall_limiter
+
+    async def _readiness(self) -> Response:
+        """``/v1/ready``: 200 when the store answers a read, 503 when it does not (in time).
+
+        Liveness (``/v1/health``) says the process answers; readiness says it can
+        serve, so a load balancer sends agents elsewhere while the store is out of
+        reach (a PostgreSQL server restarting). One probe at a time: a store that
+        hangs holds one worker thread, however often the balancer asks.
+        """
+        if self.probe is None or self.probe.done():
+            self.probe = asyncio.get_running_loop().run_in_executor(self.pool, self.tenants.reachable)
+        try:
+            reason = await asyncio.wait_for(asyncio.shield(self.probe), READY_TIMEOUT)
+        except TimeoutError:
+            reason = f"the store did not answer within {READY_TIMEOUT:g} s"
+        if reason is None:
+            return json_response(200, {"ready": True})
+        return json_response(503, {"ready": False, "reason": reason})
 
     def _openapi(self) -> bytes:
         if self.openapi is None:
@@ -376,6 +427,7 @@ class Api:
         raw: bytes,
         headers: list[tuple[bytes, bytes]],
         token: Token | None = None,
+        seen: dict[str, Any] | None = None,
     ) -> Response:
         """Check the token (unless checked already), call the handler and render its reply.
 
@@ -387,6 +439,8 @@ class Api:
         if tenant != token.tenant:
             # The same answer as for a tenant that does not exist: a token learns of no other.
             raise HttpError(404, NotFound, f"no tenant {tenant!r}")
+        if seen is not None:
+            seen["tenant"] = tenant  # its token checked out: a tenant of the store, never a stranger's guess
         if not allows(token.role, route.role):
             raise HttpError(
                 403,

@@ -196,6 +196,22 @@ def document() -> dict[str, Any]:
             **public,
         }
     }
+    readiness = {
+        "type": "object",
+        "properties": {"ready": {"type": "boolean"}, "reason": {"type": "string"}},
+        "required": ["ready"],
+    }
+    paths["/v1/ready"] = {
+        "get": {
+            "summary": "Whether the server can serve: the store answers a read now (no token needed).",
+            "operationId": "ready",
+            "responses": {
+                status: {"description": what, "content": {"application/json": {"schema": readiness}}}
+                for status, what in (("200", "Ready."), ("503", "The store cannot be read (in 2 s)."))
+            },
+            **public,
+        }
+    }
     paths["/v1/openapi.json"] = {
         "get": {
             "summary": "This document (no token needed).",
@@ -225,7 +241,7 @@ def document() -> dict[str, Any]:
             "title": "Mnemosyne",
             "version": VERSION,
             "description": "Version-controlled agent memory over HTTP (mnemo serve). Bodies and results are "
-            "the library's one JSON form; every request but /v1/health and /v1/openapi.json needs "
+            "the library's one JSON form; every request but /v1/health, /v1/ready and /v1/openapi.json needs "
             "'Authorization: Bearer TOKEN', a token reaching one tenant with one role (read, write, admin). "
             "MCP (streamable HTTP) is served at /mcp with the same tokens.",
         },

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from mnemosyne import InvalidInput, MnemoError, NotFound, Store
-from mnemosyne.integrations.server.asgi import DEFAULT_MAX_BODY, Api, Tenants
+from mnemosyne.integrations.server.asgi import DEFAULT_MAX_BODY, SEEN, Api, Tenants
 from mnemosyne.integrations.server.limits import Limits
+from mnemosyne.integrations.server.metrics import CONTENT_TYPE, Metrics, tenant_label
 from mnemosyne.integrations.server.responses import (
     Message,
     Receive,
+    Response,
     Scope,
     Send,
     error_response,
@@ -33,6 +37,8 @@ class ServedApp:
         api: the HTTP/JSON API.
         limits: the bounds it keeps (header fields, requests under way per token).
         access_log: where a line per request goes (never its token), or None.
+        json_log: whether those lines are JSON objects (else text).
+        metrics: what is counted for ``/metrics``, or None: not served, nothing counted.
     """
 
     def __init__(
@@ -42,12 +48,17 @@ class ServedApp:
         mcp: McpEndpoint | None,
         limits: Limits | None = None,
         access_log: Callable[[str], None] | None = None,
+        *,
+        json_log: bool = False,
+        metrics: Metrics | None = None,
     ) -> None:
         self.tenants = tenants
         self.api = api
         self.mcp = mcp
         self.limits = limits or Limits()
         self.access_log = access_log
+        self.json_log = json_log
+        self.metrics = metrics
         self.in_flight: dict[bytes, int] = {}  # by the Authorization header: requests under way
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -56,18 +67,19 @@ class ServedApp:
         if kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "http":
-            if self.access_log is None:
+            if self.access_log is None and self.metrics is None:
                 await self._bounded(scope, receive, send)
             else:
-                await self._logged(scope, receive, send)
+                await self._watched(scope, receive, send)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1003})
 
-    async def _logged(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Answer a request, then log one line of it: who, what, the status, how long (no header)."""
-        assert self.access_log is not None
+    async def _watched(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer a request, then count it and log one line of it: who, what, the status, how long."""
         started = time.perf_counter()
         status = 0
+        seen: dict[str, Any] = {}
+        scope[SEEN] = seen
 
         async def sending(message: Message) -> None:
             nonlocal status
@@ -78,14 +90,37 @@ class ServedApp:
         try:
             await self._bounded(scope, receive, sending)
         finally:
-            client = scope.get("client")
-            who = f"{client[0]}:{client[1]}" if client else "-"
-            target = scope.get("raw_path") or scope["path"].encode()
-            if scope.get("query_string"):
-                target += b"?" + scope["query_string"]
-            shown = target.decode("latin-1").encode("unicode_escape").decode("ascii")  # one line, always
-            spent = (time.perf_counter() - started) * 1e3
-            self.access_log(f'{who} - "{scope["method"]} {shown}" {status or "-"} {spent:.2f}ms')
+            spent = time.perf_counter() - started
+            route = seen.get("route", "other")
+            tenant: str | None = seen.get("tenant")
+            if self.metrics is not None:
+                self.metrics.answered(route, status, tenant, spent, seen.get("recall", False))
+            if self.access_log is not None:
+                self._log(scope, status, spent, route, tenant)
+
+    def _log(self, scope: Scope, status: int, spent: float, route: str, tenant: str | None) -> None:
+        """One line of the access log: text, or a JSON object (``--access-log-format json``)."""
+        assert self.access_log is not None
+        client = scope.get("client")
+        who = f"{client[0]}:{client[1]}" if client else "-"
+        target = scope.get("raw_path") or scope["path"].encode()
+        if scope.get("query_string"):
+            target += b"?" + scope["query_string"]
+        if self.json_log:
+            entry = {
+                "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                "client": who,
+                "method": scope["method"],
+                "target": target.decode("latin-1"),
+                "route": route,
+                "status": status or None,
+                "ms": round(spent * 1e3, 2),
+                "tenant": tenant_label(tenant) if tenant is not None else None,
+            }
+            self.access_log(json.dumps(entry, ensure_ascii=True, separators=(",", ":")))
+            return
+        shown = target.decode("latin-1").encode("unicode_escape").decode("ascii")  # one line, always
+        self.access_log(f'{who} - "{scope["method"]} {shown}" {status or "-"} {spent * 1e3:.2f}ms')
 
     async def _bounded(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer a request within the bounds: its header fields counted, its token's requests under way."""
@@ -119,14 +154,30 @@ class ServedApp:
                 del self.in_flight[key]
 
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """A request to the API or to MCP."""
-        if scope["path"] not in ("/mcp", "/mcp/"):
+        """A request to the API, to MCP, or for the metrics."""
+        if scope["path"] == "/metrics" and self.metrics is not None:
+            await self._scrape(scope, send)
+        elif scope["path"] not in ("/mcp", "/mcp/"):
             await self.api(scope, receive, send)
         elif self.mcp is None:
             response = error_response(404, NotFound, "MCP is not served here: it needs the 'mcp' extra")
             await send_response(response, send)
         else:
+            scope.get(SEEN, {})["route"] = "POST /mcp"
             await self.mcp(scope, receive, send)
+
+    async def _scrape(self, scope: Scope, send: Send) -> None:
+        """``/metrics``: the counts, and the recall backlog of every open tenant, read now."""
+        assert self.metrics is not None
+        scope.get(SEEN, {})["route"] = "GET /metrics"
+        if scope["method"] not in ("GET", "HEAD"):
+            response = error_response(405, InvalidInput, "/metrics takes GET", {"allow": "GET"})
+        else:
+            pending = await self.api.in_thread(_pending, self.tenants)
+            # Rendered here, on the event loop that counts: the counts never change under it.
+            page = self.metrics.render(pending)
+            response = Response(200, [(b"content-type", CONTENT_TYPE), (b"cache-control", b"no-store")], page)
+        await send_response(response, send)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         await receive()  # lifespan.startup
@@ -144,6 +195,17 @@ class ServedApp:
         self.tenants.close()
 
 
+def _pending(tenants: Tenants) -> dict[str, int]:
+    """Versions each open tenant's recall index has yet to take in (a tenant that fails is left out)."""
+    found = {}
+    for name, repo in tenants.open_repos().items():
+        try:
+            found[name] = repo.pending_recall().versions
+        except MnemoError:
+            continue  # dropped meanwhile, or the store out of reach: /v1/ready says so
+    return found
+
+
 def build_app(
     store: Store,
     *,
@@ -153,6 +215,8 @@ def build_app(
     log: Callable[[str], None] | None = None,
     limits: Limits | None = None,
     access_log: Callable[[str], None] | None = None,
+    json_log: bool = False,
+    metrics: bool = False,
 ) -> ServedApp:
     """The application serving ``store``: every tenant, each reached by its tokens.
 
@@ -165,11 +229,15 @@ def build_app(
         limits: the bounds on header fields and each token's requests under way
             (the connection bounds are kept by :mod:`.connections`).
         access_log: where a line per request goes (never its token), or None: none.
+        json_log: whether access-log lines are JSON objects (else text).
+        metrics: whether requests are counted and ``/metrics`` served (no token asked: see docs/serving.md).
     """
     tenants = Tenants(store, embedder=embedder)
     api = Api(tenants, max_body=max_body, log=log)
+    watched = Metrics() if metrics else None
     try:
         from mnemosyne.integrations.server.mcp_http import McpEndpoint
     except ImportError:
-        return ServedApp(tenants, api, None, limits, access_log)
-    return ServedApp(tenants, api, McpEndpoint(tenants, host=host), limits, access_log)
+        return ServedApp(tenants, api, None, limits, access_log, json_log=json_log, metrics=watched)
+    mcp = McpEndpoint(tenants, host=host)
+    return ServedApp(tenants, api, mcp, limits, access_log, json_log=json_log, metrics=watched)
