@@ -139,8 +139,7 @@ def test_commit_from_a_file_or_stdin_that_never_ends_is_refused_with_exit_2(tmp_
 
 def _lines_through(payload: bytes, limit: int) -> tuple[list[str], list[Any]]:
     """What :class:`CheckedLines` passes on from ``payload``, and the errors it answers."""
-    pytest.importorskip("mcp")
-    from mnemosyne.integrations.mcp_stdio import CheckedLines
+    from mnemosyne.integrations.mcp_stdio import CheckedLines  # the mcp extra: make test installs it
 
     class Answers:
         def __init__(self) -> None:
@@ -218,7 +217,6 @@ def test_mcp_lines_are_bounded_and_what_cannot_be_a_message_is_answered() -> Non
 
 @pytest.mark.slow  # a real mnemo mcp process
 def test_mnemo_mcp_over_stdio_answers_every_line_and_keeps_serving(tmp_path: Path) -> None:
-    pytest.importorskip("mcp")
     store = str(tmp_path / "s")
     assert mnemo("init", store).returncode == 0
     server = subprocess.Popen(

@@ -20,7 +20,6 @@ bound to. :class:`~mnemosyne.api.repo.Repo`'s ``fetch``, ``push``, ``pull``,
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Mapping
 from datetime import datetime
@@ -39,9 +38,10 @@ from mnemosyne.admin.transfer import (
 )
 from mnemosyne.api._branch_service import BranchService
 from mnemosyne.api._handle import Clock, Handle
+from mnemosyne.api._remote_reach import connect, open_remote, token_file_path
 from mnemosyne.api.locations import Location, store_path
 from mnemosyne.api.store import Store
-from mnemosyne.errors import AccessDenied, InvalidInput, NotFound, RefConflict
+from mnemosyne.errors import InvalidInput, NotFound, RefConflict
 from mnemosyne.index.view import WriteView
 from mnemosyne.model.choices import MergeStrategy
 from mnemosyne.model.defaults import DEFAULT_AUTHOR, DEFAULT_BRANCH, DEFAULT_TENANT
@@ -72,7 +72,9 @@ def fetch(
     token_file: Location | None = None,
 ) -> SyncReport:
     """Bring in a remote's branches as remote-tracking refs (the work of :meth:`Repo.fetch`)."""
-    location, there, opened = _open(here, remote, other, readonly=True, token=token, token_file=token_file)
+    location, there, opened = open_remote(
+        here, remote, other, readonly=True, token=token, token_file=token_file
+    )
     try:
         tenants = _tenants(there, remote, handle, all_tenants)
         parts = [_fetch_tenant(here, handle, there, remote, tenant, author)[0] for tenant in tenants]
@@ -105,7 +107,9 @@ def push(
                 view.txn
             ):
                 raise NotFound(f"no branch named {name!r} to push")
-    location, there, opened = _open(here, remote, other, readonly=False, token=token, token_file=token_file)
+    location, there, opened = open_remote(
+        here, remote, other, readonly=False, token=token, token_file=token_file
+    )
     try:
         if all_tenants:
             _tenants(there, remote, handle, all_tenants)  # refused over HTTP
@@ -213,11 +217,11 @@ def clone(
         if token_file is not None:
             if not remote_config.is_http(location):
                 raise InvalidInput("a token file is for a store served over HTTP (mnemo serve)")
-            kept = _path_text(token_file)
+            kept = token_file_path(token_file)
         if remote_config.is_http(location):
             if all_tenants:
                 raise InvalidInput(_ONE_TENANT.format(what="clone", remote=location))
-            other = _connect(location, ORIGIN, token, kept)
+            other = connect(location, ORIGIN, token, kept)
             tenant = tenant or other.tenant
         else:
             if "://" not in location and Path(location).resolve() == target.resolve():
@@ -248,93 +252,6 @@ _ONE_TENANT = (
     "{remote} is served over HTTP, where a token reaches one tenant: {what} without --all-tenants "
     "(all_tenants), one tenant at a time, each with its own token"
 )
-
-
-def _open(
-    here: Store,
-    remote: str,
-    other: Store | None,
-    *,
-    readonly: bool,
-    token: str | None,
-    token_file: Location | None = None,
-) -> tuple[str, Store | HttpRemote, bool]:
-    """``(location as shown, the remote opened, whether this call opened it)`` of a remote.
-
-    Over HTTP the token is ``token``, else the one in ``token_file`` (this call's),
-    else the one in the remote's own token file.
-    """
-    remote_config.check_remote_name(remote)
-    given = _path_text(token_file) if token_file is not None else None
-    if other is not None:
-        known = {found.name: found.location for found in here.remotes()}.get(remote)
-        return known or other.where, other, False
-    location = here.remote_location(remote)
-    if remote_config.is_http(location):
-        kept = next((found.token_file for found in here.remotes() if found.name == remote), None)
-        return location, _connect(location, remote, token, given or kept), True
-    if given is not None:
-        raise InvalidInput(f"remote {remote!r} is not served over HTTP: a token file is for one that is")
-    return remote_config.shown(location), Store.open(location, readonly=readonly), True
-
-
-def _connect(url: str, remote: str, token: str | None, token_file: str | None) -> HttpRemote:
-    """The served store at ``url``, reached with ``token``, else the one in ``token_file``.
-
-    Raises:
-        AccessDenied: no token given, or the server does not honour it.
-        InvalidInput: a token file that cannot be read, or httpx is not installed.
-        NotFound: nothing answers at ``url``.
-    """
-    if token is not None and not isinstance(token, str):
-        raise InvalidInput(f"token must be text, not {type(token).__name__}")
-    if token is None:
-        if token_file is None:
-            raise AccessDenied(
-                f"remote {remote!r} ({url}) is served over HTTP and needs a token: give the command "
-                "--token-file PATH, set MNEMO_TOKEN, or give the remote a token file (remote add NAME URL "
-                "--token-file PATH); in Python, token= or token_file="
-            )
-        token = _read_token(remote, token_file)
-    try:
-        from mnemosyne.admin.http_remote import HttpRemote
-    except ImportError:
-        raise InvalidInput(
-            f"remote {remote!r} is served over HTTP, which needs httpx: pip install 'mnemosyne[client]'"
-        ) from None
-    return HttpRemote(url, token, name=remote)
-
-
-MAX_TOKEN_FILE = 64 * 1024
-"""Most bytes read from a token file: a token is a line; a larger file is not one."""
-
-
-def _read_token(remote: str, path: str) -> str:
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_TOKEN_FILE + 1)
-    except OSError as error:
-        raise InvalidInput(
-            f"remote {remote!r}: cannot read its token file {path}: {error.strerror}"
-        ) from None
-    if len(raw) > MAX_TOKEN_FILE:
-        raise InvalidInput(f"remote {remote!r}: its token file {path} is larger than a token file can be")
-    try:
-        text = raw.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        raise InvalidInput(f"remote {remote!r}: its token file {path} is not text") from None
-    if not text:
-        raise InvalidInput(f"remote {remote!r}: its token file {path} is empty")
-    return text
-
-
-def _path_text(path: Location) -> str:
-    if not isinstance(path, str | os.PathLike) or not os.fspath(path):
-        raise InvalidInput("token_file must be the path of a file")
-    text = os.path.abspath(os.fspath(path))
-    if not Path(text).is_file():
-        raise InvalidInput(f"token file {text}: no such file")
-    return str(text)
 
 
 def _tenants(there: Store | HttpRemote, remote: str, handle: Handle, all_tenants: bool) -> list[str]:
