@@ -447,6 +447,21 @@ MOVED_DOCSTRINGS = {
     "pull": "b8744329d2615585",
     "push": "d02ce8dbedc32f08",
     "remote_branches": "43fd0a1752b81f7f",
+    # The branch group, moved onto BranchService (its texts checked equal to Repo's before).
+    "branches": "390213cde5685714",
+    "tip": "c167bd575189d4f4",
+    "freshness": "319286c6f6b67a96",
+    "branch_tips": "ddfd58a524a80662",
+    "thread_branch": "ac183bb4767a5b8f",
+    "thread": "5b8ab38a2530a30c",
+    "threads": "44778e994c4a778c",
+    "branch": "aec2191d21ac2713",
+    "delete_branch": "a9d1fb5c9079e892",
+    "switch": "8665184bf5c84da4",
+    "reset": "d59bceb994adcbd9",
+    "merge": "efd06fa7c222eead",
+    "is_ancestor": "eeee0a718e4a7950",
+    "bisect": "1816fa4924fd2b84",
 }
 """The first 16 hex digits of the SHA-256 of ``inspect.getdoc`` of each moved method, before the split."""
 

@@ -167,7 +167,12 @@ def pull(
         shadowed = view.refs.exists(view.txn, BRANCH_PREFIX + tracking)
     source = REMOTE_PREFIX + tracking if shadowed else tracking
     merged = BranchService(handle).merge(
-        source, None, resolutions, strategy, message, author, allow_unrelated
+        source,
+        resolutions=resolutions,
+        strategy=strategy,
+        message=message,
+        author=author,
+        allow_unrelated_histories=allow_unrelated,
     )
     return PullReport(fetch=fetched, merge=merged)
 

@@ -29,7 +29,7 @@ parameter so record time is testable.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -46,7 +46,7 @@ from mnemosyne.api._renamed_keywords import UNSET, renamed
 from mnemosyne.api._repo_remotes import RemoteOps
 from mnemosyne.api.locations import Location
 from mnemosyne.api.store import Store
-from mnemosyne.model.choices import ClaimPolicy, MergeStrategy, SearchMode
+from mnemosyne.model.choices import ClaimPolicy, SearchMode
 from mnemosyne.model.defaults import (
     CONTEXT_BUDGET,
     CONTEXT_K,
@@ -59,7 +59,6 @@ from mnemosyne.model.defaults import (
 from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE
 
 if TYPE_CHECKING:
-    from mnemosyne.history.branches import Resolution
     from mnemosyne.history.revisions import Rev
     from mnemosyne.model.objects import Commit, Node, Redaction
     from mnemosyne.model.reports import ForgetReport, FsckReport, GcReport
@@ -70,16 +69,13 @@ if TYPE_CHECKING:
         Contradiction,
         Diff,
         Fact,
-        Freshness,
         History,
         Hit,
-        MergeResult,
         PendingRecall,
         ReadRecord,
         TimelineChange,
         Version,
     )
-    from mnemosyne.model.thread_names import Thread
     from mnemosyne.model.times import TimeLike
     from mnemosyne.recall.embedders import Embedder
     from mnemosyne.store.kv.base import KV
@@ -577,170 +573,27 @@ class Repo(Resource):
         """
         return self._history.contradictions(renamed("ref", "at", ref, at), recorded)
 
-    # -- branches ------------------------------------------------------------
+    # -- branches: the methods of BranchService (api/_branch_service.py), docstrings included --
 
     @property
     def head(self) -> str:
         """The name of the current branch."""
         return self._branches.head()
 
-    def branches(self) -> list[str]:
-        """Names of the branches that have commits, sorted."""
-        return self._branches.names()
-
-    def tip(self, branch: str) -> str | None:
-        """The id of the commit at ``branch``'s tip, read without reading the commit.
-
-        A cheap check of whether a branch moved (objects never change, so what was
-        read at one tip stays true while the tip stays). None when the branch does
-        not exist or has no commits yet.
-
-        Raises:
-            InvalidInput: ``branch`` is not a valid branch name.
-        """
-        return self._branches.tip(branch)
-
-    def freshness(self, branch: str) -> Freshness:
-        """:meth:`tip` and :meth:`erasures` together, from one snapshot in one read.
-
-        What a face that keeps what it read checks before serving it again: while
-        both are unchanged, nothing it kept has moved or been erased (one round
-        trip on PostgreSQL, where asking each apart costs two).
-
-        Raises:
-            InvalidInput: ``branch`` is not a valid branch name.
-        """
-        return self._branches.freshness(branch)
-
-    def branch_tips(self) -> list[tuple[str, Commit]]:
-        """Each branch with the commit at its tip, sorted by name."""
-        return self._branches.tips()
-
-    def thread_branch(self, thread_id: str) -> str:
-        """The branch that holds the LangGraph thread ``thread_id``, or that would.
-
-        ``threads/`` and the id when it is plain (``chat-7``), else the id escaped,
-        readable and reversible (``user@example.com`` → ``threads/_user_40example.com``;
-        see docs/langgraph.md, "Finding a thread"). A thread written before that
-        naming (``threads/_`` and a digest of the id) is found under its old name,
-        and stays there. A plain id is answered without reading the store.
-
-        Raises:
-            InvalidInput: ``thread_id`` is not text.
-        """
-        return self._branches.thread_branch(thread_id)
-
-    def thread(self, thread_id: str) -> Thread:
-        """The LangGraph thread ``thread_id``: its branch and the commit at its tip.
-
-        Raises:
-            NotFound: the tenant has no such thread (the message names the branch it would have).
-            InvalidInput: ``thread_id`` is not text.
-        """
-        return self._branches.thread(thread_id)
-
-    def threads(self) -> list[Thread]:
-        """Every LangGraph thread of the tenant (a branch ``threads/<segment>``), by branch name.
-
-        Each with its id: read back from the branch name, or, when the name holds a
-        digest (an id escaped past 80 characters, or a name from before the
-        readable naming), from a checkpoint on the branch.
-        """
-        return self._branches.threads()
-
-    def branch(
-        self,
-        name: str,
-        *,
-        at: Rev | None = None,
-        orphan: bool = False,
-        author: str = DEFAULT_AUTHOR,
-        start: Rev | None = UNSET,
-    ) -> Commit | None:
-        """Create branch ``name`` at revision ``at`` (default: HEAD); return the commit it starts at.
-
-        From HEAD on a branch with no commits yet, the new branch has none either
-        (as ``git switch -c`` does) and None is returned: the first commit on it
-        starts it. An ``orphan`` branch has no commits whatever HEAD has (as
-        ``git switch --orphan``): its first commit starts an unrelated history.
-        ``start=`` is the old name of ``at=``.
-
-        Raises:
-            InvalidInput: a bad name, the branch exists, or ``orphan`` with ``at``.
-            NotFound: ``at`` does not resolve.
-        """
-        return self._branches.create(name, renamed("start", "at", start, at), author, orphan)
-
-    def delete_branch(self, name: str, *, author: str = DEFAULT_AUTHOR) -> Commit | None:
-        """Delete a branch; return the commit it pointed at (None: it had none). Its reflog stays.
-
-        Raises:
-            NotFound: no such branch.
-            InvalidInput: it is the current branch.
-        """
-        return self._branches.delete(name, author)
-
-    def switch(self, name: str) -> None:
-        """Make ``name`` the current branch.
-
-        Raises:
-            NotFound: no such branch.
-        """
-        self._branches.switch(name)
-
-    def reset(self, branch: str, to: Rev, *, author: str = DEFAULT_AUTHOR) -> Commit:
-        """Move ``branch`` to revision ``to`` (reflogged, so as-of reads stay honest)."""
-        return self._branches.reset(branch, to, author)
-
-    def merge(
-        self,
-        source: Rev,
-        *,
-        into: str | None = None,
-        resolutions: Mapping[str, Resolution] | None = None,
-        strategy: MergeStrategy | None = None,
-        message: str | None = None,
-        author: str = DEFAULT_AUTHOR,
-        allow_unrelated_histories: bool = False,
-    ) -> MergeResult:
-        """Merge revision ``source`` into branch ``into`` (default: the current branch).
-
-        Fast-forwards when possible; otherwise merges three ways per id against the
-        merge base (see :mod:`mnemosyne.history.merge` for the table). With conflicts
-        and no resolutions nothing is written and ``commit`` is None: call again with
-        ``resolutions`` ({id: "ours" | "theirs" | "base" | "delete" | Node}) or a
-        ``strategy`` ("ours" | "theirs") for every conflict.
-
-        Histories with no commit in common (another store's, an orphan branch's)
-        are refused, as git refuses them, unless ``allow_unrelated_histories``:
-        then each id is merged against an empty base. A branch with no commits
-        yet is not unrelated to anything: it fast-forwards.
-
-        Raises:
-            MergeConflict: resolutions name ids not in conflict, or leave some unresolved.
-            NotFound: ``source`` or ``into`` does not exist.
-            InvalidInput: the histories are unrelated and ``allow_unrelated_histories`` is off.
-        """
-        return self._branches.merge(
-            source, into, resolutions, strategy, message, author, allow_unrelated_histories
-        )
-
-    def is_ancestor(self, ancestor: Rev, descendant: Rev) -> bool:
-        """Whether revision ``ancestor`` is reachable from ``descendant`` (or is it)."""
-        return self._branches.is_ancestor(ancestor, descendant)
-
-    def bisect(self, predicate: Callable[[Commit], bool], good: Rev, bad: Rev) -> Commit:
-        """The first commit after ``good`` on ``bad``'s first-parent line where ``predicate`` holds.
-
-        Binary search: about log2(n) evaluations of ``predicate`` for n commits
-        between the two, found through skip pointers without walking them all.
-        ``predicate`` receives a commit; read the memory there with ``at=commit``.
-
-        Raises:
-            InvalidInput: ``good`` is not a first-parent ancestor of ``bad``, the
-                predicate is false at ``bad`` or already true at ``good``.
-        """
-        return self._branches.bisect(predicate, good, bad)
+    branches = delegate(BranchService.branches, via="_branches")
+    tip = delegate(BranchService.tip, via="_branches")
+    freshness = delegate(BranchService.freshness, via="_branches")
+    branch_tips = delegate(BranchService.branch_tips, via="_branches")
+    thread_branch = delegate(BranchService.thread_branch, via="_branches")
+    thread = delegate(BranchService.thread, via="_branches")
+    threads = delegate(BranchService.threads, via="_branches")
+    branch = delegate(BranchService.branch, via="_branches")
+    delete_branch = delegate(BranchService.delete_branch, via="_branches")
+    switch = delegate(BranchService.switch, via="_branches")
+    reset = delegate(BranchService.reset, via="_branches")
+    merge = delegate(BranchService.merge, via="_branches")
+    is_ancestor = delegate(BranchService.is_ancestor, via="_branches")
+    bisect = delegate(BranchService.bisect, via="_branches")
 
     # -- recall --------------------------------------------------------------
 
