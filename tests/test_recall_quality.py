@@ -17,9 +17,11 @@ from hypothesis import strategies as st
 from support.tiers import examples
 
 from mnemosyne import Claim, HashEmbedder, Node, Repo
+from mnemosyne.recall import search as search_module
 from mnemosyne.recall import text as text_module
 from mnemosyne.recall.embedders import SentenceMean, query_vectors, sentences
 from mnemosyne.recall.fusion import beside, fuse, numbered
+from mnemosyne.recall.timing import asks_when, names_a_time
 from mnemosyne.store.kv.base import Space
 
 MAY = datetime(2026, 5, 8, 13, 56, tzinfo=UTC)
@@ -340,3 +342,85 @@ def test_a_read_only_handle_searches_an_unstemmed_index_in_its_own_terms(tmp_pat
         assert [h.id for h in reader.search("researching agencies")] == ["m/1"]
     with Repo.open(path, embedder="none") as writer:  # re-indexes, stemmed
         assert [h.id for h in writer.search("research agency")] == ["m/1"]
+
+
+# -- questions that ask when --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("When did Mira move to Lisbon?", True),
+        ("how long has Bo painted", True),
+        ("What year did they marry?", True),
+        ("So when did the bakery close?", True),
+        ("Did Mira move to Lisbon?", False),
+        ("What does Bo paint when it rains?", False),
+    ],
+)
+def test_a_question_asks_when_by_its_words(question: str, asks: bool) -> None:
+    assert asks_when(question) is asks
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("We moved last May, in 2022.", True),
+        ("Yesterday the bakery closed.", True),
+        ("Three weeks ago I started.", True),
+        ("On Saturday we hiked.", True),
+        ("You may come along.", False),  # the verb, not the month
+        ("I have 3 cats and 12 plants.", False),
+    ],
+)
+def test_a_text_names_a_time_by_its_words(text: str, names: bool) -> None:
+    assert names_a_time(text) is names
+
+
+def when_chat(repo: Repo, first: str, answer: str) -> None:
+    chat(
+        repo, [first, "Bo: I adopted a cat.", "Bo: Pottery is fun.", "Mira: The bakery closed.", "Bo: Porto!"]
+    )
+    chat(repo, ["Bo: I painted the fence.", "Mira: The garden is green.", "Bo: My sister called.", answer], 2)
+
+
+def test_a_question_that_asks_when_finds_the_memory_that_names_the_time(monkeypatch) -> None:
+    repo = Repo.in_memory(embedder="hash")
+    when_chat(repo, "Mira: Moving to Lisbon, Lisbon!", "Mira: We moved to Lisbon in March.")
+    assert [h.id for h in repo.search("When did Mira move to Lisbon?", k=1)] == ["chat/s2/t4"]
+    # A question that does not ask when is not lifted: the closer wording wins.
+    assert [h.id for h in repo.search("Did Mira move to Lisbon?", k=1)] == ["chat/s1/t1"]
+    # Before: nothing lifted the memory naming the time, and the one repeating the topic won.
+    monkeypatch.setattr(search_module, "TIME_WEIGHT", 0.0)
+    assert [h.id for h in repo.search("When did Mira move to Lisbon?", k=1)] == ["chat/s1/t1"]
+
+
+def test_the_lift_reads_only_the_version_in_force() -> None:
+    repo = Repo.in_memory(embedder="hash")
+    when_chat(repo, "Mira: Moving to Lisbon, Lisbon!", "Mira: We moved to Lisbon in March.")
+    repo.commit(
+        [
+            Node(
+                id="chat/s2/t4",
+                content="Mira: We moved to Lisbon with the whole family, the piano and the dog.",
+            )
+        ],
+        message="corrected",
+    )
+    current = repo.get("chat/s2/t4")
+    hits = repo.search("When did Mira move to Lisbon?", k=5)
+    # The corrected version names no time: it is not lifted above the other, and the old one never comes back.
+    assert hits[0].id == "chat/s1/t1"
+    assert [h.hash for h in hits if h.id == "chat/s2/t4"] == [current.hash]
+
+
+@settings(max_examples=examples(50), deadline=None)
+@given(scores=st.lists(st.floats(0.01, 50), min_size=1, max_size=8), chosen=st.sets(st.integers(0, 7)))
+def test_a_lift_adds_its_weight_to_the_lifted_candidates_alone(scores: list[float], chosen: set[int]) -> None:
+    lex = sorted(((f"l{i}".encode(), f"n/x{i}", s) for i, s in enumerate(scores)), key=lambda t: -t[2])
+    plain = {f.oid: f.score for f in fuse(lex, [], neighbours=0)}
+    lifted = fuse(lex, [], neighbours=0, lifted=lambda oid: int(oid[1:]) in chosen, lift=0.1)
+    assert {f.oid for f in lifted} == set(plain)
+    for f in lifted:
+        gained = 0.1 if int(f.oid[1:]) in chosen else 0.0
+        assert f.score == pytest.approx(plain[f.oid] + gained)

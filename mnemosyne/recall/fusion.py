@@ -19,6 +19,7 @@ did not accept.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import msgspec
 
@@ -79,10 +80,15 @@ def fuse(
     lexical_weight: float = LEXICAL_WEIGHT,
     neighbours: int = NEIGHBOURS,
     neighbour_weight: float = NEIGHBOUR_WEIGHT,
+    lifted: Callable[[bytes], bool] | None = None,
+    lift: float = 0.0,
 ) -> list[Fused]:
     """The candidates of both rankings, best first.
 
     Equal scores stay in the order the lexical, then the semantic ranking gave them.
+    Candidates for which ``lifted(node hash)`` is true gain ``lift`` after their
+    neighbours' share (a question that asks when lifts the memories that name a
+    time, :mod:`mnemosyne.recall.timing`); ``lifted`` is asked of candidates only.
 
     A ranking that is empty gives no share: one ranking alone keeps its order
     (neighbours aside).
@@ -106,6 +112,10 @@ def fuse(
         entry.base = entry.score = weights[0] * entry.lexical + weights[1] * entry.semantic
     if neighbours > 0 and neighbour_weight > 0:
         _add_neighbours(list(found.values()), neighbours, neighbour_weight)
+    if lifted is not None and lift:
+        for oid, entry in found.items():
+            if lifted(oid):
+                entry.score += lift
     # Stable: equal scores keep the rankings' own order (each breaks its ties by hash).
     order = sorted(found.items(), key=lambda item: -item[1].score)
     return [Fused(oid, e.id, e.score, e.lexical_rank, e.semantic_rank) for oid, e in order]

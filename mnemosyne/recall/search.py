@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import math
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -35,6 +36,7 @@ from mnemosyne.recall.recall_index import RecallIndex
 from mnemosyne.recall.scope import Scoping, permitted
 from mnemosyne.recall.semantic import semantic as semantic_search
 from mnemosyne.recall.text import text_of, words
+from mnemosyne.recall.timing import TIME_WEIGHT, asks_when, names_a_time
 
 CHARS_PER_TOKEN = 4
 """Token estimate for context budgets: one token per 4 characters, rounded up."""
@@ -254,7 +256,8 @@ def search(
         else []
     )
     if mode == "hybrid":
-        best = fuse(lexical, semantic)[:k]
+        timed = _names_a_time(view, loaded) if asks_when(query) else None
+        best = fuse(lexical, semantic, lifted=timed, lift=TIME_WEIGHT)[:k]
     else:  # one ranking: its own scores
         lexical_mode = mode == "lexical"
         best = [
@@ -286,6 +289,21 @@ def search(
             )
         )
     return hits
+
+
+def _names_a_time(view: View, loaded: dict[bytes, Node]) -> Callable[[bytes], bool]:
+    """Whether a candidate's text names a time, its node read (and kept in ``loaded``) if not yet."""
+
+    def timed(oid: bytes) -> bool:
+        node = loaded.get(oid)
+        if node is None:
+            try:
+                node = loaded[oid] = view.node(oid)
+            except NotFound:
+                return False  # gone since it was ranked: the walk below searches again strictly
+        return names_a_time(text_of(node))
+
+    return timed
 
 
 FRAGMENT_WORDS = 12
