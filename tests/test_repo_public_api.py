@@ -462,6 +462,16 @@ MOVED_DOCSTRINGS = {
     "merge": "efd06fa7c222eead",
     "is_ancestor": "eeee0a718e4a7950",
     "bisect": "1816fa4924fd2b84",
+    # Recall, erasure and maintenance, moved onto RecallService, ErasureService and MaintenanceService.
+    "search": "1c2ec973623af89f",
+    "context": "ed3eca6f18c35ea6",
+    "reads": "314a74148bfe92e0",
+    "forget": "748594d1e180b18c",
+    "forget_expired": "d9dce4f4fb513ca9",
+    "redactions": "bde560ce3767280f",
+    "erasures": "576867b8924ee4bb",
+    "fsck": "4a8250a2383f9adf",
+    "reindex": "b096f5921d450853",
 }
 """The first 16 hex digits of the SHA-256 of ``inspect.getdoc`` of each moved method, before the split."""
 

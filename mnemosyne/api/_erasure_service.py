@@ -13,6 +13,7 @@ import msgspec
 
 from mnemosyne.api._handle import Handle
 from mnemosyne.errors import InvalidInput
+from mnemosyne.model.defaults import DEFAULT_AUTHOR, EXPIRED_REASON
 from mnemosyne.model.objects import Redaction
 from mnemosyne.model.reports import CompactReport, ForgetReport, GcReport
 from mnemosyne.model.validation import check_id, is_full_hash
@@ -25,8 +26,43 @@ class ErasureService:
         self._handle = handle
         self._compact = compact
 
-    def forget(self, ids: str | Iterable[str], reason: str, author: str, version: str | None) -> ForgetReport:
-        """The work of :meth:`Repo.forget`."""
+    def forget(
+        self,
+        id: str | Iterable[str],
+        reason: str,
+        *,
+        author: str = DEFAULT_AUTHOR,
+        version: str | None = None,
+    ) -> ForgetReport:
+        """Erase for real: delete the bytes of every version of ``id`` (or of one version).
+
+        Content, provenance and meta of each erased version leave the object store
+        and the derived indexes; an append-only redaction record (hash, time, author,
+        reason) takes its place. Trees and commits keep the hash, so history still
+        verifies; reading an erased version raises ``Redacted``. The current branch
+        drops the id in a normal commit when its version there was erased. Freed
+        pages keep old bytes until ``gc(compact=True)`` rewrites the file.
+
+        Args:
+            id: the node id (ids are keys and stay; personal data belongs in content),
+                or several (a list, or any iterable such as :meth:`ids`): erased
+                together in one transaction (all or nothing; an id with no versions
+                erases none) and dropped in one commit.
+            reason: why, kept in the redaction record.
+            author: who, kept in the redaction record.
+            version: one version's hash (or a unique prefix of at least 4 hex
+                characters) to erase just that one (of a single id).
+
+        Returns:
+            The redaction records made now, the first records of versions erased
+            before (``already_erased``), and the commit that dropped the ids.
+
+        Raises:
+            NotFound: an id has no such version in this tenant (nothing is erased).
+            InvalidInput: no id, no reason, ``version`` with several ids, or an
+                ambiguous version prefix.
+        """
+        ids = id
         if isinstance(ids, str):
             wanted = [ids]
         elif isinstance(ids, Iterable) and not isinstance(ids, bytes | bytearray | Mapping):
@@ -53,7 +89,15 @@ class ErasureService:
         )
 
     def redactions(self, hashes: Iterable[str]) -> dict[str, Redaction]:
-        """The work of :meth:`Repo.redactions`."""
+        """The redaction records of those of ``hashes`` whose versions were erased, by hash.
+
+        One snapshot answers for all: a cheap check, for a face that keeps what it
+        read, that none of it has been erased since (erasure leaves the trees and
+        tips as they were).
+
+        Raises:
+            InvalidInput: a hash that is not 64 hex digits.
+        """
         wanted = list(hashes) if not isinstance(hashes, str) else [hashes]
         for value in wanted:
             if not is_full_hash(value):
@@ -67,12 +111,21 @@ class ErasureService:
         return found
 
     def erasures(self) -> int:
-        """The work of :meth:`Repo.erasures`."""
+        """A count that grows with every erasure in this tenant: one read, whatever it keeps.
+
+        Every version :meth:`forget` (or ``forget_expired``) erases adds one, and so
+        does every redaction record a restore or a remote brings; nothing takes
+        any away. A face that keeps what it read notes the count when it reads and
+        serves what it kept while both the count and :meth:`tip` are unchanged: a
+        cheaper check than :meth:`redactions` of everything kept, as erasure leaves
+        trees and tips as they were. A store made before the count existed starts
+        it at 0.
+        """
         with self._handle.read() as view:
             return view.objects.erasures(view.txn)
 
-    def forget_expired(self, reason: str, author: str) -> ForgetReport:
-        """The work of :meth:`Repo.forget_expired`."""
+    def forget_expired(self, reason: str = EXPIRED_REASON, *, author: str = DEFAULT_AUTHOR) -> ForgetReport:
+        """Erase every node version past its ``expires_at`` (judged by the store's clock)."""
         _check_reason(reason)
         from mnemosyne.admin import erase
 

@@ -21,8 +21,15 @@ class MaintenanceService:
         self._handle = handle
         self._index_location = index_location
 
-    def fsck(self, repair: bool) -> FsckReport:
-        """The work of :meth:`Repo.fsck`."""
+    def fsck(self, *, repair: bool = False) -> FsckReport:
+        """Re-hash every object; check refs, reflogs, commits, trees and every derived index.
+
+        With ``repair``, when the only problems are derived indexes out of date,
+        rebuild them and check again (``reindexed`` says how many entries).
+
+        Returns:
+            A report; ``ok`` is False when anything is wrong, and ``problems`` says what.
+        """
         from mnemosyne.store.kv.apart import apart  # pickle and a fork: loaded when fsck runs
 
         report = apart(self._handle.kv, lambda _: self._check())
@@ -63,7 +70,14 @@ class MaintenanceService:
             index_files.remove(location, scope)
 
     def reindex(self) -> int:
-        """The work of :meth:`Repo.reindex`: the commit graph, change and claim indexes, then recall."""
+        """Rebuild the derived indexes (commit graph, change and claim indexes) from the commits.
+
+        Queues every stored version for the recall indexes too (the next search
+        rebuilds their postings).
+
+        Returns:
+            The number of index entries written.
+        """
         from mnemosyne.index.build import reindex
         from mnemosyne.recall.recall_index import RecallIndex
 

@@ -18,6 +18,7 @@ from mnemosyne.errors import InvalidInput, StorageFull
 from mnemosyne.history.revisions import Rev
 from mnemosyne.index.view import View
 from mnemosyne.model.choices import KINDS, SEARCH_MODES, SearchMode
+from mnemosyne.model.defaults import CONTEXT_BUDGET, CONTEXT_K, SEARCH_K
 from mnemosyne.model.results import Context, Hit, PendingRecall, ReadRecord
 from mnemosyne.model.times import TimeLike, as_time
 from mnemosyne.model.validation import check_scope
@@ -101,19 +102,66 @@ class RecallService:
         self,
         query: str,
         *,
-        k: int,
-        at: Rev | None,
-        as_of: TimeLike | None,
-        prefix: str | None,
-        valid_at: TimeLike | None,
-        kind: str | None,
-        meta: dict[str, Any] | None,
-        mode: SearchMode,
-        run_id: str | None,
-        scope: Scope,
+        k: int = SEARCH_K,
+        at: Rev | None = None,
+        as_of: TimeLike | None = None,
+        prefix: str | None = None,
+        valid_at: TimeLike | None = None,
+        kind: str | None = None,
+        meta: dict[str, Any] | None = None,
+        mode: SearchMode = "hybrid",
+        run_id: str | None = None,
+        allowed_for: str | None = None,
+        max_sensitivity: str | None = None,
+        verified_within: timedelta | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> list[Hit]:
-        """The work of :meth:`Repo.search`."""
+        """Recall memories by words and meaning, from one snapshot only.
+
+        Hybrid by default: BM25 over the text and the words of the id, and cosine
+        similarity of embeddings (when an embedder is set), each scaled over what it
+        read and added; a memory gains from its numbered neighbours, and a question
+        that asks when lifts the memories that name a time (``docs/recall.md``).
+        Filters apply before ranking, so a hit is always the version current
+        in the snapshot read (default: HEAD; ``at``/``as_of`` as for ``get``):
+        never a deleted, superseded, expired or erased one. The answer is the exact
+        top ``k`` of the memories that pass every filter. Each hit's
+        ``confirmed_at`` says when its version was last confirmed.
+
+        Args:
+            query: what to look for.
+            k: how many hits at most.
+            at: a revision to search instead of HEAD.
+            as_of: search the branch as it was at this record time.
+            prefix: only ids under this namespace.
+            valid_at: claims must be in force at this valid time (notes pass).
+            kind: only ``note`` or only ``claim`` nodes.
+            meta: exact matches on meta keys.
+            mode: ``hybrid``, ``lexical`` or ``semantic`` (which needs an embedder).
+            run_id: record the versions returned in the read log under this id.
+            allowed_for: the use the memories are for: a memory whose
+                ``meta["allowed_for"]`` lists uses is returned only when this is one
+                of them; one without the list is returned too, unless the store
+                setting ``recall.require_allowed_for`` is ``true``.
+            max_sensitivity: the most sensitive level to return, on the store's
+                scale ``recall.sensitivity_levels`` (``public``, ``internal``,
+                ``personal``, ``restricted``); a memory's level is
+                ``meta["sensitivity"]``, ``recall.unlabeled_sensitivity``
+                (``internal``) when it has none, the most sensitive when it is off
+                the scale.
+            verified_within: leave out memories last confirmed (written, or
+                verified with :meth:`verify`) longer ago than this before ``as_of``
+                (else now).
+            progress: called with (done, total) after each batch while the search
+                first indexes what was written since the last one (a writable
+                handle does; :meth:`pending_recall` says how much that is).
+
+        Raises:
+            InvalidInput: a bad argument; ``max_sensitivity`` not on the scale.
+        """
+        scope = Scope(
+            allowed_for=allowed_for, max_sensitivity=max_sensitivity, verified_within=verified_within
+        )
         from mnemosyne.recall import search as recall_search
 
         _check_query(query, k)
@@ -143,18 +191,31 @@ class RecallService:
     def context(
         self,
         query: str,
+        budget_tokens: int = CONTEXT_BUDGET,
         *,
-        budget_tokens: int,
-        k: int,
-        at: Rev | None,
-        as_of: TimeLike | None,
-        prefix: str | None,
-        valid_at: TimeLike | None,
-        run_id: str | None,
-        scope: Scope,
+        k: int = CONTEXT_K,
+        at: Rev | None = None,
+        as_of: TimeLike | None = None,
+        prefix: str | None = None,
+        valid_at: TimeLike | None = None,
+        run_id: str | None = None,
+        allowed_for: str | None = None,
+        max_sensitivity: str | None = None,
+        verified_within: timedelta | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> Context:
-        """The work of :meth:`Repo.context`."""
+        """The smallest cited context for ``query`` that fits ``budget_tokens``.
+
+        The best memories (as ranked by :meth:`search`, hybrid) that fit, with claims
+        no longer in force last, each with its id and hash; tokens are estimated as
+        one per four characters. Hits and claim checks come from one snapshot.
+        ``Context.render()`` gives the text to put in a prompt. ``allowed_for``,
+        ``max_sensitivity``, ``verified_within`` and ``progress`` are as for
+        :meth:`search`.
+        """
+        scope = Scope(
+            allowed_for=allowed_for, max_sensitivity=max_sensitivity, verified_within=verified_within
+        )
         from mnemosyne.recall import search as recall_search
 
         if not isinstance(budget_tokens, int) or isinstance(budget_tokens, bool) or budget_tokens < 1:
@@ -185,7 +246,7 @@ class RecallService:
             return RecallIndex(self._handle.scope).pending(view, embedder)
 
     def reads(self, run_id: str) -> list[ReadRecord]:
-        """The work of :meth:`Repo.reads`."""
+        """What searches and contexts recorded under ``run_id`` returned, oldest first."""
         from mnemosyne.recall.reads import ReadLog
 
         _check_run_id_text(run_id, _LONGEST_STORED_RUN_ID)

@@ -15,10 +15,11 @@ full signature and docstring and delegates to the part that owns the job:
 - ``_remote_ops``: fetch, push, pull and a served transfer's answer
   (:class:`~mnemosyne.api._repo_remotes.RemoteOps`, over the remotes' porcelain).
 
-Two groups are stated where their work is (ADR 63): the remotes' methods are
-``RemoteOps``'s own, made ``Repo``'s by :func:`~mnemosyne.api._delegates.delegate`
-(signature and docstring included), and the opening class methods keep their
-signatures here and take their docstrings from :mod:`mnemosyne.api._repo_opening`.
+Most groups are stated where their work is (ADR 63): the methods of remotes,
+branches, search and context, erasure and upkeep are their parts' own, made
+``Repo``'s by :func:`~mnemosyne.api._delegates.delegate` (signature and docstring
+included), and the opening class methods keep their signatures here and take
+their docstrings from :mod:`mnemosyne.api._repo_opening`.
 ``help(Repo)`` shows every method as before.
 
 Returns data (Structs and iterators) and raises the :mod:`mnemosyne.errors`
@@ -41,38 +42,31 @@ from mnemosyne.api._erasure_service import ErasureService
 from mnemosyne.api._handle import Clock, Handle, Resource, system_clock
 from mnemosyne.api._history_service import HistoryService, Ids
 from mnemosyne.api._maintenance_service import MaintenanceService
-from mnemosyne.api._recall_service import RecallService, Scope
+from mnemosyne.api._recall_service import RecallService
 from mnemosyne.api._renamed_keywords import UNSET, renamed
 from mnemosyne.api._repo_remotes import RemoteOps
 from mnemosyne.api.locations import Location
 from mnemosyne.api.store import Store
-from mnemosyne.model.choices import ClaimPolicy, SearchMode
+from mnemosyne.model.choices import ClaimPolicy
 from mnemosyne.model.defaults import (
-    CONTEXT_BUDGET,
-    CONTEXT_K,
     DEFAULT_AUTHOR,
     DEFAULT_TENANT,
-    EXPIRED_REASON,
     GC_GRACE,
-    SEARCH_K,
 )
 from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE
 
 if TYPE_CHECKING:
     from mnemosyne.history.revisions import Rev
-    from mnemosyne.model.objects import Commit, Node, Redaction
-    from mnemosyne.model.reports import ForgetReport, FsckReport, GcReport
+    from mnemosyne.model.objects import Commit, Node
+    from mnemosyne.model.reports import GcReport
     from mnemosyne.model.results import (
         Blame,
         CommitResult,
-        Context,
         Contradiction,
         Diff,
         Fact,
         History,
-        Hit,
         PendingRecall,
-        ReadRecord,
         TimelineChange,
         Version,
     )
@@ -617,121 +611,9 @@ class Repo(Resource):
             self._recall.settings_changed()
         return found
 
-    def search(
-        self,
-        query: str,
-        *,
-        k: int = SEARCH_K,
-        at: Rev | None = None,
-        as_of: TimeLike | None = None,
-        prefix: str | None = None,
-        valid_at: TimeLike | None = None,
-        kind: str | None = None,
-        meta: dict[str, Any] | None = None,
-        mode: SearchMode = "hybrid",
-        run_id: str | None = None,
-        allowed_for: str | None = None,
-        max_sensitivity: str | None = None,
-        verified_within: timedelta | None = None,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> list[Hit]:
-        """Recall memories by words and meaning, from one snapshot only.
+    search = delegate(RecallService.search, via="_recall")
 
-        Hybrid by default: BM25 over the text and the words of the id, fused by
-        reciprocal rank with cosine similarity of embeddings (when an embedder is
-        set). Filters apply before ranking, so a hit is always the version current
-        in the snapshot read (default: HEAD; ``at``/``as_of`` as for ``get``):
-        never a deleted, superseded, expired or erased one. The answer is the exact
-        top ``k`` of the memories that pass every filter. Each hit's
-        ``confirmed_at`` says when its version was last confirmed.
-
-        Args:
-            query: what to look for.
-            k: how many hits at most.
-            at: a revision to search instead of HEAD.
-            as_of: search the branch as it was at this record time.
-            prefix: only ids under this namespace.
-            valid_at: claims must be in force at this valid time (notes pass).
-            kind: only ``note`` or only ``claim`` nodes.
-            meta: exact matches on meta keys.
-            mode: ``hybrid``, ``lexical`` or ``semantic`` (which needs an embedder).
-            run_id: record the versions returned in the read log under this id.
-            allowed_for: the use the memories are for: a memory whose
-                ``meta["allowed_for"]`` lists uses is returned only when this is one
-                of them; one without the list is returned too, unless the store
-                setting ``recall.require_allowed_for`` is ``true``.
-            max_sensitivity: the most sensitive level to return, on the store's
-                scale ``recall.sensitivity_levels`` (``public``, ``internal``,
-                ``personal``, ``restricted``); a memory's level is
-                ``meta["sensitivity"]``, ``recall.unlabeled_sensitivity``
-                (``internal``) when it has none, the most sensitive when it is off
-                the scale.
-            verified_within: leave out memories last confirmed (written, or
-                verified with :meth:`verify`) longer ago than this before ``as_of``
-                (else now).
-            progress: called with (done, total) after each batch while the search
-                first indexes what was written since the last one (a writable
-                handle does; :meth:`pending_recall` says how much that is).
-
-        Raises:
-            InvalidInput: a bad argument; ``max_sensitivity`` not on the scale.
-        """
-        return self._recall.search(
-            query,
-            k=k,
-            at=at,
-            as_of=as_of,
-            prefix=prefix,
-            valid_at=valid_at,
-            kind=kind,
-            meta=meta,
-            mode=mode,
-            run_id=run_id,
-            scope=Scope(
-                allowed_for=allowed_for, max_sensitivity=max_sensitivity, verified_within=verified_within
-            ),
-            progress=progress,
-        )
-
-    def context(
-        self,
-        query: str,
-        budget_tokens: int = CONTEXT_BUDGET,
-        *,
-        k: int = CONTEXT_K,
-        at: Rev | None = None,
-        as_of: TimeLike | None = None,
-        prefix: str | None = None,
-        valid_at: TimeLike | None = None,
-        run_id: str | None = None,
-        allowed_for: str | None = None,
-        max_sensitivity: str | None = None,
-        verified_within: timedelta | None = None,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> Context:
-        """The smallest cited context for ``query`` that fits ``budget_tokens``.
-
-        The best memories (as ranked by :meth:`search`, hybrid) that fit, with claims
-        no longer in force last, each with its id and hash; tokens are estimated as
-        one per four characters. Hits and claim checks come from one snapshot.
-        ``Context.render()`` gives the text to put in a prompt. ``allowed_for``,
-        ``max_sensitivity``, ``verified_within`` and ``progress`` are as for
-        :meth:`search`.
-        """
-        return self._recall.context(
-            query,
-            budget_tokens=budget_tokens,
-            k=k,
-            at=at,
-            as_of=as_of,
-            prefix=prefix,
-            valid_at=valid_at,
-            run_id=run_id,
-            scope=Scope(
-                allowed_for=allowed_for, max_sensitivity=max_sensitivity, verified_within=verified_within
-            ),
-            progress=progress,
-        )
+    context = delegate(RecallService.context, via="_recall")
 
     def pending_recall(self) -> PendingRecall:
         """What the next search or context does before it answers, and how much of it.
@@ -744,9 +626,7 @@ class Repo(Resource):
         """
         return self._recall.pending()
 
-    def reads(self, run_id: str) -> list[ReadRecord]:
-        """What searches and contexts recorded under ``run_id`` returned, oldest first."""
-        return self._recall.reads(run_id)
+    reads = delegate(RecallService.reads, via="_recall")
 
     def reindex_recall(
         self, *, vectors: bool = False, progress: Callable[[int, int], None] | None = None
@@ -764,72 +644,13 @@ class Repo(Resource):
 
     # -- erasure and collection ----------------------------------------------
 
-    def redactions(self, hashes: Iterable[str]) -> dict[str, Redaction]:
-        """The redaction records of those of ``hashes`` whose versions were erased, by hash.
+    redactions = delegate(ErasureService.redactions, via="_erasure")
 
-        One snapshot answers for all: a cheap check, for a face that keeps what it
-        read, that none of it has been erased since (erasure leaves the trees and
-        tips as they were).
+    erasures = delegate(ErasureService.erasures, via="_erasure")
 
-        Raises:
-            InvalidInput: a hash that is not 64 hex digits.
-        """
-        return self._erasure.redactions(hashes)
+    forget = delegate(ErasureService.forget, via="_erasure")
 
-    def erasures(self) -> int:
-        """A count that grows with every erasure in this tenant: one read, whatever it keeps.
-
-        Every version :meth:`forget` (or ``forget_expired``) erases adds one, and so
-        does every redaction record a restore or a remote brings; nothing takes
-        any away. A face that keeps what it read notes the count when it reads and
-        serves what it kept while both the count and :meth:`tip` are unchanged: a
-        cheaper check than :meth:`redactions` of everything kept, as erasure leaves
-        trees and tips as they were. A store made before the count existed starts
-        it at 0.
-        """
-        return self._erasure.erasures()
-
-    def forget(
-        self,
-        id: str | Iterable[str],
-        reason: str,
-        *,
-        author: str = DEFAULT_AUTHOR,
-        version: str | None = None,
-    ) -> ForgetReport:
-        """Erase for real: delete the bytes of every version of ``id`` (or of one version).
-
-        Content, provenance and meta of each erased version leave the object store
-        and the derived indexes; an append-only redaction record (hash, time, author,
-        reason) takes its place. Trees and commits keep the hash, so history still
-        verifies; reading an erased version raises ``Redacted``. The current branch
-        drops the id in a normal commit when its version there was erased. Freed
-        pages keep old bytes until ``gc(compact=True)`` rewrites the file.
-
-        Args:
-            id: the node id (ids are keys and stay; personal data belongs in content),
-                or several (a list, or any iterable such as :meth:`ids`): erased
-                together in one transaction (all or nothing; an id with no versions
-                erases none) and dropped in one commit.
-            reason: why, kept in the redaction record.
-            author: who, kept in the redaction record.
-            version: one version's hash (or a unique prefix of at least 4 hex
-                characters) to erase just that one (of a single id).
-
-        Returns:
-            The redaction records made now, the first records of versions erased
-            before (``already_erased``), and the commit that dropped the ids.
-
-        Raises:
-            NotFound: an id has no such version in this tenant (nothing is erased).
-            InvalidInput: no id, no reason, ``version`` with several ids, or an
-                ambiguous version prefix.
-        """
-        return self._erasure.forget(id, reason, author, version)
-
-    def forget_expired(self, reason: str = EXPIRED_REASON, *, author: str = DEFAULT_AUTHOR) -> ForgetReport:
-        """Erase every node version past its ``expires_at`` (judged by the store's clock)."""
-        return self._erasure.forget_expired(reason, author)
+    forget_expired = delegate(ErasureService.forget_expired, via="_erasure")
 
     def gc(
         self,
@@ -861,27 +682,9 @@ class Repo(Resource):
 
     # -- maintenance ---------------------------------------------------------
 
-    def fsck(self, *, repair: bool = False) -> FsckReport:
-        """Re-hash every object; check refs, reflogs, commits, trees and every derived index.
+    fsck = delegate(MaintenanceService.fsck, via="_maintenance")
 
-        With ``repair``, when the only problems are derived indexes out of date,
-        rebuild them and check again (``reindexed`` says how many entries).
-
-        Returns:
-            A report; ``ok`` is False when anything is wrong, and ``problems`` says what.
-        """
-        return self._maintenance.fsck(repair)
-
-    def reindex(self) -> int:
-        """Rebuild the derived indexes (commit graph, change and claim indexes) from the commits.
-
-        Queues every stored version for the recall indexes too (the next search
-        rebuilds their postings).
-
-        Returns:
-            The number of index entries written.
-        """
-        return self._maintenance.reindex()
+    reindex = delegate(MaintenanceService.reindex, via="_maintenance")
 
     def tenants(self) -> list[str]:
         """Names of the store's tenants, sorted."""
