@@ -152,3 +152,35 @@ def test_an_update_fetched_a_level_at_a_time_is_the_same_update(edited, removed)
     # but for a few neighbours of edited chunks when a boundary moves (without: ~40 loads).
     assert len(chunks.batches) <= 3
     assert chunks.loads <= 6
+
+
+def test_writes_to_many_keyspaces_and_twice_to_one_keep_their_order(kv):
+    # On PostgreSQL a commit's writes to different tables go as one statement; an object
+    # stored and then removed in the same transaction must still be gone afterwards.
+    kv.transact(lambda txn: txn.put(Space.OBJECTS, b"kept", b"k"))
+
+    def work(txn):
+        txn.put_absent(Space.OBJECTS, [(b"brief", b"b"), (b"stays", b"s")])
+        txn.put(Space.REFS, b"r", b"1")
+        txn.put(Space.REFLOG, b"l", b"2")
+        txn.put(Space.INDEX, b"i", b"3")
+        txn.delete(Space.OBJECTS, b"brief")
+        txn.discard(Space.OBJECTS, b"kept")
+        txn.put(Space.OBJECTS, b"after", b"a", overwrite=False)
+
+    kv.transact(work)
+    with kv.read() as txn:
+        assert txn.get_many(Space.OBJECTS, [b"brief", b"stays", b"kept", b"after"]) == [
+            None,
+            b"s",
+            None,
+            b"a",
+        ]
+        assert [
+            txn.get(space, key)
+            for space, key in ((Space.REFS, b"r"), (Space.REFLOG, b"l"), (Space.INDEX, b"i"))
+        ] == [
+            b"1",
+            b"2",
+            b"3",
+        ]
