@@ -39,7 +39,7 @@ from test_langgraph_store import (  # noqa: F401
     test_search_scope_is_a_namespace_prefix_by_labels,
 )
 
-from mnemosyne import InvalidInput, Repo, Store
+from mnemosyne import InvalidInput, Node, Repo, Store, to_json
 from mnemosyne.integrations.client import ServedRepo
 from mnemosyne.integrations.langgraph import MnemosyneSaver, MnemosyneStore
 
@@ -192,7 +192,8 @@ def test_round_trips_of_the_saver_over_http_are_few_and_fixed(server: Served) ->
         assert counting.trips(lambda: list(fresh.list(latest))) == 2
         assert counting.trips(lambda: list(fresh.list(None))) == 3
         found = fresh.get_tuple(latest)
-        assert found is not None and found.checkpoint["channel_values"]["c00"] == f"c00 at {cold.versions['c00']}"
+        assert found is not None
+        assert found.checkpoint["channel_values"]["c00"] == f"c00 at {cold.versions['c00']}"
 
 
 def test_round_trips_of_the_store_over_http_are_few_and_fixed(served: tuple[ServedRepo, Counting]) -> None:
@@ -226,7 +227,7 @@ def test_an_index_for_a_served_store_is_refused_saying_whose_embeddings_count(
 
 def test_the_saver_and_the_store_refuse_what_is_no_repo() -> None:
     for face in (MnemosyneSaver, MnemosyneStore):
-        with pytest.raises(InvalidInput, match="mnemosyne.connect"):
+        with pytest.raises(InvalidInput, match=r"mnemosyne\.connect"):
             face("store.mnemo")  # type: ignore[arg-type]
 
 
@@ -247,3 +248,48 @@ def test_a_thread_written_over_http_reads_alike_from_the_store_itself(server: Se
         ]
     assert served_tuple is not None and local_tuple is not None
     assert served_tuple.checkpoint == local_tuple.checkpoint and served_tuple.config == local_tuple.config
+
+
+# -- the routes the faces read through -----------------------------------------------------
+
+
+def test_the_routes_the_faces_need_answer_as_the_library_and_are_documented(server: Served) -> None:
+    tenant = f"lg{next(_tenants)}"
+    with Store.open(server.path) as store:
+        store.create_tenant(tenant)
+        token = store.create_token(tenant, "read").token
+    with Repo.open(server.path, tenant=tenant) as local:
+        local.commit([Node(id="a/1", content=1), Node(id="a/2", content=[2]), Node(id="b", content="x")])
+        local.commit([Node(id="a/1", content=11)])
+        local.forget("b", "asked")
+        tip = local.resolve()
+        want_histories = local.histories(["a/1", "b", "nope", "a/2"], at=tip, limit=1)
+        want_ids = list(local.ids(prefix="a/"))
+        want_fresh = local.freshness(local.head)
+        head = local.head
+    with server.client(token) as http:
+        base = f"/v1/tenants/{tenant}"
+        body = {"ids": ["a/1", "b", "nope", "a/2"], "at": tip.id, "limit": 1}
+        answer = http.post(f"{base}/histories", json=body)
+        assert answer.status_code == 200
+        assert answer.text == to_json(want_histories)  # the library's own answer, in the one JSON form
+        assert list(answer.json()) == ["a/1", "b", "nope", "a/2"]  # in the order asked
+        listed = http.get(f"{base}/ids", params={"prefix": "a/"})
+        assert listed.status_code == 200 and listed.headers["etag"] == f'"{tip.id}"'
+        assert listed.json()["ids"] == want_ids and listed.json()["commit"]["id"] == tip.id
+        fresh = http.get(f"{base}/freshness/{head}")
+        assert want_fresh.erasures == 1
+        assert fresh.json() == {"tip": want_fresh.tip, "erasures": want_fresh.erasures}
+        assert http.get(f"{base}/freshness/threads%2Fnone").json() == {"tip": None, "erasures": 1}
+        refused = http.post(f"{base}/histories", json={"ids": "a/1"})
+        assert refused.status_code == 400 and refused.json()["error"]["kind"] == "InvalidInput"
+        paths = http.get("/v1/openapi.json").json()["paths"]
+    documented = {
+        ("post", "/v1/tenants/{tenant}/histories"),
+        ("get", "/v1/tenants/{tenant}/ids"),
+        ("get", "/v1/tenants/{tenant}/freshness/{name}"),
+    }
+    for method, path in documented:
+        operation = paths[path][method]
+        assert operation["x-mnemo-role"] == "read" and "200" in operation["responses"]
+    assert "requestBody" in paths["/v1/tenants/{tenant}/histories"]["post"]
