@@ -185,6 +185,11 @@ def test_round_trips_of_the_saver_over_http_are_few_and_fixed(server: Served) ->
         cold = Steps(MnemosyneSaver(handle), "chat-1")
         cold.config, cold.versions, cold.step = steps.config, dict(steps.versions), steps.step
         assert counting.trips(cold.put) == 3
+        # A task's writes from a saver that knows nothing: the tip, the task's writes there, the
+        # checkpoint (for its step, in the message), the commit.
+        other = Steps(MnemosyneSaver(handle), "chat-1")
+        other.config = cold.config
+        assert counting.trips(lambda: other.writes("t5")) == 4
         # One checkpoint by its id: the tip, the node, its channels, its writes.
         named = {"configurable": {**steps.config["configurable"]}}
         assert counting.trips(lambda: MnemosyneSaver(handle).get_tuple(named)) == 4
