@@ -69,9 +69,15 @@ _TRIES = 5
 def latest_pointer(repo: ThreadRepo, base: str, at: Rev) -> Node | None:
     """The node naming the namespace's latest checkpoint: where ADR 33 keeps it, else where it was.
 
-    Both places are read at once (one round trip to a served store).
+    Both places are read at once (one round trip to a served store). When neither
+    holds one, the pointer is asked for alone: an erased one raises ``Redacted``,
+    as a read of it does, rather than passing for a namespace with no checkpoint.
     """
-    return pointer_among(nodes_at(repo, [pointer_id(base), base], at), base)
+    found = pointer_among(nodes_at(repo, [pointer_id(base), base], at), base)
+    if found is None:
+        alone = repo.get(pointer_id(base), at=at)
+        found = alone if alone is not None and is_pointer(alone) else None
+    return found
 
 
 def pointer_among(found: Mapping[str, Node | None], base: str) -> Node | None:
