@@ -9,7 +9,10 @@ default (sync on) beside SqliteSaver in WAL mode with ``synchronous=FULL``. On
 PostgreSQL: ours on a store in one schema beside LangGraph's PostgresSaver in
 another, on the same throwaway server (as the tests start it: fsync on, a unix
 socket), timed twice: with the server on a CPU of its own and with everything on
-one CPU (see ``placement``). Blocks of each take turns; the figures are medians.
+one CPU (see ``placement``). Over HTTP: ours on a served store (``mnemo serve`` on
+loopback, durable LMDB, reached by the Python client with a token) beside the local
+saver and SqliteSaver, with the requests each call sends. Blocks of each take
+turns; the figures are medians.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import lmdb
 from harness import row
 from langgraph.checkpoint.base import empty_checkpoint
@@ -29,11 +33,13 @@ from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.sqlite import SqliteSaver
 from placement import placed, placements
 
-from mnemosyne import Repo
+from mnemosyne import Repo, Store
+from mnemosyne.integrations.client import ServedRepo
 from mnemosyne.integrations.langgraph import MnemosyneSaver
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from support.pg_server import PgServer
+from support.served import Served
 
 CHANNELS = 20
 CHANGED = 3
@@ -295,10 +301,84 @@ def bench_checkpointer_postgres(rounds: int = 200, blocks: int = 5) -> None:
     )
 
 
+class _Counting(httpx.HTTPTransport):
+    """The client's transport, counting the requests it sends."""
+
+    sent = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent += 1
+        return super().handle_request(request)
+
+    def trips(self, work: Any) -> int:
+        before = self.sent
+        work()
+        return self.sent - before
+
+
+def bench_checkpointer_served(root: Path, rounds: int = 200, blocks: int = 5) -> None:
+    """MnemosyneSaver on a served store (loopback, Python client) beside the local saver and SqliteSaver."""
+    path = root / "served-saver"
+    Store.init(path).close()
+    with Store.open(path) as store:
+        token = str(store.create_token("default", "write", name="bench").token)
+    server = Served(path)
+    counting = _Counting()
+    handle = ServedRepo(server.url, token=token, transport=counting)
+    local = Repo.init(root / "served-beside.mnemo")
+    connection = sqlite3.connect(root / "served-beside.sqlite", check_same_thread=False)
+    try:
+        served = Thread(MnemosyneSaver(handle), "thread-1")
+        ours = Thread(MnemosyneSaver(local), "thread-1")
+        theirs = Thread(SqliteSaver(connection), "thread-1")
+        connection.execute("PRAGMA synchronous=FULL")
+        puts, gets = _side_by_side(served, theirs, rounds, blocks)
+        local_puts, local_gets = _side_by_side(served, ours, rounds, blocks)
+        put_trips = counting.trips(served.put)
+        first_get, get_trips = counting.trips(served.get), counting.trips(served.get)
+    finally:
+        handle.close()
+        local.close()
+        connection.close()
+        assert server.stop() == 0, server.stderr
+    label = f"{CHANNELS} channels"
+    put_served, put_theirs = (statistics.median(puts[k]) * 1e6 for k in ("ours", "theirs"))
+    get_served, get_theirs = (statistics.median(gets[k]) * 1e6 for k in ("ours", "theirs"))
+    put_local, get_local = statistics.median(local_puts["theirs"]) * 1e6, statistics.median(local_gets["theirs"]) * 1e6
+    row(
+        "langgraph over HTTP (Python client): put, served MnemosyneSaver / SqliteSaver (WAL, FULL), medians",
+        label,
+        f"{put_served:.0f} / {put_theirs:.0f} µs = {put_served / put_theirs:.2f}",
+    )
+    row(
+        "langgraph over HTTP (Python client): put, served / local MnemosyneSaver, medians",
+        label,
+        f"{put_served:.0f} / {put_local:.0f} µs = {put_served / put_local:.2f}",
+    )
+    row(
+        "langgraph over HTTP (Python client): get_tuple of the latest, served MnemosyneSaver / SqliteSaver",
+        label,
+        f"{get_served:.0f} / {get_theirs:.1f} µs = {get_served / get_theirs:.1f}",
+    )
+    row(
+        "langgraph over HTTP (Python client): get_tuple of the latest, served / local MnemosyneSaver",
+        label,
+        f"{get_served:.0f} / {get_local:.1f} µs = {get_served / get_local:.1f}",
+    )
+    row(
+        "langgraph over HTTP: requests of a served put / get_tuple (right after a put) / get_tuple",
+        "one each",
+        f"{put_trips} / {first_get} / {get_trips}",
+        "1 / 2 / 1",
+        (put_trips, first_get, get_trips) == (1, 2, 1),
+    )
+
+
 if __name__ == "__main__":
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         bench_checkpointer(Path(tmp))
         bench_checkpointer_cost(Path(tmp))
+        bench_checkpointer_served(Path(tmp))
     bench_checkpointer_postgres()

@@ -17,7 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from checkpointer import bench_checkpointer, bench_checkpointer_cost, bench_checkpointer_postgres
+from checkpointer import (
+    bench_checkpointer,
+    bench_checkpointer_cost,
+    bench_checkpointer_postgres,
+    bench_checkpointer_served,
+)
 from commit_cpu import bench_commit_cpu
 from core_runs import bench_history, bench_merge, bench_size
 from feature_runs import bench_claims, bench_integrity, bench_recall
@@ -66,6 +71,7 @@ def main() -> None:
         bench_startup(root, 7 if args.quick else 21)
         bench_checkpointer(root, 40 if args.quick else 300)
         bench_checkpointer_cost(root, 100 if args.quick else 1000)
+        bench_checkpointer_served(root, 40 if args.quick else 300)
         bench_graph_step(root, 3 if args.quick else 12)
         bench_checkpointer_postgres(40 if args.quick else 300)
         bench_graph_step_postgres(3 if args.quick else 12)

@@ -480,19 +480,19 @@ def test_two_savers_starting_one_thread_keep_the_newer_checkpoint_latest(tmp_pat
         older, newer = empty_checkpoint(), empty_checkpoint()
         older["id"], newer["id"] = "1f0-0001", "1f0-0002"
         config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
-        real_tip = repo.tip
+        real_branch = repo.branch
         calls = {"n": 0}
 
-        def tip_read_before_the_other_writer(branch: str) -> str | None:
+        def started_after_the_other_writer(name: str, **kwargs: Any) -> Any:
             calls["n"] += 1
-            if calls["n"] == 1:  # slow read "no thread yet", then fast started it
+            if calls["n"] == 1:  # slow read "no thread yet", then fast started it first
                 fast.put(config, newer, {"step": 2}, {})  # type: ignore[arg-type]
-                return None
-            return real_tip(branch)
+            return real_branch(name, **kwargs)
 
-        repo.tip = tip_read_before_the_other_writer  # type: ignore[method-assign]
+        repo.branch = started_after_the_other_writer  # type: ignore[method-assign]
         slow.put(config, older, {"step": 1}, {})  # type: ignore[arg-type]
-        repo.tip = real_tip  # type: ignore[method-assign]
+        repo.branch = real_branch  # type: ignore[method-assign]
+        assert calls["n"] == 2  # each started the thread's branch; the slow one found it there
         for reader in (slow, fast, MnemosyneSaver(repo)):
             latest = reader.get_tuple(config)  # type: ignore[arg-type]
             assert latest is not None and latest.checkpoint["id"] == "1f0-0002"

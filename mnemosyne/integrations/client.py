@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
+import msgspec
 
 from mnemosyne.errors import (
     InvalidInput,
@@ -47,11 +48,14 @@ from mnemosyne.model.results import (
     Contradiction,
     Diff,
     Fact,
+    Freshness,
+    History,
     Hit,
     MergeResult,
     ReadRecord,
     Version,
 )
+from mnemosyne.model.thread_names import legacy_thread_branch, thread_branch_name
 from mnemosyne.model.times import TimeLike, as_time, rfc3339
 from mnemosyne.model.validation import check_json
 
@@ -109,6 +113,26 @@ def _path(value: str, what: str) -> str:
     if not isinstance(value, str) or not value:
         raise InvalidInput(f"{what} must be non-empty text")
     return quote(value, safe="")
+
+
+class Listing(Iterator[str]):
+    """The ids of a snapshot in order, and the commit listed (as :meth:`Repo.ids` gives them).
+
+    Attributes:
+        commit: the commit whose snapshot they are; None on a branch with no commits yet.
+    """
+
+    def __init__(self, commit: Commit | None, ids: list[str]) -> None:
+        self.commit = commit
+        self._ids = iter(ids)
+
+    def __next__(self) -> str:
+        return next(self._ids)
+
+
+class _IdList(msgspec.Struct, frozen=True, kw_only=True):
+    commit: Commit | None
+    ids: list[str]
 
 
 class ServedRepo:
@@ -172,6 +196,25 @@ class ServedRepo:
 
     def __repr__(self) -> str:
         return f"<ServedRepo {self.url} tenant={self.tenant}>"
+
+    def now(self) -> datetime:
+        """This machine's clock, in UTC (expiry given as a duration is reckoned from it).
+
+        The server judges expiry by its own clock: keep the two in step (NTP), as
+        any clients of one store must.
+        """
+        return datetime.now(UTC)
+
+    def use_embedder(self, embedder: object) -> None:
+        """Refused: a served store's embeddings are the server's (``mnemo serve --embedder NAME``).
+
+        Raises:
+            InvalidInput: always.
+        """
+        raise InvalidInput(
+            "a served store embeds with the server's embedder: start mnemo serve with --embedder "
+            "(or set the store's embedder) instead of giving one to the client"
+        )
 
     # -- writing -------------------------------------------------------------------
 
@@ -277,6 +320,38 @@ class ServedRepo:
             "limit": limit,
         }
         return self._http.lines(f"{self._base}/nodes", Node, params)
+
+    def ids(
+        self, *, at: Rev | None = None, as_of: TimeLike | None = None, prefix: str | None = None
+    ) -> Listing:
+        """The ids in a snapshot, in order, reading no node, and the commit listed (see :meth:`Repo.ids`)."""
+        params = {"at": _rev(at), "as_of": _time(as_of, "as_of"), "prefix": prefix}
+        found: _IdList = self._http.json("GET", f"{self._base}/ids", _IdList, params=params)
+        return Listing(found.commit, found.ids)
+
+    def histories(
+        self,
+        ids: Iterable[str],
+        *,
+        at: Rev | None = None,
+        as_of: TimeLike | None = None,
+        limit: int | None = None,
+        include_expired: bool = False,
+    ) -> dict[str, History]:
+        """Each of ``ids`` in a snapshot with its history, in one request (see :meth:`Repo.histories`).
+
+        With ``limit=0`` the nodes alone: several ids read in one round trip.
+        """
+        if isinstance(ids, str) or not isinstance(ids, Iterable):
+            raise InvalidInput("ids must be an iterable of ids (a list of strings), not one string")
+        body = {
+            "ids": list(ids),
+            "at": _rev(at),
+            "as_of": _time(as_of, "as_of"),
+            "limit": limit,
+            "include_expired": include_expired,
+        }
+        return self._http.json("POST", f"{self._base}/histories", dict[str, History], body=body)  # type: ignore[no-any-return]
 
     def log(
         self,
@@ -443,6 +518,25 @@ class ServedRepo:
         except NotFound:
             return None
         return str(found["commit"]["id"])
+
+    def freshness(self, branch: str) -> Freshness:
+        """A branch's tip and the tenant's erasure count, from one snapshot (see :meth:`Repo.freshness`)."""
+        path = f"{self._base}/freshness/{_path(branch, 'branch')}"
+        return self._http.json("GET", path, Freshness)  # type: ignore[no-any-return]
+
+    def thread_branch(self, thread_id: str) -> str:
+        """The branch that holds LangGraph thread ``thread_id``, or would (see :meth:`Repo.thread_branch`).
+
+        A plain id is answered without a request; any other is looked up among the
+        branches (one request), as a thread written before ADR 28's naming keeps its
+        old branch.
+        """
+        name = thread_branch_name(thread_id)
+        legacy = legacy_thread_branch(thread_id)
+        if legacy is None:
+            return name
+        there = set(self.branches())
+        return legacy if name not in there and legacy in there else name
 
     def branch(
         self, name: str, *, at: Rev | None = None, orphan: bool = False, author: str | None = None

@@ -31,7 +31,6 @@ from mnemosyne import (
     Provenance,
     Redacted,
     RefConflict,
-    Repo,
 )
 from mnemosyne.integrations.langgraph.known import (
     Latest,
@@ -41,6 +40,7 @@ from mnemosyne.integrations.langgraph.known import (
     known_writes,
     more_writes,
 )
+from mnemosyne.integrations.langgraph.repo_protocol import Rev, ThreadRepo, nodes_at
 from mnemosyne.integrations.langgraph.stored_values import Serialized, load, stored
 from mnemosyne.integrations.langgraph.thread_nodes import (
     WRITES,
@@ -66,12 +66,26 @@ _TRIES = 5
 """How many times a write commits on the tip it read before it commits on whatever tip there is."""
 
 
-def latest_pointer(repo: Repo, base: str, at: str) -> Node | None:
-    """The node naming the namespace's latest checkpoint: where ADR 33 keeps it, else where it was."""
-    found = repo.get(pointer_id(base), at=at)
+def latest_pointer(repo: ThreadRepo, base: str, at: Rev) -> Node | None:
+    """The node naming the namespace's latest checkpoint: where ADR 33 keeps it, else where it was.
+
+    Both places are read at once (one round trip to a served store). When neither
+    holds one, the pointer is asked for alone: an erased one raises ``Redacted``,
+    as a read of it does, rather than passing for a namespace with no checkpoint.
+    """
+    found = pointer_among(nodes_at(repo, [pointer_id(base), base], at), base)
     if found is None:
-        found = repo.get(base, at=at)
-    return found if found is not None and is_pointer(found) else None
+        alone = repo.get(pointer_id(base), at=at)
+        found = alone if alone is not None and is_pointer(alone) else None
+    return found
+
+
+def pointer_among(found: Mapping[str, Node | None], base: str) -> Node | None:
+    """The namespace's pointer among nodes read at once: where ADR 33 keeps it, else where it was."""
+    node = found.get(pointer_id(base))
+    if node is None:
+        node = found.get(base)
+    return node if node is not None and is_pointer(node) else None
 
 
 class CheckpointWriter:
@@ -84,7 +98,9 @@ class CheckpointWriter:
         known: the saver's :class:`LatestCheckpoints`, which every write keeps exact.
     """
 
-    def __init__(self, repo: Repo, serde: SerializerProtocol, author: str, known: LatestCheckpoints) -> None:
+    def __init__(
+        self, repo: ThreadRepo, serde: SerializerProtocol, author: str, known: LatestCheckpoints
+    ) -> None:
         self.repo = repo
         self.serde = serde
         self.author = author
@@ -134,6 +150,7 @@ class CheckpointWriter:
         }
         pointer = Node(id=pointer_id(base), content={"latest": checkpoint_id})
         encoded: dict[str, tuple[dict[str, Any], Serialized]] = {}
+        read: dict[str, Node | None] = {}  # what a put that knew nothing read with the pointer
         with self._known.lock:
             for _ in range(_TRIES):
                 # Commit on the tip the pointer was read at, so that what is known after is exact.
@@ -147,7 +164,12 @@ class CheckpointWriter:
                 else:
                     fresh = self.repo.freshness(branch)
                     erasures, tip = fresh.erasures, fresh.tip
-                    current = latest_pointer(self.repo, base, tip) if tip is not None else None
+                    # The pointer (in both places) and the parent checkpoint, in one read.
+                    wanted = [pointer_id(base), base]
+                    if parent is not None:
+                        wanted.append(f"{base}/{segment(str(parent))}")
+                    read = nodes_at(self.repo, wanted, tip) if tip is not None else {}
+                    current = pointer_among(read, base)
                     latest = str(current.content["latest"]) if current is not None else None
                     was = current.id if current is not None else ""
                 # A pointer where an earlier version kept it moves when the latest does.
@@ -155,7 +177,7 @@ class CheckpointWriter:
                 # Time travel: a checkpoint whose parent is not its namespace's latest starts a fork.
                 forked = parent is not None and latest is not None and str(parent) != latest
                 message = checkpoint_message(full, ns, checkpoint_id, parent, forked=forked)
-                inherited = self._channels_of(known, base, parent, tip)
+                inherited = self._channels_of(known, base, parent, tip, read)
                 values, channels = channel_nodes(
                     dumps,
                     base,
@@ -175,7 +197,7 @@ class CheckpointWriter:
                     provenance=provenance,
                 )
                 if tip is None:  # the thread's first checkpoint
-                    result = self._commit(branch, [node, *values, pointer], message)
+                    result = self._start(branch, [node, *values, pointer], message)
                     if result.parents:
                         # Another writer started the thread meanwhile: keep the newer pointer of the two.
                         self._known.forget([thread_id])
@@ -236,19 +258,26 @@ class CheckpointWriter:
         return {"configurable": {"thread_id": given, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
 
     def _channels_of(
-        self, known: Latest | None, base: str, parent: Any, tip: str | None
+        self,
+        known: Latest | None,
+        base: str,
+        parent: Any,
+        tip: str | None,
+        read: Mapping[str, Node | None],
     ) -> Mapping[str, Located]:
         """Where the parent checkpoint's channels have their values: known when it is the latest, else read.
 
-        Empty when there is no parent, or its node is gone, erased or a blob: this
-        checkpoint then stores every value it has itself.
+        ``read``: nodes read with the pointer at ``tip``, the parent's among them
+        when the saver knew nothing. Empty when there is no parent, or its node is
+        gone, erased or a blob: this checkpoint then stores every value it has itself.
         """
         if parent is None or tip is None:
             return {}
         if known is not None and known.checkpoint_id == str(parent):
             return known.channels
+        node_id = f"{base}/{segment(str(parent))}"
         try:
-            node = self.repo.get(f"{base}/{segment(str(parent))}", at=tip)
+            node = read[node_id] if node_id in read else self.repo.get(node_id, at=tip)
         except Redacted:
             return {}  # erased: this checkpoint stores every value it has itself
         return (
@@ -342,6 +371,18 @@ class CheckpointWriter:
                 return False, None
             metadata = load(loads, stored_parts(node.content)[1])
         return True, metadata.get("step") if isinstance(metadata, dict) else None
+
+    def _start(self, branch: str, puts: Sequence[Node], message: str) -> CommitResult:
+        """A thread's first commit, on a branch read to have none: the branch started, then the commit.
+
+        Started first rather than after the commit is refused, which saves a served
+        store two round trips; a branch another writer started meanwhile is committed on.
+        """
+        try:
+            self.repo.branch(branch, orphan=True, author=self.author)
+        except InvalidInput:
+            pass  # LangGraph saves from worker threads: another started it; else the commit says why
+        return self._commit(branch, puts, message)
 
     def _commit(
         self, branch: str, puts: Sequence[Node], message: str, delete: Sequence[str] = ()

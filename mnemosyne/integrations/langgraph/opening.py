@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, Protocol, Self, cast
 
 from mnemosyne import NotFound, Repo
 
@@ -18,6 +18,13 @@ def open_creating(path: str | Path, tenant: str) -> Repo:
         return Repo.open(path, tenant=tenant, create=True)
 
 
+class Closes(Protocol):
+    """A repo as a face that may own it sees it: something to close."""
+
+    def close(self) -> None:
+        """Release the repo."""
+
+
 class OwnsItsRepo:
     """``from_path``, ``close`` and ``with`` for a face built on a repo it may own.
 
@@ -25,7 +32,7 @@ class OwnsItsRepo:
     by :meth:`from_path` owns its repo and closes it with itself.
     """
 
-    repo: Repo
+    repo: Closes
     close_repo: bool
 
     @classmethod

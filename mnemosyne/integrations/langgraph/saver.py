@@ -55,7 +55,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from mnemosyne import Commit, InvalidInput, Node, Repo
+from mnemosyne import Commit, InvalidInput, Node
 from mnemosyne.integrations.langgraph.checkpoint_writer import CheckpointWriter, latest_pointer
 from mnemosyne.integrations.langgraph.known import (
     Latest,
@@ -64,6 +64,7 @@ from mnemosyne.integrations.langgraph.known import (
     known_writes,
 )
 from mnemosyne.integrations.langgraph.opening import OwnsItsRepo
+from mnemosyne.integrations.langgraph.repo_protocol import ThreadRepo, nodes_at
 from mnemosyne.integrations.langgraph.stored_values import Serialized, load, serialized
 from mnemosyne.integrations.langgraph.thread_nodes import (
     WRITES,
@@ -103,7 +104,8 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
     """A LangGraph checkpointer whose threads are branches of a Mnemosyne store.
 
     Args:
-        repo: an open :class:`~mnemosyne.Repo` (the tenant the threads live in).
+        repo: an open :class:`~mnemosyne.Repo`, or a served store's handle
+            (``mnemosyne.connect(url, token=...)``): the tenant the threads live in.
         serde: LangGraph's serializer (default: its JSON-plus serializer).
         author: the author of the commits the saver makes.
         erase: whether deleting also erases the deleted versions' bytes (see the module).
@@ -114,9 +116,11 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
     or the server.
     """
 
+    repo: ThreadRepo
+
     def __init__(
         self,
-        repo: Repo,
+        repo: ThreadRepo,
         *,
         serde: SerializerProtocol | None = None,
         author: str = "langgraph",
@@ -124,8 +128,10 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         close_repo: bool = False,
     ) -> None:
         super().__init__(serde=serde)
-        if not isinstance(repo, Repo):
-            raise InvalidInput("MnemosyneSaver needs an open mnemosyne.Repo")
+        if not isinstance(repo, ThreadRepo):
+            raise InvalidInput(
+                "MnemosyneSaver needs an open mnemosyne.Repo or a served store (mnemosyne.connect)"
+            )
         self.repo = repo
         self.author = author
         self.erase = erase
@@ -192,8 +198,13 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         base = node.id.rsplit("/", 1)[0]
         checkpoint, metadata = stored_parts(node.content)
         channels: dict[str, Located] = {}
-        for channel, where in located(self.serde.loads_typed, node.content).items():
-            found = self.repo.get(channel_node_id(base, where.writer, channel), at=tip)
+        places = located(self.serde.loads_typed, node.content)
+        ids = {channel: channel_node_id(base, where.writer, channel) for channel, where in places.items()}
+        read = nodes_at(self.repo, ids.values(), tip) if ids else {}  # every channel in one read
+        for channel, where in places.items():
+            found = read.get(ids[channel])
+            if found is None:  # asked alone: an erased value raises Redacted, as a read of it does
+                found = self.repo.get(ids[channel], at=tip)
             if found is not None:  # a node gone by hand leaves the channel empty, as a lost blob does
                 channels[channel] = Located(where.writer, where.version, serialized(found.content))
         known = Latest(tip, node.id, node.content, checkpoint, metadata, channels, None, erasures, pointer)

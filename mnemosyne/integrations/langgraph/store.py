@@ -46,7 +46,6 @@ from mnemosyne import (
     Provenance,
     Redacted,
     RefConflict,
-    Repo,
     with_retry,
 )
 from mnemosyne.integrations.langgraph.adapters import IndexEmbedder, run_provenance
@@ -67,6 +66,7 @@ from mnemosyne.integrations.langgraph.namespaces import (
     node_id,
 )
 from mnemosyne.integrations.langgraph.opening import OwnsItsRepo
+from mnemosyne.integrations.langgraph.repo_protocol import ItemRepo
 from mnemosyne.integrations.langgraph.store_search import (
     ItemSearch,
     item_of,
@@ -104,10 +104,11 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
     """
 
     supports_ttl = True
+    repo: ItemRepo
 
     def __init__(
         self,
-        repo: Repo,
+        repo: ItemRepo,
         *,
         branch: str | None = None,
         index: IndexConfig | None = None,
@@ -122,7 +123,8 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
         """Serve LangGraph from ``repo``.
 
         Args:
-            repo: an open repo; the store does not close it (unless :meth:`from_path` opened it).
+            repo: an open repo, or a served store's handle (``mnemosyne.connect(url, token=...)``);
+                the store does not close it (unless :meth:`from_path` opened it).
             branch: the branch read and written (default: HEAD's, at each call).
             index: ``{"dims", "embed", "fields"}`` as LangGraph takes it: searches with
                 a query then rank by meaning with these embeddings (the repo handle's
@@ -146,11 +148,15 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
                 graph's own deletes forget for real.
 
         Raises:
-            InvalidInput: ``repo`` is not a Repo, or ``index`` is malformed.
+            InvalidInput: ``repo`` is neither a Repo nor a served store, or ``index`` is
+                malformed (or given for a served store, whose embeddings are the server's).
             NotFound: ``branch`` does not exist.
         """
-        if not isinstance(repo, Repo):
-            raise InvalidInput(f"MnemosyneStore needs a mnemosyne.Repo, not {type(repo).__name__}")
+        if not isinstance(repo, ItemRepo):
+            raise InvalidInput(
+                f"MnemosyneStore needs a mnemosyne.Repo or a served store (mnemosyne.connect), "
+                f"not {type(repo).__name__}"
+            )
         if branch is not None and branch not in repo.branches():
             raise NotFound(f"no branch {branch!r}: create it with repo.branch({branch!r})")
         if not isinstance(erase, bool):

@@ -16,9 +16,10 @@ from typing import Any
 
 from langgraph.store.base import Item, SearchItem, SearchOp
 
-from mnemosyne import Commit, History, Node, Repo, Version
+from mnemosyne import Commit, History, Node, Version
 from mnemosyne.integrations.langgraph.items import ItemMeta, item_meta
 from mnemosyne.integrations.langgraph.namespaces import decode_id, id_prefix, node_id, passes, search_order
+from mnemosyne.integrations.langgraph.repo_protocol import ItemRepo
 
 Found = tuple[Node, ItemMeta, list[Version] | None]
 """A node of a search's page, its item's meta, and its history when read with it."""
@@ -30,7 +31,7 @@ Histories = Callable[..., dict[str, History]]
 class ItemSearch:
     """The searches of one store: its repo, its scope, and how it reads histories."""
 
-    def __init__(self, repo: Repo, scope: dict[str, Any], histories: Histories) -> None:
+    def __init__(self, repo: ItemRepo, scope: dict[str, Any], histories: Histories) -> None:
         self.repo = repo
         self.scope = scope
         self._histories = histories

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 import msgspec
 
-from mnemosyne import InvalidInput, Node, Repo
+from mnemosyne import InvalidInput, Node
+from mnemosyne.integrations.langgraph.repo_protocol import ThreadRepo
 from mnemosyne.integrations.langgraph.thread_nodes import (
     copies,
     is_channel,
@@ -28,17 +29,17 @@ from mnemosyne.integrations.langgraph.threads import BRANCH_PREFIX
 class Removal(msgspec.Struct, frozen=True):
     """What a removal needs of its saver: the repo, the commits' author, and whether to erase."""
 
-    repo: Repo
+    repo: ThreadRepo
     author: str
     erase: bool
 
 
-def thread_branches(repo: Repo) -> list[str]:
+def thread_branches(repo: ThreadRepo) -> list[str]:
     """The branches that hold threads."""
     return [name for name in repo.branches() if name.startswith(BRANCH_PREFIX)]
 
 
-def thread_snapshot(repo: Repo, branch: str) -> tuple[str, list[Node]] | None:
+def thread_snapshot(repo: ThreadRepo, branch: str) -> tuple[str, list[Node]] | None:
     """A thread's tip and every node on it (checkpoints, pointers and writes), in id order."""
     tip = repo.tip(branch)
     if tip is None:

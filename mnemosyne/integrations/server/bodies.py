@@ -124,6 +124,24 @@ class ForgetBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     version: str | None = None
 
 
+class HistoriesBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Several ids read from one snapshot in one request (:meth:`Repo.histories`).
+
+    Attributes:
+        ids: the node ids (each once in the answer, in the order given).
+        at: a revision (default: HEAD).
+        as_of: read the branch as it was at this record time (RFC 3339).
+        limit: at most this many versions of each id, the newest (0: the nodes alone).
+        include_expired: give ``node`` even past its ``expires_at``.
+    """
+
+    ids: list[str]
+    at: str | None = None
+    as_of: str | None = None
+    limit: int | None = None
+    include_expired: bool = False
+
+
 BODIES: tuple[type[msgspec.Struct], ...] = (
     CommitBody,
     SearchBody,
@@ -132,6 +150,7 @@ BODIES: tuple[type[msgspec.Struct], ...] = (
     BranchBody,
     MergeBody,
     ForgetBody,
+    HistoriesBody,
 )
 """Every body the API reads."""
 

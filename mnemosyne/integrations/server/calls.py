@@ -40,6 +40,13 @@ class Branches(msgspec.Struct, frozen=True, kw_only=True):
     branches: list[Tip]
 
 
+class IdList(msgspec.Struct, frozen=True, kw_only=True):
+    """The ids of a snapshot, in order, and the commit listed (None: the branch has no commits yet)."""
+
+    commit: Commit | None
+    ids: list[str]
+
+
 class ForgetReports(msgspec.Struct, frozen=True, kw_only=True):
     """What ``forget`` erased: one report per id, in the order given."""
 

@@ -24,6 +24,8 @@ from mnemosyne import (
     Diff,
     Fact,
     ForgetReport,
+    Freshness,
+    History,
     Hit,
     InvalidInput,
     MergeResult,
@@ -38,6 +40,7 @@ from mnemosyne.integrations.server.bodies import (
     CommitBody,
     ContextBody,
     ForgetBody,
+    HistoriesBody,
     MergeBody,
     SearchBody,
     VerifyBody,
@@ -55,6 +58,7 @@ from mnemosyne.integrations.server.calls import (
     Branches,
     Call,
     ForgetReports,
+    IdList,
     Param,
     Reply,
     Route,
@@ -94,6 +98,21 @@ def _list_nodes(call: Call) -> Reply:
     )
     limit = call.integer("limit")
     return Reply(lines=found if limit is None else islice(found, limit), etag=etag)
+
+
+def _histories(call: Call) -> Reply:
+    body: HistoriesBody = call.body
+    found = call.repo.histories(
+        body.ids, at=body.at, as_of=body.as_of, limit=body.limit, include_expired=body.include_expired
+    )
+    return Reply(found)
+
+
+def _ids(call: Call) -> Reply:
+    at, as_of = call.text("at"), call.text("as_of")
+    etag = branch_etag(call.repo, at, as_of)
+    listing = call.repo.ids(at=at, as_of=as_of, prefix=call.text("prefix"))
+    return Reply(IdList(commit=listing.commit, ids=list(listing)), etag=etag)
 
 
 def _log(call: Call) -> Reply:
@@ -206,6 +225,10 @@ def _branch_tip(call: Call) -> Reply:
     if tip is None:
         raise NotFound(f"no branch {name!r} with commits")
     return Reply(Tip(name=name, commit=call.repo.resolve(tip)), etag=tip)
+
+
+def _freshness(call: Call) -> Reply:
+    return Reply(call.repo.freshness(call.path["name"]))
 
 
 # -- writes -------------------------------------------------------------------------
@@ -373,6 +396,15 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "GET",
+        TENANT + "/freshness/{name}",
+        "read",
+        "A branch's tip (null: no commits yet) and the tenant's erasure count, from one snapshot: "
+        "what a client that keeps what it read compares before serving it again.",
+        _freshness,
+        response=Freshness,
+    ),
+    Route(
+        "GET",
         TENANT + "/nodes/{id}",
         "read",
         "One memory: the version of an id in a snapshot (404 when absent, 410 when erased).",
@@ -400,6 +432,27 @@ ROUTES: tuple[Route, ...] = (
         ),
         response=Node,
         lines=True,
+        headers=("ETag",),
+    ),
+    Route(
+        "POST",
+        TENANT + "/histories",
+        "read",
+        "Several ids read from one snapshot in one request, each with its history "
+        "(limit 0: the nodes alone); an id absent, expired or erased has node null.",
+        _histories,
+        body=HistoriesBody,
+        response=dict[str, History],
+    ),
+    Route(
+        "GET",
+        TENANT + "/ids",
+        "read",
+        "The ids of a snapshot, in order, reading no node, and the commit listed "
+        "(null: no commits yet; pass its id as at= to read the same snapshot).",
+        _ids,
+        query=(AT, AS_OF, PREFIX),
+        response=IdList,
         headers=("ETag",),
     ),
     Route(
