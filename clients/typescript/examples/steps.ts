@@ -25,5 +25,5 @@ export async function runSteps(repo: ServedRepo, threadId: string) {
     .addEdge("act", "review")
     .addEdge("review", END)
     .compile({ checkpointer: new MnemosyneSaver(repo) });
-  return graph.invoke({ notes: ["start"] }, { configurable: { thread_id: threadId }, durability: "sync" });
+  return graph.invoke({ notes: ["start"], count: 0 }, { configurable: { thread_id: threadId }, durability: "sync" });
 }

@@ -13,7 +13,7 @@ it("a graph's thread is a branch with a commit per checkpoint and per task's wri
   for await (const commit of repo.log({ at: `threads/${thread}` })) subjects.push(commit.message.split("\n")[0]);
   expect(subjects.reverse()).toEqual([
     "checkpoint step -1 (input)",
-    "writes of __start__ after step -1: notes, branch:to:plan",
+    "writes of __start__ after step -1: notes, count, branch:to:plan",
     "checkpoint step 0 (loop)",
     "writes of plan after step 0: notes, count, branch:to:act",
     "checkpoint step 1 (loop)",
