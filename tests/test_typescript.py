@@ -58,7 +58,14 @@ def test_the_typescript_suite_passes_in_full() -> None:
     passed, total = int(counts.group(1)), int(counts.group(2))
     assert passed == total, output[-4000:]  # nothing skipped, nothing left out
     assert total > 700  # LangGraph's checkpoint validation suite is most of them
-    for name in ("saver.test.ts", "client.test.ts", "faults.test.ts", "schema.test.ts", "steps.test.ts", "values.test.ts"):
+    for name in (
+        "saver.test.ts",
+        "client.test.ts",
+        "faults.test.ts",
+        "schema.test.ts",
+        "steps.test.ts",
+        "values.test.ts",
+    ):
         assert name in output
 
 
