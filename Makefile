@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint types unit unit-fast bench bench-large bench-quality clean
+.PHONY: demo test lint types ts unit unit-fast bench bench-large bench-quality clean
 
 # pytest keeps the assertion rewriting of the test modules (and of the plugins it loads)
 # as bytecode in __pycache__/ (ignored by git); where PYTHONDONTWRITEBYTECODE is set it
@@ -35,10 +35,24 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy mnemosyne cli
 
+# The TypeScript client and LangGraph.js saver (clients/typescript): Node from Debian where absent,
+# its dependencies from the lock file (npm ci, again only when the lock file changes), then the
+# type check. Its tests (vitest) run within `unit`, from tests/test_typescript.py.
+TS       := clients/typescript
+TS_STAMP := $(TS)/node_modules/.installed-$(shell cat $(TS)/package-lock.json | cksum | cut -d' ' -f1)
+
+$(TS_STAMP): $(TS)/package-lock.json
+	command -v npm >/dev/null || (apt-get update && apt-get install -y --no-install-recommends nodejs npm)
+	cd $(TS) && npm ci --prefer-offline --no-audit --no-fund --loglevel=error
+	touch $(TS_STAMP)
+
+ts: $(TS_STAMP)
+	cd $(TS) && node_modules/.bin/tsc --noEmit -p .
+
 # The tests start a PostgreSQL server of their own: its binaries must be installed.
 # The files go out longest first (tests/support/schedule.py; refresh its durations.json now
 # and then), temporary files to /dev/shm when it is a roomy tmpfs (tests/support/scratch.py).
-unit: $(STAMP)
+unit: $(STAMP) $(TS_STAMP)
 	dpkg -s postgresql-15 >/dev/null 2>&1 || (apt-get update && apt-get install -y --no-install-recommends postgresql-15)
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y --no-install-recommends chromium)
 	$(PYTEST) -n 2 --dist loadfile  # both cores; a file's tests share one worker (and its fixtures)
@@ -49,7 +63,7 @@ unit: $(STAMP)
 unit-fast: $(STAMP)
 	MNEMO_FAST_TESTS=1 $(PYTEST) -n 2 --dist worksteal -m "not slow"  # short tests: balanced one by one
 
-test: lint types unit
+test: lint types ts unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py --out bench/results.md
@@ -65,4 +79,4 @@ bench-quality: $(STAMP)
 	cd bench && ../$(BIN)/python quality.py $(if $(DATA),--data $(abspath $(DATA))) --out results-quality.md
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache $(TS)/node_modules

@@ -56,8 +56,9 @@ DEMO = ROOT / "examples" / "demo.py"
 
 PAGES = [README, *sorted(DOCS.glob("*.md"))]
 """The documentation: the README and the pages of ``docs/`` (not the ADRs)."""
-PROSE_ONLY = {"docs/internals.md", "docs/mcp.md", "docs/viewer.md"}
-"""Pages that show nothing a test can run (layout tables, host configuration, screenshots)."""
+PROSE_ONLY = {"docs/internals.md", "docs/mcp.md", "docs/viewer.md", "docs/typescript.md"}
+"""Pages that show nothing a test can run (layout tables, host configuration, screenshots; TypeScript,
+whose code tests/test_typescript.py runs)."""
 RUNNABLE = ("python", "console")
 """The languages of the blocks that run; others are shown only."""
 

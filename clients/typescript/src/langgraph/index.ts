@@ -1,0 +1,2 @@
+export { MnemosyneSaver, type MnemosyneSaverOptions } from "./saver.js";
+export { threadBranch, segment } from "./names.js";

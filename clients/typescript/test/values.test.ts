@@ -1,0 +1,50 @@
+// Stored values in the forms the Python saver writes and reads (ADRs 33, 61, 67).
+import { HumanMessage } from "@langchain/core/messages";
+import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
+import { describe, expect, it } from "vitest";
+
+import { segment, threadBranch } from "../src/langgraph/index.js";
+import { loaded, stored } from "../src/langgraph/values.js";
+
+const serde = new JsonPlusSerializer();
+
+describe("stored values", () => {
+  it("keeps an exact JSON value as JSON, with the order of its keys", async () => {
+    const value = { role: "user", content: "hi", nested: [{ b: 1, a: 2.5 }, { b: 3, a: 4 }] };
+    const fields = await stored(serde, value);
+    expect(fields).toEqual({ json: value, order: [["role", "content", "nested"], ["b", "a"]] });
+    const back = (await loaded(serde, JSON.parse(JSON.stringify(fields)))) as typeof value;
+    expect(JSON.stringify(back)).toBe(JSON.stringify(value)); // the same keys in the same order
+  });
+
+  it("stores what has no exact JSON form as the serializer's bytes", async () => {
+    for (const value of [new Map([["a", 1]]), { a: undefined }, 2 ** 60, Number.NaN, new HumanMessage("hi"), "\ud800"]) {
+      const fields = await stored(serde, value);
+      expect(Object.keys(fields).sort()).toEqual(["bytes", "serde"]);
+      const back = await loaded(serde, fields);
+      if (typeof value === "number" && Number.isNaN(value)) continue; // JSON has no NaN: the serializer's own loss
+      expect(back).toEqual(value);
+    }
+  });
+
+  it("reads messages a Python saver stored as LangChain records", async () => {
+    const record = { id: ["langchain", "schema", "messages", "HumanMessage"], kwargs: { content: "hi", type: "human" }, lc: 1, type: "constructor" };
+    const [message] = (await loaded(serde, { langchain: [record] })) as HumanMessage[];
+    expect(message).toBeInstanceOf(HumanMessage);
+    expect(message?.content).toBe("hi");
+    await expect(loaded(serde, { langchain: [{ ...record, id: ["os", "system"] }] })).rejects.toThrow(/names no message class/);
+  });
+});
+
+describe("names", () => {
+  it("are the Python saver's (values from mnemosyne.model.thread_names and threads.segment)", () => {
+    expect(threadBranch("chat-7")).toBe("threads/chat-7");
+    expect(threadBranch("user@example.com")).toBe("threads/_user_40example.com");
+    expect(threadBranch("chat 1")).toBe("threads/_chat_201");
+    expect(threadBranch("a/b")).toBe("threads/_a_2Fb");
+    expect(threadBranch("x.")).toBe("threads/_x_2E");
+    expect(threadBranch("a".repeat(100))).toBe(`threads/_${"a".repeat(45)}_x2816597888e4a0d3a36b82b83316ab32`);
+    expect(segment("")).toBe("_e3b0c44298fc1c149afbf4c8996fb924");
+    expect(segment("plain-name")).toBe("plain-name");
+  });
+});

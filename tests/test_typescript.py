@@ -1,0 +1,157 @@
+"""The TypeScript client and LangGraph.js saver (``clients/typescript``): its suite; one graph, two languages.
+
+``make test`` installs the Node dependencies (``npm ci``) and type-checks them;
+here the vitest suite runs (the client against a real ``mnemo serve`` and a
+server that misbehaves, the drift check of the generated types, LangGraph's
+checkpoint validation suite on ``MnemosyneSaver``), then the same three-step graph
+runs in Python and in TypeScript on one store, and ``mnemo diff`` of a step of
+each thread reads alike.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from support.components import need_module, unavailable
+from support.served import Served, tokens
+
+from mnemosyne import Repo, Store
+
+need_module("langgraph")
+need_module("uvicorn")
+
+pytestmark = pytest.mark.slow  # node, a server process
+
+TS = Path(__file__).resolve().parents[1] / "clients" / "typescript"
+VITEST = TS / "node_modules" / ".bin" / "vitest"
+
+
+def _vitest(*args: str, env: dict[str, str] | None = None) -> str:
+    if shutil.which("node") is None or not VITEST.exists():
+        unavailable("node and clients/typescript/node_modules are missing (make test installs them: npm ci)")
+    done = subprocess.run(
+        [str(VITEST), "run", *args],
+        cwd=TS,
+        env={**os.environ, "MNEMO_PYTHON": sys.executable, "NO_COLOR": "1", "CI": "1", **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-8000:]
+    return output
+
+
+def test_the_typescript_suite_passes_in_full() -> None:
+    output = _vitest()
+    counts = re.search(r"Tests\s+(\d+) passed \((\d+)\)", output)
+    assert counts is not None, output[-4000:]
+    passed, total = int(counts.group(1)), int(counts.group(2))
+    assert passed == total, output[-4000:]  # nothing skipped, nothing left out
+    assert total > 700  # LangGraph's checkpoint validation suite is most of them
+    for name in (
+        "saver.test.ts",
+        "client.test.ts",
+        "faults.test.ts",
+        "schema.test.ts",
+        "steps.test.ts",
+        "values.test.ts",
+    ):
+        assert name in output
+
+
+class _State(TypedDict):
+    notes: Annotated[list[str], operator.add]
+    count: int
+
+
+def _python_steps(repo: Repo, thread_id: str) -> dict[str, Any]:
+    """clients/typescript/examples/steps.ts, in Python: three steps, each a note and a count."""
+    from langgraph.graph import END, START, StateGraph
+
+    from mnemosyne.integrations.langgraph import MnemosyneSaver
+
+    def step(name: str) -> Any:
+        return lambda state: {"notes": [f"{name} saw {state['count']}"], "count": state["count"] + 1}
+
+    graph = StateGraph(_State)
+    for name in ("plan", "act", "review"):
+        graph.add_node(name, step(name))
+    graph.add_edge(START, "plan")
+    graph.add_edge("plan", "act")
+    graph.add_edge("act", "review")
+    graph.add_edge("review", END)
+    compiled = graph.compile(checkpointer=MnemosyneSaver(repo))
+    config = {"configurable": {"thread_id": thread_id}}
+    return compiled.invoke({"notes": ["start"], "count": 0}, config, durability="sync")  # type: ignore[no-any-return]
+
+
+_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _step(path: Path, thread_id: str, step: int) -> dict[str, Any]:
+    """What ``mnemo diff`` says checkpoint ``step`` of a thread changed since the one before, ids masked."""
+    branch = f"threads/{thread_id}"
+    with Repo.open(path) as repo:
+        marks = {c.message.split("\n")[0]: c.id for c in repo.log(at=branch)}
+    old, new = marks[f"checkpoint step {step - 1} (loop)"], marks[f"checkpoint step {step} (loop)"]
+    done = subprocess.run(
+        [sys.executable, "-m", "mnemo_cli", "--repo", str(path), "--json", "diff", old, new],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    diff = json.loads(done.stdout)
+
+    def masked(node_id: str) -> str:
+        return _ID.sub("<id>", node_id.replace(branch, "threads/<thread>"))
+
+    channels = {
+        change["new"]["content"]["channel"]: change["new"]["content"]["json"]
+        for change in diff["added"]
+        if "/c/" in change["id"]
+    }
+    writes = sorted(
+        (change["new"]["content"]["channel"], json.dumps(change["new"]["content"].get("json")))
+        for change in diff["added"]
+        if "/w/" in change["id"]
+    )
+    return {
+        "added": sorted(masked(change["id"]) for change in diff["added"]),
+        "modified": sorted(masked(change["id"]) for change in diff["modified"]),
+        "removed": sorted(masked(change["id"]) for change in diff["removed"]),
+        "channels": channels,
+        "writes": writes,
+    }
+
+
+def test_a_python_and_a_typescript_graph_read_alike_in_mnemo_diff(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    Store.init(path).close()
+    made = tokens(path, ("saver", "default", "write"))
+    server = Served(path)
+    try:
+        # Python's saver writes through a local handle on the served store (over HTTP once it takes
+        # a served repo); LangGraph.js's saver writes through the server.
+        with Repo.open(path) as repo:
+            state = _python_steps(repo, "py-steps")
+        assert state == {"notes": ["start", "plan saw 0", "act saw 1", "review saw 2"], "count": 3}
+        env = {"MNEMO_URL": server.url, "MNEMO_TOKENS": json.dumps(made), "MNEMO_STEPS_THREAD": "ts-steps"}
+        _vitest("test/steps.test.ts", env=env)
+    finally:
+        assert server.stop() == 0, server.stderr
+    python, typescript = _step(path, "py-steps", 2), _step(path, "ts-steps", 2)
+    assert python == typescript
+    notes = ["start", "plan saw 0", "act saw 1"]
+    assert python["channels"] == {"branch:to:review": None, "count": 2, "notes": notes}
+    assert python["modified"] == ["threads/<thread>/_e3b0c44298fc1c149afbf4c8996fb924/~latest"]
+    assert [channel for channel, _ in python["writes"]] == ["branch:to:review", "count", "notes"]
