@@ -4,10 +4,18 @@ Requests carry the token; answers are the one JSON form (JSON Lines for
 streams), decoded as asked; an error body becomes the library error it names
 (``RefConflict`` for a failed ``If-Match``), and anything that is not the API (a
 proxy's page, a redirect, a connection cut) one ``MnemoError`` naming the URL.
+
+A request is sent again only where repeating it is safe, as the TypeScript
+client does (ADR 66): one answered 429 or 503 with ``Retry-After`` (the
+server's bounds refused it before reading it: nothing was done) after that wait,
+a few times; a ``GET`` (a read: it writes nothing) also when the connection
+failed before an answer came. A write whose connection failed is never
+repeated: it may have been made.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
@@ -22,6 +30,12 @@ from mnemosyne.model.times import rfc3339
 T = TypeVar("T")
 
 _decode = msgspec.json.Decoder()
+
+RETRIES = 3
+"""How many times a request may be sent again where that is safe."""
+MAX_RETRY_WAIT = 5.0
+"""The longest wait (seconds) a ``Retry-After`` is followed for."""
+_BUSY = frozenset({429, 503})
 
 
 class Http:
@@ -56,14 +70,23 @@ class Http:
         if content is not None:
             extra["content-type"] = "application/json"
         request = self._client.build_request(method, path, params=query, content=content, headers=extra)
-        try:
-            response = self._client.send(request, stream=stream)
-        except httpx.ConnectError as error:
-            raise NotFound(f"cannot reach {self.url}: {error}") from None
-        except httpx.TimeoutException:
-            raise MnemoError(f"{self.url} did not answer in time ({method} {path.split('?')[0]})") from None
-        except httpx.HTTPError as error:
-            raise MnemoError(f"{self.url}: {type(error).__name__}: {error}") from None
+        for attempt in range(RETRIES + 1):
+            try:
+                response = self._client.send(request, stream=stream)
+            except httpx.ConnectError as error:
+                raise NotFound(f"cannot reach {self.url}: {error}") from None
+            except httpx.TimeoutException:
+                where = path.split("?")[0]
+                raise MnemoError(f"{self.url} did not answer in time ({method} {where})") from None
+            except httpx.HTTPError as error:
+                if method == "GET" and attempt < RETRIES:
+                    continue  # a read writes nothing: safe to repeat
+                raise MnemoError(f"{self.url}: {type(error).__name__}: {error}") from None
+            wait = _retry_after(response) if response.status_code in _BUSY and attempt < RETRIES else None
+            if wait is None:
+                break
+            response.close()
+            time.sleep(min(wait, MAX_RETRY_WAIT))
         if response.status_code >= 300:  # a redirect is not followed: the URL (or a proxy) is wrong
             if stream:
                 response.read()
@@ -91,6 +114,15 @@ class Http:
     def lines(self, path: str, cls: type[T], params: Mapping[str, Any]) -> Iterator[T]:
         """A JSON Lines stream of ``cls``, read as the caller iterates."""
         return Lines(self.send("GET", path, params=params, stream=True), cls)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """The seconds a busy answer's ``Retry-After`` asks to wait, or None (no header, or a date)."""
+    try:
+        seconds = float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
 
 
 def raise_for(response: httpx.Response) -> None:
