@@ -51,6 +51,11 @@ ATTEMPTS = 3
 again after a short back-off; a push cut for longer fails and is resumed by running it again)."""
 
 
+_SESSIONS: dict[tuple[str | None, str | None], Any] = {}
+"""boto3 sessions of this process, by profile and region."""
+_SESSIONS_LOCK = threading.Lock()
+
+
 class Pack(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Objects: ids and their stored bytes, in order."""
 
@@ -139,13 +144,18 @@ class Bucket:
             connect_timeout=10,
             read_timeout=120,
         )
-        self.client: Any = _call(
-            self,
-            "open",
-            lambda: boto3.session.Session(profile_name=options.profile, region_name=options.region).client(
-                "s3", endpoint_url=options.endpoint_url, config=config
-            ),
-        )
+        def client() -> Any:
+            with _SESSIONS_LOCK:
+                # A session loads the service's model (~0.4 s) once; its clients reuse it.
+                key = (options.profile, options.region)
+                session = _SESSIONS.get(key)
+                if session is None:
+                    session = _SESSIONS[key] = boto3.session.Session(
+                        profile_name=options.profile, region_name=options.region
+                    )
+                return session.client("s3", endpoint_url=options.endpoint_url, config=config)
+
+        self.client: Any = _call(self, "open", client)
         self.workers = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="mnemo-bucket")
 
     def close(self) -> None:
