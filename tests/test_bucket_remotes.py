@@ -99,6 +99,7 @@ def test_push_clone_fetch_pull_round_trip(tmp_path: Path, endpoint: str, bucket:
             assert a.remote_branches()[0][1].id == b.resolve("main").id
 
 
+@pytest.mark.slow  # the AWS SDK backs off between its tries once the bucket is cut off
 def test_a_push_cut_off_part_way_is_resumed_not_repeated(
     tmp_path: Path, endpoint: str, bucket: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -133,8 +134,12 @@ def test_a_push_cut_off_part_way_is_resumed_not_repeated(
             (part,) = a.push("backup").tenants
             assert not set(first) & set(written), "a pack written before the cut was sent again"
             assert part.refs[0].new == a.resolve("main").id
-        with Repo.clone(f"s3://{bucket}/cut", tmp_path / "b", bucket=BucketOptions(endpoint_url=endpoint)) as b:
-            assert [c.id for c in b.log()] == [c.id for c in Repo.open(tmp_path / "a").log()]
+        direct = BucketOptions(endpoint_url=endpoint)
+        with (
+            Repo.clone(f"s3://{bucket}/cut", tmp_path / "b", bucket=direct) as b,
+            Repo.open(tmp_path / "a") as a2,
+        ):
+            assert [c.id for c in b.log()] == [c.id for c in a2.log()]
             assert b.get("n0").content == "note 0" and b.get("n119").content == "note 119"
     finally:
         proxy.close()
@@ -237,6 +242,7 @@ def test_a_bucket_url_holds_no_credentials_nor_anything_but_bucket_and_prefix(
         a.store.add_remote("backup", url)
 
 
+@pytest.mark.slow  # mnemo processes, and the AWS SDK's back-off before it gives up on a dead endpoint
 def test_the_command_line_pushes_clones_and_says_one_line_on_failure(
     tmp_path: Path, endpoint: str, bucket: str
 ) -> None:
