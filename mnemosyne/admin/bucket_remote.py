@@ -144,6 +144,7 @@ class Bucket:
             connect_timeout=10,
             read_timeout=120,
         )
+
         def client() -> Any:
             with _SESSIONS_LOCK:
                 # A session loads the service's model (~0.4 s) once; its clients reuse it.
