@@ -77,6 +77,7 @@ def bench_push(root: Path, commits: int, per_commit: int = 8) -> None:
         )
         _fetch_from_path(root, root / "push-local")
         _over_http(root, local, rate)
+        _to_bucket(root, local, rate)
 
 
 def _fetch_from_path(root: Path, source: Path) -> None:
@@ -193,6 +194,86 @@ def _over_http(root: Path, local: Repo, in_process: float, rounds: int = 7) -> N
         f"{pushed.commits} commits",
         f"{ms:.2f}, {noop_requests}",
     )
+
+
+def _to_bucket(root: Path, local: Repo, in_process: float) -> None:
+    """The same history pushed to a bucket of moto's S3-compatible server on loopback, then fetched.
+
+    moto is a Python server answering in this process's threads: its requests cost far
+    more CPU than a real bucket's, and on 2 cores it competes with the client. What the
+    rows show is the client's side: how many requests a transfer takes (packs of a few
+    megabytes, not one per object), and a floor for the rate.
+    """
+    from moto.server import ThreadedMotoServer
+
+    env = {
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+    }
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    import logging
+
+    import boto3
+
+    from mnemosyne import BucketOptions
+    from mnemosyne.admin.bucket_remote import Bucket
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    counted = {"requests": 0}
+    count = Bucket._count
+
+    def counting(bucket: Bucket) -> None:
+        counted["requests"] += 1
+        count(bucket)
+
+    Bucket._count = counting  # type: ignore[method-assign]
+    try:
+        host, port = server.get_host_and_port()
+        options = BucketOptions(endpoint_url=f"http://{host}:{port}")
+        boto3.client("s3", endpoint_url=options.endpoint_url).create_bucket(Bucket="bench")
+        local.store.add_remote("bucket", "s3://bench/memory", bucket=options)
+        t0 = time.perf_counter()
+        pushed = local.push("bucket").tenants[0]
+        push_rate = pushed.objects / (time.perf_counter() - t0)
+        push_requests, counted["requests"] = counted["requests"], 0
+        with Repo.init(root / "fetch-bucket", sync=False) as fetcher:
+            fetcher.store.add_remote("bucket", "s3://bench/memory", bucket=options)
+            t0 = time.perf_counter()
+            fetched = fetcher.fetch("bucket").tenants[0]
+            fetch_rate = fetched.objects / (time.perf_counter() - t0)
+            fetch_requests, counted["requests"] = counted["requests"], 0
+            t0 = time.perf_counter()
+            fetcher.fetch("bucket")
+            noop_ms = (time.perf_counter() - t0) * 1e3
+            noop_requests = counted["requests"]
+    finally:
+        Bucket._count = count  # type: ignore[method-assign]
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    n = f"{pushed.commits} commits, {pushed.objects} objects"
+    row(
+        "push to a bucket (moto on loopback) / push to a path remote (median of 3), objects/s",
+        n,
+        f"{push_rate:,.0f} / {in_process:,.0f} = {push_rate / in_process:.2f}",
+    )
+    row(
+        "fetch from a bucket (moto on loopback) / push to a path remote (median of 3), objects/s",
+        n,
+        f"{fetch_rate:,.0f} / {in_process:,.0f} = {fetch_rate / in_process:.2f}",
+    )
+    row("requests: push to a bucket / fetch from it", n, f"{push_requests} / {fetch_requests}")
+    row("no-op fetch from a bucket (ms, requests)", f"{pushed.commits} commits", f"{noop_ms:.1f}, {noop_requests}")
 
 
 def bench_noop_fetch(root: Path, sizes: Sequence[int], rounds: int = 7) -> None:

@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from mnemosyne import MnemoError, Repo, Store, SyncReport, TenantSync
+from mnemosyne import BucketOptions, MnemoError, Repo, Store, SyncReport, TenantSync
 from mnemosyne.model.choices import MergeStrategy
 
 from . import exits
@@ -60,6 +60,42 @@ OnceTokenFileOpt = Annotated[
     ),
 ]
 
+EndpointOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--endpoint-url",
+        metavar="URL",
+        help="For a bucket (s3://BUCKET/PREFIX): the S3-compatible server (default: AWS_ENDPOINT_URL, "
+        "else AWS's own).",
+        show_default=False,
+    ),
+]
+RegionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--region",
+        help="For a bucket: its region (default: AWS_REGION, or the profile's).",
+        show_default=False,
+    ),
+]
+ProfileOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--profile",
+        help="For a bucket: the AWS profile whose credentials to use (default: AWS_PROFILE, or the "
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY variables).",
+        show_default=False,
+    ),
+]
+
+
+def _bucket(endpoint_url: str | None, region: str | None, profile: str | None) -> BucketOptions | None:
+    """The bucket options given on the command line (None: none was)."""
+    if endpoint_url is None and region is None and profile is None:
+        return None
+    return BucketOptions(endpoint_url=endpoint_url, region=region, profile=profile)
+
+
 TOKEN_ENV = "MNEMO_TOKEN"
 """The token sent to a remote served over HTTP that names no token file of its own."""
 
@@ -81,8 +117,10 @@ def _token(repo: Repo | None = None, remote: str | None = None, token_file: Path
     """
     if token_file is not None:
         return None
-    if repo is not None and any(r.name == remote and r.token_file for r in repo.store.remotes()):
-        return None
+    if repo is not None and any(
+        r.name == remote and (r.token_file or r.location.startswith("s3://")) for r in repo.store.remotes()
+    ):
+        return None  # a bucket takes AWS credentials, never a token
     return os.environ.get(TOKEN_ENV) or None
 
 
@@ -106,6 +144,8 @@ def remote_list(
       mnemo remote add origin ../shared.mnemo   name another store
       mnemo remote add hub http://hub:7777 --token-file ~/.hub.token
                                                 a store mnemo serve serves
+      mnemo remote add backup s3://team-bucket/memory --region eu-west-1
+                                                a prefix of a bucket (S3 or compatible)
       mnemo remote -v                           list them with their locations
       mnemo remote remove origin                forget it and its remote-tracking refs
 
@@ -125,7 +165,9 @@ def remote_list(
             say(found.name)
         else:
             token = f"\t(token file {found.token_file})" if found.token_file else ""
-            say(f"{found.name}\t{found.location}{token}")
+            endpoint = found.bucket.endpoint_url if found.bucket is not None else None
+            where = f"\t(endpoint {endpoint})" if endpoint else ""
+            say(f"{found.name}\t{found.location}{token}{where}")
 
 
 @remote_app.command("add")
@@ -135,10 +177,14 @@ def remote_add(
     location: Annotated[
         str,
         typer.Argument(
-            metavar="URL", help="A store directory, a store URL, or http://HOST:PORT (mnemo serve)."
+            metavar="URL",
+            help="A store directory, a store URL, http://HOST:PORT (mnemo serve), or s3://BUCKET/PREFIX.",
         ),
     ],
     token_file: TokenFileOpt = None,
+    endpoint_url: EndpointOpt = None,
+    region: RegionOpt = None,
+    profile: ProfileOpt = None,
 ) -> None:
     """Name another store as remote NAME (a path is kept absolute; exit 2 if NAME exists).
 
@@ -148,11 +194,17 @@ def remote_add(
     The token names the tenant there: fetch needs a read token, push a write
     one (admin when it carries erasures).
 
-    JSON: {"name", "location", "token_file"}.
+    A prefix of an object-storage bucket (s3://BUCKET/PREFIX: AWS S3, MinIO,
+    Ceph, R2, ...) is reached with the AWS SDK's credentials (AWS_ACCESS_KEY_ID
+    and AWS_SECRET_ACCESS_KEY, AWS_PROFILE or --profile, a role), never kept;
+    --endpoint-url, --region and --profile are kept with the remote.
+
+    JSON: {"name", "location", "token_file", "bucket"}.
     """
     settings = state(ctx)
     _warn_if_others_read(token_file)
-    added = settings.open(ctx).store.add_remote(name, location, token_file=token_file)
+    bucket = _bucket(endpoint_url, region, profile)
+    added = settings.open(ctx).store.add_remote(name, location, token_file=token_file, bucket=bucket)
     if settings.json:
         emit(added)
 
@@ -183,6 +235,9 @@ def clone(
     all_tenants: AllTenantsOpt = False,
     token_file: TokenFileOpt = None,
     author: AuthorOpt = None,
+    endpoint_url: EndpointOpt = None,
+    region: RegionOpt = None,
+    profile: ProfileOpt = None,
 ) -> None:
     """Create a store at PATH holding the history of the store at URL.
 
@@ -195,6 +250,10 @@ def clone(
     From a store mnemo serve serves (http://HOST:PORT), the token (--token-file
     PATH, which origin keeps for later fetches and pushes, else MNEMO_TOKEN)
     names the one tenant cloned, which --tenant defaults to.
+
+    From a bucket (s3://BUCKET/PREFIX), with the AWS SDK's credentials and
+    --endpoint-url, --region, --profile (which origin keeps), the tenant
+    --tenant names (default: default).
 
     A clone killed or interrupted (Ctrl-C: exit 130, saying so) part-way
     leaves PATH marked as an unfinished clone: every command there warns,
@@ -212,8 +271,9 @@ def clone(
             tenant=settings.tenant,
             all_tenants=all_tenants,
             author=author_or_default(author),
-            token=_token(token_file=token_file),
+            token=None if source.lower().startswith("s3://") else _token(token_file=token_file),
             token_file=token_file,
+            bucket=_bucket(endpoint_url, region, profile),
         )
     except KeyboardInterrupt:
         note(_interrupted_clone(path))

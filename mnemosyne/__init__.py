@@ -33,6 +33,7 @@ from mnemosyne.model.choices import ClaimPolicy, MergeStrategy, SearchMode
 from mnemosyne.model.ids import new_id
 from mnemosyne.model.objects import Claim, Commit, Node, Provenance, Redaction
 from mnemosyne.model.reports import (
+    BucketOptions,
     CompactReport,
     ExportReport,
     ForgetReport,
@@ -117,6 +118,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "AccessDenied",
     "Blame",
+    "BucketOptions",
     "BlameLine",
     "Change",
     "Claim",

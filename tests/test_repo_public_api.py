@@ -64,6 +64,7 @@ BEFORE_THE_SPLIT = {
             "*, author: 'str' = 'unknown'",
             "*, token: 'str | None' = None",
             "*, token_file: 'Location | None' = None",
+            "*, bucket: 'BucketOptions | None' = None",
             "-> Repo",
         ],
     ),
@@ -439,7 +440,7 @@ BEFORE_THE_SPLIT = {
 MOVED_DOCSTRINGS = {
     # Digests of the text as it stands; "open" since listing minilm-sentences among its embedder names.
     "answer_transfer": "0d44eef786e8dc45",
-    "clone": "527b6d4253d782d4",
+    "clone": "bccb02283942d8b1",  # since a bucket (s3://BUCKET/PREFIX) may be cloned
     "fetch": "6f6966bc8d0b7ac7",
     "in_memory": "949cfe5d06ce701a",
     "init": "0b7635cf07f17afb",

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING
 from mnemosyne.api.locations import Location
 from mnemosyne.api.store import Store
 from mnemosyne.errors import AccessDenied, InvalidInput
+from mnemosyne.model.reports import BucketOptions
 from mnemosyne.store import remote_config
 
 if TYPE_CHECKING:
+    from mnemosyne.admin.bucket_remote import Bucket
     from mnemosyne.admin.http_remote import HttpRemote
 
 
@@ -28,11 +30,12 @@ def open_remote(
     readonly: bool,
     token: str | None,
     token_file: Location | None = None,
-) -> tuple[str, Store | HttpRemote, bool]:
+) -> tuple[str, Store | HttpRemote | Bucket, bool]:
     """``(location as shown, the remote opened, whether this call opened it)`` of a remote.
 
     Over HTTP the token is ``token``, else the one in ``token_file`` (this call's),
-    else the one in the remote's own token file.
+    else the one in the remote's own token file. A bucket is reached as its
+    remote says (endpoint, region, profile), with the AWS SDK's credentials.
     """
     remote_config.check_remote_name(remote)
     given = token_file_path(token_file) if token_file is not None else None
@@ -45,6 +48,11 @@ def open_remote(
         return location, connect(location, remote, token, given or kept), True
     if given is not None:
         raise InvalidInput(f"remote {remote!r} is not served over HTTP: a token file is for one that is")
+    if remote_config.is_bucket(location):
+        if token is not None:
+            raise InvalidInput(f"remote {remote!r} is a bucket: it takes AWS credentials, not a token")
+        options = next((found.bucket for found in here.remotes() if found.name == remote), None)
+        return location, open_bucket(location, options, remote), True
     return remote_config.shown(location), Store.open(location, readonly=readonly), True
 
 
@@ -73,6 +81,17 @@ def connect(url: str, remote: str, token: str | None, token_file: str | None) ->
             f"remote {remote!r} is served over HTTP, which needs httpx: pip install 'mnemosyne[client]'"
         ) from None
     return HttpRemote(url, token, name=remote)
+
+
+def open_bucket(url: str, options: BucketOptions | None, remote: str) -> Bucket:
+    """The bucket prefix at ``url`` (``s3://BUCKET/PREFIX``), reached as ``options`` say.
+
+    Raises:
+        InvalidInput: a malformed URL, or boto3 is not installed.
+    """
+    from mnemosyne.admin.bucket_remote import Bucket
+
+    return Bucket(url, options, name=remote)
 
 
 MAX_TOKEN_FILE = 64 * 1024

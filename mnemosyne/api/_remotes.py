@@ -26,7 +26,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mnemosyne.admin import wire
+from mnemosyne.admin import bucket_transfer, wire
+from mnemosyne.admin.bucket_remote import Bucket, BucketTenant
 from mnemosyne.admin.transfer import (
     LocalDestination,
     LocalSender,
@@ -38,15 +39,15 @@ from mnemosyne.admin.transfer import (
 )
 from mnemosyne.api._branch_service import BranchService
 from mnemosyne.api._handle import Clock, Handle
-from mnemosyne.api._remote_reach import connect, open_remote, token_file_path
+from mnemosyne.api._remote_reach import connect, open_bucket, open_remote, token_file_path
 from mnemosyne.api.locations import Location, store_path
 from mnemosyne.api.store import Store
 from mnemosyne.errors import InvalidInput, NotFound, RefConflict
-from mnemosyne.index.view import WriteView
+from mnemosyne.index.view import View, WriteView
 from mnemosyne.model.choices import MergeStrategy
 from mnemosyne.model.defaults import DEFAULT_AUTHOR, DEFAULT_BRANCH, DEFAULT_TENANT
 from mnemosyne.model.objects import Commit
-from mnemosyne.model.reports import PullReport, RefUpdate, SyncReport, TenantSync
+from mnemosyne.model.reports import BucketOptions, PullReport, RefUpdate, SyncReport, TenantSync
 from mnemosyne.store import remote_config, tenancy
 from mnemosyne.store.kv.base import WriteTxn
 from mnemosyne.store.kv.datafile import DATA_FILE, is_lmdb_file
@@ -198,6 +199,7 @@ def clone(
     author: str,
     token: str | None = None,
     token_file: Location | None = None,
+    bucket: BucketOptions | None = None,
 ) -> tuple[Store, str]:
     """A new store at ``path`` holding the history of ``source`` (the work of :meth:`Repo.clone`).
 
@@ -214,7 +216,9 @@ def clone(
     target = store_path(path)
     existed = target.exists()
     kept: str | None = None
-    other: Store | HttpRemote
+    other: Store | HttpRemote | Bucket
+    if bucket is not None and not isinstance(bucket, BucketOptions):
+        raise InvalidInput(f"bucket must be a BucketOptions, not {type(bucket).__name__}")
     if isinstance(source, Store):
         other, location = source, None
     else:
@@ -223,7 +227,13 @@ def clone(
             if not remote_config.is_http(location):
                 raise InvalidInput("a token file is for a store served over HTTP (mnemo serve)")
             kept = token_file_path(token_file)
-        if remote_config.is_http(location):
+        if bucket is not None and not remote_config.is_bucket(location):
+            raise InvalidInput("bucket options are for a remote in object storage (s3://BUCKET/PREFIX)")
+        if remote_config.is_bucket(location):
+            if all_tenants:
+                raise InvalidInput(_BUCKET_ONE_TENANT.format(what="clone", remote=location))
+            other = open_bucket(location, bucket, ORIGIN)
+        elif remote_config.is_http(location):
             if all_tenants:
                 raise InvalidInput(_ONE_TENANT.format(what="clone", remote=location))
             other = connect(location, ORIGIN, token, kept)
@@ -234,7 +244,7 @@ def clone(
             other = Store.open(location, readonly=True)
     tenant = tenant or DEFAULT_TENANT
     try:
-        return _clone_into(other, location, target, tenant, all_tenants, clock, author, kept), tenant
+        return _clone_into(other, location, target, tenant, all_tenants, clock, author, kept, bucket), tenant
     except KeyboardInterrupt:
         # Stopped by the user (Ctrl-C), as SIGTERM stops it: what is marked as an unfinished
         # clone stays for the same clone to resume; a store not yet marked goes.
@@ -257,12 +267,17 @@ _ONE_TENANT = (
     "{remote} is served over HTTP, where a token reaches one tenant: {what} without --all-tenants "
     "(all_tenants), one tenant at a time, each with its own token"
 )
+_BUCKET_ONE_TENANT = (
+    "{remote} is a bucket: {what} without --all-tenants (all_tenants), one tenant at a time (--tenant)"
+)
 
 
-def _tenants(there: Store | HttpRemote, remote: str, handle: Handle, all_tenants: bool) -> list[str]:
-    """The tenants a fetch from ``there`` concerns: this handle's, or (not over HTTP) every one there."""
+def _tenants(there: Store | HttpRemote | Bucket, remote: str, handle: Handle, all_tenants: bool) -> list[str]:
+    """The tenants a fetch from ``there`` concerns: this handle's, or (a store) every one there."""
     if not all_tenants:
         return [handle.tenant]
+    if isinstance(there, Bucket):
+        raise InvalidInput(_BUCKET_ONE_TENANT.format(what="fetch and push", remote=f"remote {remote!r}"))
     if not isinstance(there, Store):
         raise InvalidInput(_ONE_TENANT.format(what="fetch and push", remote=f"remote {remote!r}"))
     return there.tenants()
@@ -293,10 +308,19 @@ def _source(handle: Handle, there: Store, remote: str, tenant: str) -> Handle:
 
 
 def _fetch_tenant(
-    here: Store, handle: Handle, there: Store | HttpRemote, remote: str, tenant: str, author: str
+    here: Store, handle: Handle, there: Store | HttpRemote | Bucket, remote: str, tenant: str, author: str
 ) -> tuple[TenantSync, Offer]:
     """Fetch one tenant; what the remote offered too (its head and branches, for a clone)."""
     local = _tenant(here, handle, tenant)
+    if isinstance(there, Bucket):
+        now = handle.now()
+        destination = LocalDestination(local)
+        sent, commits, offer = bucket_transfer.fetch(BucketTenant(there, tenant), destination)
+        branches = offer.branches
+        sent.commits, moved = destination.finish(
+            commits, lambda view: _track(view, remote, branches, now, author)
+        )
+        return _part(tenant, sent, moved), offer
     if isinstance(there, Store):
         with _source(handle, there, remote, tenant).read() as source:
             return _fetch_from(LocalSender(source), local, handle, remote, tenant, author)
@@ -320,7 +344,7 @@ def _fetch_from(
 def _push_tenant(
     here: Store,
     handle: Handle,
-    there: Store | HttpRemote,
+    there: Store | HttpRemote | Bucket,
     remote: str,
     tenant: str,
     branch: str | None,
@@ -342,7 +366,9 @@ def _push_tenant(
             ):
                 raise InvalidInput(f"branch {name!r} has no commits yet: nothing to push")
             raise NotFound(f"no branch named {name!r} to push")
-        if isinstance(there, Store):
+        if isinstance(there, Bucket):
+            sent, moved = _push_bucket(source, BucketTenant(there, tenant), name, tip, force)
+        elif isinstance(there, Store):
             receiving = handle.on(there.kv, tenant, create=True, where=there.where)
             sent, moved = transfer(
                 source,
@@ -360,6 +386,22 @@ def _push_tenant(
     # Where the remote's branch now is, as a fetch would record it.
     local.write(lambda view: _track_one(view, remote, name, tip, now, author, "push"))
     return _part(tenant, sent, [moved] if moved is not None else [])
+
+
+def _push_bucket(
+    source: View, there: BucketTenant, branch: str, tip: bytes, force: bool
+) -> tuple[Sent, RefUpdate | None]:
+    """Send ``tip``'s history to a bucket, then move its ``branch`` by compare-and-swap."""
+    sent, _ = bucket_transfer.push(source, there, tip)
+
+    def ancestor(old: bytes, new: bytes) -> bool:
+        return source.graph.has(source.txn, old) and source.graph.is_ancestor(source.txn, old, new)
+
+    moved = bucket_transfer.move_branch(there, branch, tip, force, ancestor)
+    if moved is None:
+        return sent, None
+    old, forced = moved
+    return sent, RefUpdate(ref=branch, old=_hex(old), new=tip.hex(), forced=forced)
 
 
 def _part(tenant: str, sent: Sent, refs: list[RefUpdate]) -> TenantSync:
@@ -437,7 +479,7 @@ def move_branch(
 
 
 def _clone_into(
-    other: Store | HttpRemote,
+    other: Store | HttpRemote | Bucket,
     location: str | None,
     target: Path,
     tenant: str,
@@ -445,8 +487,13 @@ def _clone_into(
     clock: Clock,
     author: str,
     token_file: str | None,
+    bucket: BucketOptions | None,
 ) -> Store:
-    if isinstance(other, Store):
+    if isinstance(other, Bucket):
+        if not BucketTenant(other, tenant).branches():
+            raise NotFound(f"the bucket cloned has no tenant {tenant!r} (no branch of it was pushed there)")
+        tenants, source = [tenant], other.url
+    elif isinstance(other, Store):
         tenants = other.tenants() if all_tenants else [tenant]
         if tenant not in other.tenants():
             raise NotFound(f"the store cloned has no tenant {tenant!r}")
@@ -469,6 +516,8 @@ def _clone_into(
                     remote_config.put(txn, ORIGIN, location)
                 if token_file is not None:
                     remote_config.put_token_file(txn, ORIGIN, token_file)
+                if bucket is not None:
+                    remote_config.put_bucket(txn, ORIGIN, bucket)
 
         store.kv.transact(begin)
         for name in tenants:

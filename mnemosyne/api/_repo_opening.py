@@ -19,6 +19,7 @@ from mnemosyne.api._handle import Clock, Handle
 from mnemosyne.api.locations import Location
 from mnemosyne.api.store import Store
 from mnemosyne.model.defaults import DEFAULT_TENANT
+from mnemosyne.model.reports import BucketOptions
 
 if TYPE_CHECKING:
     from mnemosyne.recall.embedders import Embedder
@@ -132,6 +133,7 @@ def clone(
     author: str,
     token: str | None,
     token_file: Location | None,
+    bucket: BucketOptions | None = None,
 ) -> R:
     """Create a store at ``path`` holding the history of the store at ``source``; open it.
 
@@ -147,6 +149,10 @@ def clone(
     then the token (``token``, else the one in ``token_file``, whose path
     ``origin`` keeps for later fetches and pushes; the token itself is never
     kept) names the one tenant cloned, which ``tenant`` defaults to.
+
+    ``source`` may be a prefix of an object-storage bucket (``s3://BUCKET/PREFIX``,
+    ADR 0069): ``bucket`` says how it is reached (endpoint, region, profile;
+    ``origin`` keeps them), the AWS SDK finds the credentials.
 
     A clone that fails leaves nothing at ``path``. One killed part-way leaves
     a store marked unfinished (:attr:`Store.unfinished_clone`; ``fsck``
@@ -172,6 +178,7 @@ def clone(
         author=author,
         token=token,
         token_file=token_file,
+        bucket=bucket,
     )
     return bound(make, store, cloned, False, clock, None, owned=True)
 

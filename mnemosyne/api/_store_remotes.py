@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from mnemosyne.api._handle import Clock, Handle, read_clock
 from mnemosyne.api.locations import Location
 from mnemosyne.errors import InvalidInput, NotFound
-from mnemosyne.model.reports import Remote
+from mnemosyne.model.reports import BucketOptions, Remote
 from mnemosyne.store import remote_config, tenancy
 from mnemosyne.store.kv.base import KV, WriteTxn
 from mnemosyne.store.refs import REMOTE_PREFIX
@@ -29,7 +30,14 @@ class StoreRemotes:
         self._path = path
         self._url = url
 
-    def add(self, name: str, location: Location, *, token_file: Location | None) -> Remote:
+    def add(
+        self,
+        name: str,
+        location: Location,
+        *,
+        token_file: Location | None,
+        bucket: BucketOptions | None = None,
+    ) -> Remote:
         """Name another store as a remote (see :meth:`Store.add_remote`)."""
         remote_config.check_remote_name(name)
         text = remote_config.location_text(location)
@@ -43,14 +51,22 @@ class StoreRemotes:
             kept = os.path.abspath(os.fspath(token_file))
             if not Path(kept).is_file():
                 raise InvalidInput(f"token file {kept}: no such file")
+        if bucket is not None:
+            if not isinstance(bucket, BucketOptions):
+                raise InvalidInput(f"bucket must be a BucketOptions, not {type(bucket).__name__}")
+            if not remote_config.is_bucket(text):
+                raise InvalidInput("bucket options are for a remote in object storage (s3://BUCKET/PREFIX)")
+            bucket = _checked(bucket)
 
         def work(txn: WriteTxn) -> None:
             remote_config.put(txn, name, text)
             if kept is not None:
                 remote_config.put_token_file(txn, name, kept)
+            if bucket is not None:
+                remote_config.put_bucket(txn, name, bucket)
 
         self._kv.transact(work)
-        return Remote(name=name, location=remote_config.shown(text), token_file=kept)
+        return Remote(name=name, location=remote_config.shown(text), token_file=kept, bucket=bucket)
 
     def remove(self, name: str, *, author: str, clock: Clock) -> int:
         """Forget a remote and its tracking refs (see :meth:`Store.remove_remote`)."""
@@ -89,6 +105,7 @@ class StoreRemotes:
                     name=name,
                     location=remote_config.shown(where),
                     token_file=remote_config.token_file(txn, name),
+                    bucket=remote_config.bucket(txn, name),
                 )
                 for name, where in remote_config.every(txn)
             ]
@@ -99,9 +116,39 @@ class StoreRemotes:
             found = remote_config.unfinished_clone(txn)
         return found.described() if found is not None else None
 
+    def bucket(self, name: str) -> BucketOptions | None:
+        """How remote ``name``'s bucket is reached, as kept (None: as the AWS SDK finds it)."""
+        with self._kv.read() as txn:
+            return remote_config.bucket(txn, name)
+
     def location(self, name: str) -> str:
         """Where remote ``name`` is, as kept (see :meth:`Store.remote_location`)."""
         with self._kv.read() as txn:
             location = remote_config.get(txn, name)
         remote_config.check_not_itself(self._path, self._url, location)
         return location
+
+
+def _checked(options: BucketOptions) -> BucketOptions:
+    """``options`` with empty values as None; an endpoint that is not an http(s) URL refused.
+
+    Raises:
+        InvalidInput: a value that is not text, or an endpoint URL with a user or password in it.
+    """
+    values = {}
+    for field in ("endpoint_url", "region", "profile"):
+        value = getattr(options, field)
+        if value is not None and (not isinstance(value, str) or "\x00" in value):
+            raise InvalidInput(f"bucket {field} must be text")
+        values[field] = value.strip() or None if value is not None else None
+    endpoint = values["endpoint_url"]
+    if endpoint is not None:
+        parts = urlsplit(endpoint)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InvalidInput(f"{endpoint!r} is not an endpoint URL (http://HOST:PORT or https://HOST)")
+        if parts.username is not None or parts.password is not None:
+            raise InvalidInput(
+                "an endpoint URL holds no credentials: the AWS SDK reads them from AWS_ACCESS_KEY_ID "
+                "and AWS_SECRET_ACCESS_KEY, or a profile"
+            )
+    return BucketOptions(**values)

@@ -58,7 +58,7 @@ from mnemosyne.store.kv.lmdb_kv import DEFAULT_MAP_SIZE, DEFAULT_MAX_MAP_SIZE
 if TYPE_CHECKING:
     from mnemosyne.history.revisions import Rev
     from mnemosyne.model.objects import Commit, Node
-    from mnemosyne.model.reports import GcReport
+    from mnemosyne.model.reports import BucketOptions, GcReport
     from mnemosyne.model.results import (
         Blame,
         CommitResult,
@@ -174,6 +174,7 @@ class Repo(Resource):
         author: str = DEFAULT_AUTHOR,
         token: str | None = None,
         token_file: Location | None = None,
+        bucket: BucketOptions | None = None,
     ) -> Repo:
         return _repo_opening.clone(
             cls,
@@ -185,6 +186,7 @@ class Repo(Resource):
             author=author,
             token=token,
             token_file=token_file,
+            bucket=bucket,
         )
 
     def close(self) -> None:

@@ -25,7 +25,7 @@ from mnemosyne.api.locations import Location, index_cache_dir
 from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.model.access import NewToken, Role, Token
 from mnemosyne.model.defaults import DEFAULT_AUTHOR
-from mnemosyne.model.reports import CompactReport, ExportReport, ImportReport, Remote
+from mnemosyne.model.reports import BucketOptions, CompactReport, ExportReport, ImportReport, Remote
 from mnemosyne.recall.index_location import IndexLocation
 from mnemosyne.store import settings, tenancy
 from mnemosyne.store.kv.base import KV, WriteTxn
@@ -304,7 +304,14 @@ class Store(Resource):
 
     # -- remotes ----------------------------------------------------------------------
 
-    def add_remote(self, name: str, location: Location, *, token_file: Location | None = None) -> Remote:
+    def add_remote(
+        self,
+        name: str,
+        location: Location,
+        *,
+        token_file: Location | None = None,
+        bucket: BucketOptions | None = None,
+    ) -> Remote:
         """Name another store as a remote of this one (store-wide: every tenant may use it).
 
         Args:
@@ -315,13 +322,16 @@ class Store(Resource):
             token_file: for a served store, a file holding the token its fetches and
                 pushes send (its path is kept, made absolute; the token is read at
                 each use and never kept). Without one, pass ``token=`` to each call.
+            bucket: for a prefix of an object-storage bucket (``s3://BUCKET/PREFIX``),
+                its endpoint, region and profile (ADR 0069); credentials are never
+                kept: the AWS SDK finds them (``AWS_ACCESS_KEY_ID``, a profile, a role).
 
         Raises:
             InvalidInput: a bad name, a remote of that name exists, the location
                 is this store or a URL holding a user or token, or a token file
                 for a remote that is not served over HTTP, or one that is not a file.
         """
-        return self._remotes.add(name, location, token_file=token_file)
+        return self._remotes.add(name, location, token_file=token_file, bucket=bucket)
 
     def remove_remote(self, name: str, *, author: str = DEFAULT_AUTHOR, clock: Clock = system_clock) -> int:
         """Forget a remote, and delete its remote-tracking refs in every tenant (reflogged).

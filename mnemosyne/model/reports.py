@@ -151,6 +151,26 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     ok: bool
 
 
+class BucketOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How to reach an object-storage bucket (``s3://BUCKET/PREFIX``): never its credentials.
+
+    Each one left None is found as the AWS SDK finds it (``AWS_ENDPOINT_URL``,
+    ``AWS_REGION``, ``AWS_PROFILE``, the shared configuration files); the
+    credentials always are (``AWS_ACCESS_KEY_ID`` and ``AWS_SECRET_ACCESS_KEY``,
+    a profile, a role), and are never kept.
+
+    Attributes:
+        endpoint_url: the S3-compatible server (``https://minio.example:9000``);
+            None: AWS's own.
+        region: the bucket's region.
+        profile: the named profile of the shared AWS configuration files to use.
+    """
+
+    endpoint_url: str | None = None
+    region: str | None = None
+    profile: str | None = None
+
+
 class Remote(msgspec.Struct, frozen=True, kw_only=True):
     """A remote: another store this one fetches from and pushes to.
 
@@ -161,11 +181,14 @@ class Remote(msgspec.Struct, frozen=True, kw_only=True):
             the URL of a served store (``http://…``).
         token_file: for a served store, the file its token is read from (None: the
             token is passed to each call, or ``MNEMO_TOKEN`` on the command line).
+        bucket: for a bucket (``s3://BUCKET/PREFIX``), how it is reached (None: as
+            the AWS SDK finds it).
     """
 
     name: str
     location: str
     token_file: str | None = None
+    bucket: BucketOptions | None = None
 
 
 class RefUpdate(msgspec.Struct, frozen=True, kw_only=True):

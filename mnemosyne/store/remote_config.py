@@ -4,7 +4,9 @@ A remote is store-wide, like a setting: every tenant of the store may fetch from
 and push to it, each into its own tenant there. The value is the remote's
 location as :meth:`mnemosyne.Store.open` takes it: an absolute directory path,
 or a URL (``postgresql://…``), or the URL of a served store (``http://…``,
-``https://…``, as ``mnemo serve`` prints it). A served store is reached with a
+``https://…``, as ``mnemo serve`` prints it), or a prefix of an object-storage
+bucket (``s3://BUCKET/PREFIX``; how it is reached, endpoint, region and profile
+but never credentials, kept beside it: ``meta`` · ``remote-bucket/<name>``). A served store is reached with a
 token, never kept in its URL: the path of a file holding it may be kept beside
 the remote (``meta`` · ``remote-token-file/<name>``). What was fetched lands per
 tenant in remote-tracking refs (``refs/remotes/<name>/<branch>``), owned by
@@ -27,11 +29,14 @@ from urllib.parse import urlsplit
 import msgspec
 
 from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, NotFound
+from mnemosyne.model.reports import BucketOptions
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn
 from mnemosyne.store.kv.location import is_postgres_url, shown_url
 
 _PREFIX = b"remote/"
 _TOKEN_FILE = b"remote-token-file/"  # outside the remote/ prefix: never listed as a remote
+_BUCKET = b"remote-bucket/"  # likewise: how a bucket remote is reached (never its credentials)
+_BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
 _CLONE_KEY = b"clone-unfinished"  # outside the remote/ prefix: never listed as a remote
 
@@ -57,6 +62,8 @@ class UnfinishedClone(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _clone_encoder = msgspec.msgpack.Encoder()
+_bucket_encoder = msgspec.msgpack.Encoder()
+_bucket_decoder = msgspec.msgpack.Decoder(BucketOptions)
 _clone_decoder = msgspec.msgpack.Decoder(UnfinishedClone)
 
 
@@ -91,12 +98,74 @@ def location_text(location: object) -> str:
         raise InvalidInput("a remote's location must be a non-empty path or URL")
     if is_http(text):
         return check_http_url(text)
+    if is_bucket(text):
+        bucket, prefix = split_bucket_url(text)
+        return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
     return text if "://" in text else os.path.abspath(text)
 
 
 def is_http(location: str) -> bool:
     """Whether ``location`` is the URL of a served store (``http://`` or ``https://``)."""
     return location.lower().startswith(("http://", "https://"))
+
+
+def is_bucket(location: str) -> bool:
+    """Whether ``location`` names a prefix of an object-storage bucket (``s3://BUCKET/PREFIX``)."""
+    return location.lower().startswith("s3://")
+
+
+def split_bucket_url(url: str) -> tuple[str, str]:
+    """``(bucket, prefix)`` of ``s3://BUCKET/PREFIX`` (the prefix without slashes at its ends).
+
+    Raises:
+        InvalidInput: not such a URL: a user, password, port, query or fragment in
+            it (endpoint, region and credentials are given apart, never in the URL),
+            or a bucket name S3 refuses.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as error:
+        raise InvalidInput(f"{url!r} is not an s3://BUCKET/PREFIX URL ({error})") from None
+    if parts.scheme.lower() != "s3":
+        raise InvalidInput(f"{url!r} is not an s3://BUCKET/PREFIX URL")
+    if parts.username is not None or parts.password is not None or port is not None:
+        raise InvalidInput(
+            "a bucket's URL is s3://BUCKET/PREFIX alone: credentials come from the AWS environment "
+            "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE), the server from --endpoint-url"
+        )
+    if parts.query or parts.fragment:
+        raise InvalidInput(f"{url!r}: a bucket's URL takes no query or fragment")
+    bucket = parts.netloc
+    if not _BUCKET_NAME.fullmatch(bucket) or ".." in bucket:
+        raise InvalidInput(
+            f"{bucket!r} is not a bucket name (3 to 63 lowercase letters, digits, '.' and '-')"
+        )
+    prefix = parts.path.strip("/")
+    if "//" in prefix or any(part in (".", "..") for part in prefix.split("/")):
+        raise InvalidInput(f"{url!r}: the prefix has an empty, '.' or '..' segment")
+    return bucket, prefix
+
+
+def put_bucket(txn: WriteTxn, name: str, options: BucketOptions) -> None:
+    """Keep how remote ``name``'s bucket is reached (endpoint, region, profile: no credentials)."""
+    txn.put(Space.META, _BUCKET + check_remote_name(name).encode(), _bucket_encoder.encode(options))
+
+
+def bucket(txn: ReadTxn, name: str) -> BucketOptions | None:
+    """How remote ``name``'s bucket is reached, if it was given.
+
+    Raises:
+        CorruptObject: the record cannot be read.
+    """
+    raw = txn.get(Space.META, _BUCKET + check_remote_name(name).encode())
+    if raw is None:
+        return None
+    try:
+        return _bucket_decoder.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        damaged = f"the bucket options of remote {name!r} are damaged (the store file is)"
+        raise CorruptObject(damaged) from None
 
 
 def check_http_url(url: str) -> str:
@@ -206,6 +275,7 @@ def delete(txn: WriteTxn, name: str) -> None:
     if not txn.delete(Space.META, _PREFIX + check_remote_name(name).encode()):
         raise NotFound(f"no remote named {name!r}")
     txn.delete(Space.META, _TOKEN_FILE + name.encode())
+    txn.delete(Space.META, _BUCKET + name.encode())
 
 
 def put_token_file(txn: WriteTxn, name: str, path: str) -> None:
