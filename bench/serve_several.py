@@ -206,6 +206,8 @@ def bench_serve_several(root: Path, memories: int = 10_000, seconds: float = 8.0
             token = store.create_token("default", "write", name="bench").token
         row("serve x N: build the store on PostgreSQL (s)", f"{memories}m", f"{time.perf_counter() - t0:.1f}")
         postmaster = int((pg.data / "postmaster.pid").read_text().split()[0])
+        # Every process here shares the machine's cores with whatever else runs: say how busy it was.
+        row("serve x N: the machine's load average at the start (1 min)", "", f"{os.getloadavg()[0]:.1f}")
         row(
             "serve x N: fsync of 8 KiB beside PostgreSQL's log (median ms)", "50", f"{_fsync_ms(pg.root):.2f}"
         )
