@@ -253,20 +253,25 @@ def test_a_server_killed_under_load_loses_nothing_it_acknowledged_and_the_others
         finally:
             http.close()
 
+    def until(count: int) -> None:  # acknowledged commits, however loaded the machine is
+        deadline = time.monotonic() + 30
+        while len(acknowledged) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+
     with ThreadPoolExecutor(2 * SERVERS) as pool:
         running = [pool.submit(load, worker) for worker in range(2 * SERVERS)]
-        time.sleep(0.5)
-        before = len(acknowledged)
+        until(20)
         killed = fleet.servers.pop(victim)
         assert killed.stop(signal.SIGKILL) == -signal.SIGKILL
         fleet.stopped.append(killed)
-        time.sleep(0.5)
+        before = len(acknowledged)
+        until(before + 20)
         after = len(acknowledged)
         stop.set()
         for future in running:
             future.result()
     assert failures, "no request reached the killed server after it died"
-    assert after > before + 5  # the others went on
+    assert after >= before + 20  # the others went on
     for index in range(len(fleet.servers)):  # the two left
         with fleet.client(index, "reader") as http:
             assert http.get("/v1/ready").json() == {"ready": True}
