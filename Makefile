@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # would redo it in every worker on every run (~7 s of the ~12 s a worker spends collecting).
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
 
-EXTRAS := .[test,embed,langgraph,mcp,postgres,ui,serve,client,s3]
+EXTRAS := .[test,embed,langgraph,mcp,postgres,ui,serve,client,s3,otel]
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

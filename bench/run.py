@@ -30,6 +30,7 @@ from graph_step import bench_graph_step, bench_graph_step_postgres
 from harness import write_table
 from postgres import bench_postgres
 from serve_load import bench_serve
+from serve_several import bench_serve_several
 from staleness import bench_staleness
 from startup import bench_startup
 from sync import bench_sync
@@ -80,6 +81,8 @@ def main() -> None:
         bench_viewer(root, 300 if args.quick else 10_000, 3_000 if args.quick else 100_000, 5 if args.quick else 30)
         # mnemo serve: 32 clients for 60 s on 100k memories, and get and search against the HTTP floor.
         bench_serve(root, 3_000 if args.quick else 100_000, 8 if args.quick else 32, 5.0 if args.quick else 60.0)
+        # 1, 2 and 3 servers over one PostgreSQL store: commits/s, reads/s, and where the CPU went.
+        bench_serve_several(root, 2_000 if args.quick else 10_000, 3.0 if args.quick else 10.0)
         # The staleness table prints itself (docs/recall.md, "Does it return stale facts?").
         bench_staleness(root, 60 if args.quick else 300, minilm_subjects=30 if args.quick else 100)
     finally:

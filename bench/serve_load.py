@@ -65,8 +65,10 @@ def _build(path: Path, memories: int, per_commit: int = 2_000) -> None:
             repo.commit(batch, message=f"load {first}", author="bench")
 
 
-def _start(path: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "MNEMO_EMBEDDER": "none"}
+def _start(
+    path: Path, *extra: str, env_extra: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    env = {**os.environ, "MNEMO_EMBEDDER": "none", **(env_extra or {})}
     command = [sys.executable, "-m", "mnemo_cli", "--repo", str(path), "serve", "--port", "0", *extra]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
     assert process.stderr is not None
@@ -177,6 +179,35 @@ def _metrics_cost(url: str, token: str, path: Path, base: str, runs: int, block:
     row("serve: a scrape of /metrics (ms, bytes)", "1", f"{scraped:.2f}, {len(page):,}")
 
 
+def _tracing_cost(url: str, token: str, path: Path, base: str, runs: int, block: int) -> None:
+    """A served get with OpenTelemetry traces on (console exporter, to nowhere) against off, medians.
+
+    Off (no OTEL_* variable asks for traces) a request takes the path it took before
+    traces existed, and the SDK is never imported (tests/test_serve_tracing.py).
+    """
+    process, traced_url = _start(path, env_extra={"OTEL_TRACES_EXPORTER": "console"})
+    try:
+        target = f"{base}/nodes/{quote(node_id(4_321), safe='')}"
+        plain, traced = _Conn(url, token), _Conn(traced_url, token)
+        for conn in (plain, traced):
+            for _ in range(block):
+                conn.call("GET", target)
+        samples: dict[str, list[float]] = {"off": [], "on": []}
+        for _ in range(runs):
+            for name, conn in (("off", plain), ("on", traced)):
+                for _ in range(block):
+                    samples[name].append(conn.call("GET", target)[0])
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+    off, on = (statistics.median(samples[name]) * 1e3 for name in ("off", "on"))
+    row(
+        "serve: get over HTTP, traces on / off (median ms; off: the path without traces)",
+        f"{runs}x{block}",
+        f"{on:.3f} / {off:.3f} = {on / off:.2f}",
+    )
+
+
 async def _load(
     url: str, token: str, base: str, clients: int, seconds: float, memories: int
 ) -> dict[str, object]:
@@ -263,6 +294,7 @@ def bench_serve(
             warm.call("GET", f"{base}/log?limit=20")
         _side_by_side(url, token, path, base, runs, 40)
         _metrics_cost(url, token, path, base, runs, 40)
+        _tracing_cost(url, token, path, base, runs, 40)
         warm_status = _status_kib(process.pid)
         warmed = warm_status["VmRSS"]
         found = asyncio.run(_load(url, token, base, clients, seconds, memories))

@@ -204,6 +204,9 @@ def serve(
     connections open at once, requests under way per token (429); see
     docs/serving.md.
 
+    OpenTelemetry traces, with the 'otel' extra, when the standard OTEL_*
+    variables ask for them (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_EXPORTER).
+
     Prints where it listens on stderr; SIGINT (Ctrl-C) or SIGTERM stops it
     cleanly (requests under way finish first). It needs the 'serve' extra:
     pip install 'mnemosyne[serve]'.
@@ -234,6 +237,10 @@ def serve(
             f"mnemo serve needs the 'serve' extra ({error.name} is missing): pip install 'mnemosyne[serve]'"
         ) from None
     family, address = _address(host)
+    from mnemosyne.integrations.server import tracing
+
+    # The standard OTEL_* variables: read here, where the environment is the command's to read.
+    traced = tracing.Tracing(os.environ) if tracing.wanted(os.environ) else None
     path = settings.store_path()
     store = Store.open(path, readonly="auto", index_cache=index_cache(path))
     try:
@@ -255,9 +262,12 @@ def serve(
             access_log=logged,
             json_log=access_log_format == "json",
             metrics=metrics,
+            tracing=traced,
         )
     except BaseException:
         store.close()
+        if traced is not None:
+            traced.close()
         raise
     try:
         try:

@@ -257,3 +257,39 @@ def test_threads_evicting_the_object_cache_at_once(monkeypatch):
     finally:
         sys.setswitchinterval(interval)
     assert errors == []
+
+
+def test_the_postgres_read_ahead_learns_from_threads_at_once():
+    """A served store's worker threads end transactions at once, each teaching the read-ahead.
+
+    Unlocked, one thread's ``appendleft`` met another's walk over the last
+    transactions' questions: "deque mutated during iteration", a 500 under load.
+    """
+    from mnemosyne.store.kv.base import Space
+    from mnemosyne.store.kv.postgres_ahead import QUESTIONS, Get, ReadAhead
+
+    ahead = ReadAhead({space: f'"{space}"' for space in Space}, "SELECT 0")
+    kinds = [tuple(Get(Space.REFS, f"{kind}/{n}".encode()) for n in range(QUESTIONS)) for kind in range(6)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def learner(number: int) -> None:
+        start.wait()
+        try:
+            for step in range(3_000):
+                ahead.learn(kinds[(number + step) % len(kinds)])
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=learner, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert len(ahead.opening.questions) == QUESTIONS

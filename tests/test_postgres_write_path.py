@@ -162,6 +162,29 @@ def test_two_handles_committing_to_one_branch_lose_no_commit(pg_url):
             assert [repo.get(f"{name}/{i:02d}").content for i in range(12)] == list(range(12))
 
 
+def test_threads_committing_through_one_handle_run_each_commit_once(pg_url):
+    """A served tenant's requests share one handle: its commits queue, none runs again.
+
+    Begun at once, all but one of them failed at COMMIT (the branch's ref) and ran
+    again: four runs a commit with 16 connections to one server. Queued in the
+    handle, each is its two round trips.
+    """
+    with Repo.init(pg_url) as repo:
+        for i in range(3):  # the read-ahead learns what a commit reads first
+            repo.commit([Node(id=f"warm/{i}", content=i)])
+        start = threading.Barrier(8)
+
+        def writer(number: int) -> None:
+            start.wait()
+            for i in range(4):
+                repo.commit([Node(id=f"t{number}/{i}", content=i)])
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+        trips = _trips(repo, lambda: ([t.start() for t in threads], [t.join() for t in threads]))
+        assert len(list(repo.log())) == 3 + 32
+        assert trips <= 2 * 32 + 2, trips
+
+
 def test_the_saver_on_postgres_passes_langgraph_conformance_suite(pg_server):
     urls: list[str] = []
 

@@ -24,6 +24,7 @@ from mnemosyne.model.times import TimeLike, as_time
 from mnemosyne.model.validation import check_scope
 from mnemosyne.recall.setting_values import approximate_from, embedder_named
 from mnemosyne.store import settings
+from mnemosyne.store.kv.base import ReadTxn
 
 if TYPE_CHECKING:
     from mnemosyne.recall.embedders import Embedder
@@ -51,24 +52,38 @@ class RecallService:
     def __init__(self, handle: Handle, location: IndexLocation | None = None) -> None:
         self._handle = handle
         self._embedder: Embedder | str | None = _FROM_SETTINGS
+        # The setting the embedder was loaded from (None: given by use_embedder). Another
+        # process (another server over the same store) may change it: a writable handle
+        # reads it again in the snapshot each search opens first (see _prepare).
+        self._setting: str | None = None
         self._cache: VectorCache | None = None
         self._location = location
 
     def use(self, embedder: Embedder | str | None) -> None:
         """The work of :meth:`Repo.use_embedder`."""
         self._embedder = embedder_named(embedder) if isinstance(embedder, str) else embedder
+        self._setting = None
 
     def settings_changed(self) -> None:
         """Reload the embedder from the store's setting at next use."""
         self._embedder = _FROM_SETTINGS
+        self._setting = None
 
     def embedder(self) -> Embedder | None:
         """The work of :meth:`Repo.embedder`."""
         if isinstance(self._embedder, str):
             with self._handle.kv.read() as txn:
-                name = settings.get(txn, "embedder")
-            self._embedder = embedder_named(name)
+                self._follow_setting(txn)
+        assert not isinstance(self._embedder, str)
         return self._embedder
+
+    def _follow_setting(self, txn: ReadTxn) -> None:
+        """Load the embedder the store's setting names, when it decides and names another one now."""
+        if self._embedder is not _FROM_SETTINGS and self._setting is None:
+            return  # the handle's own choice (use_embedder)
+        name = settings.get(txn, "embedder")
+        if name != self._setting or isinstance(self._embedder, str):
+            self._embedder, self._setting = embedder_named(name), name
 
     def _vectors(self) -> VectorCache:
         if self._cache is None:
@@ -82,17 +97,30 @@ class RecallService:
         if self._cache is not None:
             self._cache.forget()
 
-    def _catch_up(self, progress: Callable[[int, int], None] | None = None) -> None:
-        """Index queued versions and embed new contents before a search (writable handles)."""
-        from mnemosyne.recall.recall_index import RecallIndex, catch_up
+    def _prepare(self) -> bool:
+        """Before a search: follow the embedder setting, and say whether the recall index lags.
+
+        A writable handle reads both in one snapshot, which it opened anyway: a
+        setting changed by another process is followed from the next search on,
+        at no cost of its own. A read-only handle neither catches up nor reads
+        the setting again (it loaded it at its first search).
+        """
+        from mnemosyne.recall.recall_index import RecallIndex
 
         handle = self._handle
         if handle.readonly:
-            return
-        embedder = self.embedder()
+            self.embedder()
+            return False
         with handle.read() as view:
-            if not RecallIndex(handle.scope).needs_catch_up(view.txn, embedder):
-                return
+            self._follow_setting(view.txn)
+            return RecallIndex(handle.scope).needs_catch_up(view.txn, self.embedder())
+
+    def _catch_up(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Index queued versions and embed new contents (writable handles; see :meth:`_prepare`)."""
+        from mnemosyne.recall.recall_index import catch_up
+
+        handle = self._handle
+        embedder = self.embedder()
         try:
             handle.write(lambda view: catch_up(view, embedder, progress))
         except StorageFull:
@@ -169,13 +197,15 @@ class RecallService:
             raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}")
         if kind is not None and kind not in KINDS:
             raise InvalidInput(f"kind must be one of {', '.join(KINDS)}")
+        lagging = self._prepare()
         if mode == "semantic" and self.embedder() is None:
             raise InvalidInput(
                 "semantic search needs an embedder: set the store's 'embedder' setting "
                 "(hash, minilm, minilm-sentences) or call use_embedder"
             )
         self._check_run_id(run_id)
-        self._catch_up(progress)
+        if lagging:
+            self._catch_up(progress)
         embedder = self.embedder() if mode != "lexical" else None
         with self._handle.read() as view:
             filters = self._filters(view, at, as_of, prefix, valid_at, kind, meta, scope)
@@ -222,7 +252,8 @@ class RecallService:
             raise InvalidInput("budget_tokens must be a positive integer")
         _check_query(query, k)
         self._check_run_id(run_id)
-        self._catch_up(progress)
+        if self._prepare():
+            self._catch_up(progress)
         embedder = self.embedder()
         with self._handle.read() as view:
             filters = self._filters(view, at, as_of, prefix, valid_at, None, None, scope)

@@ -26,6 +26,7 @@ from mnemosyne.integrations.server.responses import (
 
 if TYPE_CHECKING:
     from mnemosyne.integrations.server.mcp_http import McpEndpoint
+    from mnemosyne.integrations.server.tracing import Tracing
 
 
 class ServedApp:
@@ -39,6 +40,7 @@ class ServedApp:
         access_log: where a line per request goes (never its token), or None.
         json_log: whether those lines are JSON objects (else text).
         metrics: what is counted for ``/metrics``, or None: not served, nothing counted.
+        tracing: the OpenTelemetry spans of requests, or None: none (nothing of it loaded).
     """
 
     def __init__(
@@ -51,6 +53,7 @@ class ServedApp:
         *,
         json_log: bool = False,
         metrics: Metrics | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.tenants = tenants
         self.api = api
@@ -59,6 +62,7 @@ class ServedApp:
         self.access_log = access_log
         self.json_log = json_log
         self.metrics = metrics
+        self.tracing = tracing
         self.in_flight: dict[bytes, int] = {}  # by the Authorization header: requests under way
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -67,19 +71,20 @@ class ServedApp:
         if kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "http":
-            if self.access_log is None and self.metrics is None:
-                await self._bounded(scope, receive, send)
+            if self.access_log is None and self.metrics is None and self.tracing is None:
+                await self._bounded(scope, receive, send)  # nothing watches: not a step more
             else:
                 await self._watched(scope, receive, send)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1003})
 
     async def _watched(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Answer a request, then count it and log one line of it: who, what, the status, how long."""
+        """Answer a request, then count it, log a line of it and end its span: what, the status, how long."""
         started = time.perf_counter()
         status = 0
         seen: dict[str, Any] = {}
         scope[SEEN] = seen
+        span = self.tracing.start(scope) if self.tracing is not None else None
 
         async def sending(message: Message) -> None:
             nonlocal status
@@ -97,6 +102,9 @@ class ServedApp:
                 self.metrics.answered(route, status, tenant, spent, seen.get("recall", False))
             if self.access_log is not None:
                 self._log(scope, status, spent, route, tenant)
+            if span is not None:
+                assert self.tracing is not None
+                self.tracing.end(span, route, status, tenant)
 
     def _log(self, scope: Scope, status: int, spent: float, route: str, tenant: str | None) -> None:
         """One line of the access log: text, or a JSON object (``--access-log-format json``)."""
@@ -190,9 +198,11 @@ class ServedApp:
         await send({"type": "lifespan.shutdown.complete"})
 
     def close(self) -> None:
-        """Stop the worker threads, close the handles and the store (once the server has stopped)."""
+        """Stop the worker threads, close the handles and the store, export the last spans (once stopped)."""
         self.api.close()
         self.tenants.close()
+        if self.tracing is not None:
+            self.tracing.close()
 
 
 def _pending(tenants: Tenants) -> dict[str, int]:
@@ -217,6 +227,7 @@ def build_app(
     access_log: Callable[[str], None] | None = None,
     json_log: bool = False,
     metrics: bool = False,
+    tracing: Tracing | None = None,
 ) -> ServedApp:
     """The application serving ``store``: every tenant, each reached by its tokens.
 
@@ -231,6 +242,7 @@ def build_app(
         access_log: where a line per request goes (never its token), or None: none.
         json_log: whether access-log lines are JSON objects (else text).
         metrics: whether requests are counted and ``/metrics`` served (no token asked: see docs/serving.md).
+        tracing: where requests' spans go (:class:`~.tracing.Tracing`), or None: no traces.
     """
     tenants = Tenants(store, embedder=embedder)
     api = Api(tenants, max_body=max_body, log=log)
@@ -238,6 +250,10 @@ def build_app(
     try:
         from mnemosyne.integrations.server.mcp_http import McpEndpoint
     except ImportError:
-        return ServedApp(tenants, api, None, limits, access_log, json_log=json_log, metrics=watched)
+        return ServedApp(
+            tenants, api, None, limits, access_log, json_log=json_log, metrics=watched, tracing=tracing
+        )
     mcp = McpEndpoint(tenants, host=host)
-    return ServedApp(tenants, api, mcp, limits, access_log, json_log=json_log, metrics=watched)
+    return ServedApp(
+        tenants, api, mcp, limits, access_log, json_log=json_log, metrics=watched, tracing=tracing
+    )

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import binascii
 import hashlib
+import threading
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -277,6 +278,9 @@ class ReadAhead:
         self._opening = Opening((), tables, epoch)
         self._asked: dict[Key | Page, bytes | None] = {}
         self._learned: list[Question] = []
+        # A served store ends transactions in many threads at once: one learns at a time
+        # (unlocked, one's appendleft met another's walk over the deque: a 500 under load).
+        self._lock = threading.Lock()
 
     @property
     def opening(self) -> Opening:
@@ -289,12 +293,17 @@ class ReadAhead:
         Reads at HEAD in a loop ask the same questions with the same answers each
         time: what :func:`learned` makes of them is worked out once.
         """
-        if asked != self._asked:
-            self._asked, self._learned = dict(asked), learned(asked)
-        self.learn(self._learned)
+        with self._lock:
+            if asked != self._asked:
+                self._asked, self._learned = dict(asked), learned(asked)
+            self._learn(self._learned)
 
     def learn(self, questions: Iterable[Question]) -> None:
         """Take a finished transaction's questions (from :func:`learned`) into account."""
+        with self._lock:
+            self._learn(questions)
+
+    def _learn(self, questions: Iterable[Question]) -> None:
         latest = tuple(questions)
         if not latest:
             return
