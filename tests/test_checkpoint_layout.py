@@ -95,7 +95,8 @@ def test_a_put_writes_the_checkpoint_and_the_channels_that_changed_and_nothing_e
         cp2 = second["configurable"]["checkpoint_id"]
         added, modified = _changed(repo, "threads/chat-7")
         # The changed channel is one id, old -> new; the others are not touched.
-        assert (added, sorted(modified)) == ([f"{base}/{cp2}"], [f"{base}/~channels/count", f"{base}/~latest"])
+        assert added == [f"{base}/{cp2}"]
+        assert sorted(modified) == [f"{base}/~channels/count", f"{base}/~latest"]
         node = repo.get(f"{base}/{cp2}", at="threads/chat-7")
         assert node is not None and node.content["values_from"] == {
             "messages": cp1,
@@ -214,7 +215,7 @@ def test_a_value_comes_back_exactly_stored_as_json_when_it_has_a_json_form(value
     expected = serde.loads_typed(serde.dumps_typed(value))  # what LangGraph's own savers give back
     with Repo.in_memory() as repo:
         saver = MnemosyneSaver(repo)
-        stored = _put(saver, "t", {"v": value}, {"v": 1})
+        _put(saver, "t", {"v": value}, {"v": 1})
         node = repo.get(f"threads/t/{ROOT}/~channels/v", at="threads/t")
         assert node is not None
         assert ("json" in node.content) == _has_json_form(value), node.content
@@ -551,7 +552,7 @@ def test_erasing_reaches_every_channel_node_and_keeps_what_a_kept_checkpoint_nam
 def test_a_saver_that_knows_the_latest_notices_a_channel_erased_by_hand() -> None:
     with Repo.in_memory() as repo:
         saver = MnemosyneSaver(repo)
-        config = _put(saver, "t", {"secret": "passport X123", "n": 1}, {"secret": 1, "n": 1})
+        _put(saver, "t", {"secret": "passport X123", "n": 1}, {"secret": 1, "n": 1})
         assert _latest(saver, "t").checkpoint["channel_values"]["secret"] == "passport X123"  # known now
         before = repo.erasures()
         repo.commit([Node(id="notes/other", content="unrelated")], message="a commit erases nothing")

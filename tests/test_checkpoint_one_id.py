@@ -116,7 +116,7 @@ def test_namespace_and_channel_segments_are_readable_valid_and_never_meet(name: 
     legacy = segment(name)
     assert ns == legacy or not is_plain(name)  # a plain name is where it was
     assert ns != legacy or is_plain(name)  # never another name's earlier digest, nor its own
-    assert not ns.startswith("~") and not channel.startswith("~") or name == ""
+    assert (not ns.startswith("~") and not channel.startswith("~")) or name == ""
     if name and "~" not in ns and all(char.isascii() and (char.isalnum() or char in ":|_-") for char in name):
         assert name in ns and name == channel  # readable: the name itself is there
     assert namespace_segment("") == "_root" and channel_segment("messages") == "messages"
@@ -238,7 +238,9 @@ def test_a_thread_in_the_earlier_layout_reads_goes_on_in_its_namespace_and_prune
             "step": 9,
             "run": "run-9",
         }
-        config = {"configurable": {"thread_id": "chat@x", "checkpoint_ns": ns, "checkpoint_id": puts[-1]["id"]}}
+        config = {
+            "configurable": {"thread_id": "chat@x", "checkpoint_ns": ns, "checkpoint_id": puts[-1]["id"]}
+        }
         checkpoint = empty_checkpoint()
         checkpoint["id"] = put["id"]
         checkpoint["channel_values"] = dict(put["values"])

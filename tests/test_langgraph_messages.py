@@ -232,7 +232,7 @@ def test_a_thread_whose_messages_were_stored_as_bytes_reads_and_goes_on(
             "again",
             "answer 3",
         ]
-        newest = max((n for n in repo.nodes(at=branch) if n.id.endswith("/~channels/messages")), key=lambda n: n.id)
+        (newest,) = [n for n in repo.nodes(at=branch) if n.id.endswith("/~channels/messages")]
         assert "langchain" in newest.content
 
 
