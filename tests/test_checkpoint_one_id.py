@@ -6,6 +6,7 @@ still reads, goes on, prunes and copies."""
 from __future__ import annotations
 
 import operator
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,12 +17,14 @@ from hypothesis import strategies as st
 from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
+from starlette.testclient import TestClient
 from support.tiers import examples
 
 from mnemosyne import Node, Provenance, Repo
 from mnemosyne.integrations.langgraph import MnemosyneSaver
 from mnemosyne.integrations.langgraph.stored_values import stored
 from mnemosyne.integrations.langgraph.threads import channel_segment, name_of, namespace_segment, segment
+from mnemosyne.integrations.viewer import build_app
 from mnemosyne.model.thread_names import is_plain
 from mnemosyne.model.validation import check_id
 
@@ -90,6 +93,18 @@ def test_a_channel_updated_twice_is_one_id_old_to_new_in_diff_and_mnemo_diff(tmp
     assert value_lines == [f"~ {mood}"], shown
     assert '-json: "calm"' in shown and '+json: "happy"' in shown, shown
     assert "_e3b0c442" not in shown, shown
+    # The viewer's page of that commit: the one id, its old value removed and its new one added.
+    with Repo.open(path, readonly=True) as repo:
+        page = TestClient(build_app(repo, port=8765), base_url="http://127.0.0.1:8765").get(
+            f"/commit/{before}"
+        )
+    assert page.status_code == 200
+    html = page.text
+    assert html.count("/~channels/") == html.count(mood) >= 1  # no value id but the one that changed
+    section = html.split(f">{mood}</a>", 1)[1].split("<h3>", 1)[0]
+    assert re.search(r'<tr class="del">[^\n]*scope="row">json</th>[^\n]*<pre>calm</pre>', section)
+    assert re.search(r'<tr class="add">[^\n]*scope="row">json</th>[^\n]*<pre>happy</pre>', section)
+    assert "_e3b0c442" not in html
 
 
 # -- segments -------------------------------------------------------------------------------
