@@ -41,7 +41,7 @@ from mnemosyne.integrations.langgraph.known import (
     known_writes,
     more_writes,
 )
-from mnemosyne.integrations.langgraph.stored_values import Serialized, load, stored
+from mnemosyne.integrations.langgraph.stored_values import MAX_JSON_DEPTH, Serialized, load, proven, stored
 from mnemosyne.integrations.langgraph.thread_nodes import (
     WRITES,
     channel_nodes,
@@ -61,6 +61,7 @@ from mnemosyne.integrations.langgraph.threads import (
     made_on,
     segment,
 )
+from mnemosyne.model.objects import note_with_proven
 
 _TRIES = 5
 """How many times a write commits on the tip it read before it commits on whatever tip there is."""
@@ -132,6 +133,8 @@ class CheckpointWriter:
             "checkpoint": checkpoint_fields,
             "metadata": metadata_fields,
         }
+        # The checkpoint's and the metadata's values were walked once, to find their JSON forms.
+        header_values = (*proven(checkpoint_fields), *proven(metadata_fields))
         pointer = Node(id=pointer_id(base), content={"latest": checkpoint_id})
         encoded: dict[str, tuple[dict[str, Any], Serialized]] = {}
         with self._known.lock:
@@ -166,13 +169,12 @@ class CheckpointWriter:
                     encoded,
                     messages=self._messages,
                 )
-                node = Node(
-                    id=f"{base}/{segment(checkpoint_id)}",
-                    content={
-                        **header,
-                        "channels": {channel: where.writer for channel, where in channels.items()},
-                    },
-                    provenance=provenance,
+                node = note_with_proven(
+                    f"{base}/{segment(checkpoint_id)}",
+                    {**header, "channels": {channel: where.writer for channel, where in channels.items()}},
+                    provenance,
+                    header_values,
+                    MAX_JSON_DEPTH,
                 )
                 if tip is None:  # the thread's first checkpoint
                     result = self._commit(branch, [node, *values, pointer], message)
