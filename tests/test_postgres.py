@@ -165,6 +165,47 @@ def test_an_object_guessed_new_that_was_there_runs_the_transaction_again_asking(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("size", [10, 200_000], ids=["pipelined", "large"])
+def test_objects_stored_where_absent_that_were_there_end_well(pg_url, size):
+    # Objects a commit stores go in with a plain INSERT (no speculative insertion): one
+    # that another process stored meanwhile fails the commit, which runs again with
+    # ON CONFLICT DO NOTHING; the large one goes through psycopg's pipeline instead.
+    with Repo.init(pg_url) as repo:
+        kv = repo.kv
+        old = [(b"old%d" % i, bytes([i]) * size) for i in range(8)]
+        kv.transact(lambda txn: txn.put_absent(Space.OBJECTS, old[::2]))
+        for key, _ in old:
+            kv.cache.evict(key)  # as in another process: nothing here knows they exist
+        runs = []
+
+        def store(txn):
+            runs.append(txn)
+            txn.put_absent(Space.OBJECTS, old)
+            txn.put(Space.INDEX, b"k", b"v")
+
+        kv.transact(store)
+        assert len(runs) == 2  # guessed new and wrong, then stored where absent
+        with kv.read() as txn:
+            assert txn.get_many(Space.OBJECTS, [key for key, _ in old]) == [value for _, value in old]
+            assert txn.get(Space.INDEX, b"k") == b"v"
+        runs.clear()
+        kv.transact(lambda txn: runs.append(txn) or txn.put_absent(Space.OBJECTS, [(b"new", b"w")]))
+        assert len(runs) == 1  # the next transaction guesses again
+
+
+@pytest.mark.slow
+def test_the_same_memory_committed_by_two_handles_is_stored_once(pg_url):
+    with Repo.init(pg_url) as first, Repo.open(pg_url) as second:
+        first.commit([Node(id="a", content="same")])
+        second.branch("other", at=first.resolve("HEAD").id)
+        # The same node (same bytes, same id) from a handle that has not seen it, and again.
+        for _ in range(2):
+            second.commit([Node(id="a", content="same"), Node(id="b", content=1)], branch="other")
+        assert second.get("a", at="other").content == "same"
+        assert first.get("a").hash == second.get("a", at="other").hash
+
+
+@pytest.mark.slow
 def test_rows_read_ahead_are_of_the_new_snapshot(pg_url):
     with Repo.init(pg_url) as repo:
         kv = repo.kv

@@ -10,6 +10,7 @@ Struct, decoded beside the old one): stored bytes, and their hashes, never chang
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any, NewType
 
@@ -19,7 +20,15 @@ from mnemosyne.errors import CorruptObject, InvalidInput
 from mnemosyne.model import codec
 from mnemosyne.model.choices import Kind
 from mnemosyne.model.times import utc
-from mnemosyne.model.validation import INT_MAX, INT_MIN, check_id, check_json, check_text, has_control
+from mnemosyne.model.validation import (
+    INT_MAX,
+    INT_MIN,
+    check_id,
+    check_json,
+    check_json_around,
+    check_text,
+    has_control,
+)
 
 ObjectId = NewType("ObjectId", bytes)
 """The raw 32-byte blake3 digest of an object's stored bytes."""
@@ -242,6 +251,40 @@ class Node(msgspec.Struct, frozen=True, array_like=True, tag="node@1", kw_only=T
         if self.id is NO_ID:
             raise InvalidInput("a node without an id has no hash until a commit gives it an id")
         return codec.object_id(codec.encode(self)).hex()
+
+
+def note_with_proven(
+    node_id: str,
+    content: dict[str, Any],
+    provenance: Provenance,
+    proven: Collection[Any],
+    nesting: int,
+) -> Node:
+    """A note whose content holds values already proven JSON: checked as any, but for those.
+
+    A value a writer has already walked to decide it is exact JSON (a LangGraph
+    channel's value, say) need not be walked a second time: ``Node(...)`` would. The
+    rest of the content is checked as ``Node`` checks it, with the same errors.
+
+    Args:
+        node_id: the node's id.
+        content: the content.
+        provenance: the provenance.
+        proven: values in ``content`` proven to be built only of ``None``, ``bool``,
+            ``int`` (64-bit), finite ``float``, ``str`` (valid UTF-8), ``list`` and
+            ``dict`` with ``str`` keys, exactly those types, nested less than ``nesting``
+            deep (see :func:`~mnemosyne.model.validation.check_json_around`).
+        nesting: how deep the proven values nest at most.
+
+    Raises:
+        InvalidInput: as ``Node(id=node_id, content=content, provenance=provenance)``.
+    """
+    if node_id is not NO_ID:
+        check_id(node_id)  # first, as Node checks it
+    check_json_around(content, "content", {id(value) for value in proven}, nesting)
+    node = Node(id=node_id, content=None, provenance=provenance)
+    _set(node, "content", content)  # before anything reads it: the hash is computed on demand
+    return node
 
 
 class TreeChunk(

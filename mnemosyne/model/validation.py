@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
 from datetime import timedelta
 from typing import Any
 
@@ -246,6 +247,55 @@ def check_json(value: Any, what: str, depth: int = 0) -> None:
             check_json(item, what, depth + 1)
         return
     raise InvalidInput(f"{what}: {type(value).__name__} is not a JSON value")
+
+
+def check_json_around(value: Any, what: str, proven: Collection[int], nesting: int, depth: int = 0) -> None:
+    """:func:`check_json`, but for values already proven JSON, which are not walked again.
+
+    A value whose ``id`` is in ``proven`` was found, by a check at least as strict
+    as this one, to be built only of the types :func:`check_json` accepts (exactly
+    those types), its text valid UTF-8, its integers 64-bit, its floats finite, its
+    lists and maps nested less than ``nesting`` deep: so :func:`check_json` accepts
+    it wherever it sits no deeper than ``MAX_DEPTH - nesting``. Deeper, it is walked
+    as any other. Everything else is checked as :func:`check_json` checks it, in the
+    same order, with the same errors.
+
+    Args:
+        value: the value to check.
+        what: what the value is, for error messages.
+        proven: the ``id`` of each proven value (the caller holds the values, so the ids
+            name them and nothing else).
+        nesting: how deep the proven values nest at most.
+        depth: where ``value`` sits.
+
+    Raises:
+        InvalidInput: as :func:`check_json`.
+    """
+    if id(value) in proven and depth + nesting <= MAX_DEPTH:
+        return
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        check_json(value, what, depth)
+        return
+    if depth >= MAX_DEPTH:
+        raise InvalidInput(f"{what} is nested deeper than {MAX_DEPTH} levels")
+    # Text and integer items inline, as check_json does them: the same checks, in the same order.
+    items = value.items() if kind is dict else enumerate(value)
+    for key, item in items:
+        if kind is dict:
+            if type(key) is not str and not isinstance(key, str):
+                raise InvalidInput(f"{what}: map key {key!r} is not a string")
+            if not key.isascii():
+                check_text(key, what)
+        item_kind = type(item)
+        if item_kind is str:
+            if not item.isascii():
+                check_text(item, what)
+        elif item_kind is int:
+            if not INT_MIN <= item <= INT_MAX:
+                raise InvalidInput(f"{what}: {shown_int(item)} is outside the 64-bit range")
+        else:
+            check_json_around(item, what, proven, nesting, depth + 1)
 
 
 SHOWN_DIGITS = 30

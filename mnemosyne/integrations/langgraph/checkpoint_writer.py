@@ -45,7 +45,7 @@ from mnemosyne.integrations.langgraph.known import (
     more_writes,
 )
 from mnemosyne.integrations.langgraph.repo_protocol import Rev, ThreadRepo, nodes_at
-from mnemosyne.integrations.langgraph.stored_values import Serialized, load, stored
+from mnemosyne.integrations.langgraph.stored_values import MAX_JSON_DEPTH, Serialized, load, proven, stored
 from mnemosyne.integrations.langgraph.thread_nodes import (
     VALUES_FROM,
     WRITES,
@@ -70,6 +70,7 @@ from mnemosyne.integrations.langgraph.threads import (
     namespace_segment,
     segment,
 )
+from mnemosyne.model.objects import note_with_proven
 
 _TRIES = 5
 """How many times a write commits on the tip it read before it commits on whatever tip there is."""
@@ -214,6 +215,8 @@ class CheckpointWriter:
             "checkpoint": checkpoint_fields,
             "metadata": metadata_fields,
         }
+        # The checkpoint's and the metadata's values were walked once, to find their JSON forms.
+        header_values = (*proven(checkpoint_fields), *proven(metadata_fields))
         encoded: dict[str, tuple[dict[str, Any], Serialized]] = {}
         read: Mapping[str, Node | None] = {}  # what a put that knew nothing read with the pointer
 
@@ -231,13 +234,12 @@ class CheckpointWriter:
                 encoded,
                 messages=self._messages,
             )
-            node = Node(
-                id=f"{base}/{segment(checkpoint_id)}",
-                content={
-                    **header,
-                    VALUES_FROM: {channel: where.writer for channel, where in channels.items()},
-                },
-                provenance=provenance,
+            node = note_with_proven(
+                f"{base}/{segment(checkpoint_id)}",
+                {**header, VALUES_FROM: {channel: where.writer for channel, where in channels.items()}},
+                provenance,
+                header_values,
+                MAX_JSON_DEPTH,
             )
             return node, values, channels, dropped
 

@@ -180,6 +180,21 @@ def stored(dumps: Dumps, value: Any, *, messages: bool) -> tuple[dict[str, Any],
     return {"serde": typed[0], "bytes": base64.b64encode(typed[1]).decode("ascii")}, typed
 
 
+def proven(fields: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What of the fields :func:`stored` made :func:`json_form` has proven JSON: the value and its orders.
+
+    :func:`json_form` accepts only what ``check_json`` accepts (exactly its types,
+    text that is valid UTF-8, 64-bit integers, finite floats, maps with text keys)
+    nested less than :data:`MAX_JSON_DEPTH` deep; ``order`` and ``order_at`` are
+    lists (three deep at most) of the keys it checked and of list indexes. A node
+    built of the fields need not walk them again (``note_with_proven``, given
+    ``nesting=MAX_JSON_DEPTH``). Nothing of a value stored as the serializer's bytes.
+    """
+    if "json" not in fields and "langchain" not in fields:
+        return ()
+    return tuple(fields[key] for key in ("json", "langchain", "order", "order_at") if key in fields)
+
+
 def serialized(fields: Mapping[str, Any]) -> Serialized:
     """What :func:`stored` kept in memory, from the fields it wrote (as read back from a node).
 

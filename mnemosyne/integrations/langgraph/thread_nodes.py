@@ -32,15 +32,18 @@ from mnemosyne import CorruptObject, Node, Provenance
 from mnemosyne.integrations.langgraph.known import Located
 from mnemosyne.integrations.langgraph.namespaces import shown
 from mnemosyne.integrations.langgraph.stored_values import (
+    MAX_JSON_DEPTH,
     Dumps,
     Loads,
     Serialized,
     json_form,
     load,
+    proven,
     serialized,
     stored,
 )
 from mnemosyne.integrations.langgraph.threads import channel_segment, segment, unpack
+from mnemosyne.model.objects import note_with_proven
 
 WRITES = "/w/"
 """What follows a checkpoint node's id in the ids of its pending writes."""
@@ -227,11 +230,14 @@ def channel_nodes(
             done[channel] = stored(dumps, values[channel], messages=messages)
         fields, value = done[channel]
         version_field = {"version": version} if json_form(version) else {}
+        # The value was walked once already, to find its JSON form: not again (ADR 75).
         puts.append(
-            Node(
-                id=node_id,
-                content={"channel": channel, WRITTEN_BY: checkpoint_id, **version_field, **fields},
-                provenance=provenance,
+            note_with_proven(
+                node_id,
+                {"channel": channel, WRITTEN_BY: checkpoint_id, **version_field, **fields},
+                provenance,
+                proven(fields),
+                MAX_JSON_DEPTH,
             )
         )
         kept_ids.add(node_id)
@@ -416,16 +422,13 @@ def write_nodes(
         node_id = f"{task_base}/{idx}"
         if idx >= 0 and node_id in present:
             continue  # a regular write is stored once; a special one (error, interrupt) replaced
-        puts[node_id] = Node(
-            id=node_id,
-            content={
-                "task_id": task_id,
-                "task_path": task_path,
-                "channel": channel,
-                "idx": idx,
-                **stored(dumps, value, messages=messages)[0],
-            },
-            provenance=Provenance(tool_call=task_path or task_id, source="langgraph"),
+        fields = stored(dumps, value, messages=messages)[0]
+        puts[node_id] = note_with_proven(
+            node_id,
+            {"task_id": task_id, "task_path": task_path, "channel": channel, "idx": idx, **fields},
+            Provenance(tool_call=task_path or task_id, source="langgraph"),
+            proven(fields),
+            MAX_JSON_DEPTH,
         )
     return tuple(puts.values())
 

@@ -15,9 +15,11 @@ server for first:
   followed;
 - the first page of a scan (the end of a reflog, of the recall queue).
 
-A wrong guess costs a few rows in the same message, never a round trip. Keys
-travel as hex digits the server decodes: one simple-protocol message can hold
-several statements only without parameters.
+A wrong guess costs a few rows in the same message, never a round trip. The
+statement is prepared on a connection by a simple-protocol message (after the
+``BEGIN``), its keys spelt in SQL as hex digits the server decodes; from then on
+it runs as a bind of the prepared statement, its keys binary parameters (the
+``BEGIN`` before it in libpq's pipeline mode).
 """
 
 from __future__ import annotations
@@ -141,8 +143,9 @@ class Opening:
             self.name, self.prepare = shaped.name, shaped.prepare
         values = f"({', '.join(_hex(value) for value in arguments)})" if arguments else ""
         self.execute = f"EXECUTE {self.name}{values}"
-        """How to run it with this opening's keys."""
-        self._messages: dict[str | None, bytes] = {}
+        """How to run it with this opening's keys, in SQL (in the message that prepares it)."""
+        self.arguments = tuple(arguments)
+        """Its keys, each bound as a binary parameter when it runs prepared (no SQL to parse)."""
 
     def with_pages(self, pages: tuple[Page, ...]) -> Opening:
         """This statement reading the first pages of ``pages`` too (those it does not already).
@@ -164,14 +167,6 @@ class Opening:
             made = self._extended[shape] = Opening(self.questions + extra, self._tables, self._epoch)
             return made
         return Opening(self.questions + extra, self._tables, self._epoch, shaped=made)
-
-    def message(self, begin: str | None) -> bytes:
-        """The message that runs it once prepared, after ``begin`` (None: alone); made once."""
-        found = self._messages.get(begin)
-        if found is None:
-            text = self.execute if begin is None else f"{begin}; {self.execute}"
-            found = self._messages[begin] = text.encode()
-        return found
 
     def _column(self, question: Get | Follow, tables: dict[Space, str], number: dict[Question, int]) -> str:
         table = tables[question.space]

@@ -13,6 +13,7 @@ import select
 import threading
 import time
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
@@ -330,6 +331,33 @@ def exchange(conn: psycopg.Connection[tuple[object, ...]], message: bytes) -> li
     return results
 
 
+def exchange_bound(
+    conn: psycopg.Connection[tuple[object, ...]], begin: bytes | None, name: bytes, values: Sequence[bytes]
+) -> psycopg.pq.abc.PGresult:
+    """Run a prepared statement, its parameters bound in binary, after ``begin`` if given: one round trip.
+
+    The extended protocol's bind: no SQL text for the server to parse, no hex to
+    spell or decode (a statement named in an ``EXECUTE``, its keys spelt in SQL,
+    is parsed afresh each time). With ``begin``, the two go in libpq's pipeline
+    mode, the transaction begun going on after it. Results come in text format.
+
+    Raises:
+        psycopg.Error: the first statement that failed, or a lost connection.
+    """
+    if begin is not None:
+        return exchange_pipelined(conn, [Command(begin), Command(b"", name, values=tuple(values))], set())[-1]
+    pgconn = conn.pgconn
+    pgconn.send_query_prepared(name, values, param_formats=[1] * len(values))
+    _flush(pgconn)
+    results: list[psycopg.pq.abc.PGresult] = []
+    while (result := _next_result(pgconn)) is not None:
+        results.append(result)
+    for result in results:
+        if result.status == psycopg.pq.ExecStatus.FATAL_ERROR:
+            raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
+    return results[-1]
+
+
 def _flush(pgconn: psycopg.pq.abc.PGconn) -> None:
     """Send all that is queued on ``pgconn``, waiting for the socket as needed."""
     while pgconn.flush():
@@ -366,7 +394,7 @@ class Command:
 
 def exchange_pipelined(
     conn: psycopg.Connection[tuple[object, ...]], commands: list[Command], prepared: set[str]
-) -> None:
+) -> list[psycopg.pq.abc.PGresult]:
     """Run statements in one round trip, their values in binary, through libpq's pipeline mode.
 
     Straight through libpq, as :func:`exchange`, but in the extended protocol: a
@@ -374,6 +402,9 @@ def exchange_pipelined(
     parse: about a third of the server's work on a commit's values, measured), and
     the answers say exactly which prepares ran, each added to ``prepared`` (a
     prepared statement outlives the transaction's abort).
+
+    Returns:
+        The statements' results (a prepare's among them), in order.
 
     Raises:
         psycopg.Error: the first statement that failed (those after it did not run), or a lost connection.
@@ -417,6 +448,7 @@ def exchange_pipelined(
             failed = result
     if failed is not None:
         raise psycopg.errors.error_from_result(failed, encoding=conn.info.encoding)
+    return results
 
 
 def _answered(conn: psycopg.Connection[tuple[object, ...]]) -> bool:

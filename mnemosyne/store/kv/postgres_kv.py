@@ -37,6 +37,7 @@ from mnemosyne.store.kv.postgres_conn import (
     Pool,
     create_tables,
     exchange,
+    exchange_bound,
     exchange_pipelined,
     mapped,
     store_exists,
@@ -45,7 +46,6 @@ from mnemosyne.store.kv.postgres_sql import ObjectCache, Statements
 from mnemosyne.store.kv.postgres_txn import (
     Conn,
     Detached,
-    Misguessed,
     Txn,
     first_page,
     pipelined,
@@ -166,13 +166,13 @@ class PostgresKV:
         begin = self.sql.begin_write if write else self.sql.begin_read
         for _ in range(2):
             conn, pooled = self._pool.take()
-            # One simple-protocol message (parameters would need the extended protocol, one
-            # statement each): keys go in as hex digits. The statements are prepared on the
-            # connection the first time (after BEGIN: a PREPARE survives the ROLLBACK).
+            # Prepared on a connection the first time, in one simple-protocol message with
+            # the keys spelt in SQL (after BEGIN: a PREPARE survives the ROLLBACK); from then
+            # on a bind of it, the keys binary parameters: nothing for the server to parse.
             prepared = self._prepared.setdefault(conn, set())
-            if opening.name in prepared:
-                message = opening.message(begin if transaction else None)
-            else:
+            bound = opening.name in prepared
+            message = b""
+            if not bound:
                 parts = [begin] if transaction else []
                 if len(prepared) >= PREPARED:
                     parts += [f"DEALLOCATE {name}" for name in sorted(prepared) if name != UNSURE]
@@ -182,7 +182,12 @@ class PostgresKV:
             floor = self.cache.floor()
             try:
                 self.waited()
-                epoch, known, pages = opening.answers(exchange(conn, message)[-1])
+                if bound:
+                    starting = begin.encode() if transaction else None
+                    answer = exchange_bound(conn, starting, opening.name.encode(), opening.arguments)
+                else:
+                    answer = exchange(conn, message)[-1]
+                epoch, known, pages = opening.answers(answer)
             except psycopg.OperationalError as exc:
                 conn.close()
                 if pooled:
@@ -319,8 +324,10 @@ class PostgresKV:
                     except BaseException:
                         conn.close()  # interrupted mid-message: nothing more can be sent on it
                         raise
-            except (Misguessed, psycopg.errors.DivisionByZero):
+            except psycopg.errors.UniqueViolation as exc:
                 self._discard(conn)
+                if not guess:  # no plain insert was sent: a real error, not a wrong guess
+                    raise mapped(exc, self.where, writing=True, committing=committing) from None
                 guess = False
                 continue
             except RETRYABLE:

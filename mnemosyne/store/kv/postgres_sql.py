@@ -119,18 +119,15 @@ class Statements:
         )
 
     def insert_new(self, space: Space) -> str:
-        """Insert rows this transaction answered "added" for without asking: all must be new.
+        """Insert rows this transaction took to be new without asking: all must be new.
 
-        Run last before ``COMMIT`` in the same round trip, so it must fail the
-        transaction itself when a key was there after all: a division by zero
-        (SQLSTATE 22012) when fewer rows went in than were sent. Nothing else we
-        send divides, so that error means "a guess was wrong" (ADR 20).
+        A plain ``INSERT`` (no ``ON CONFLICT``, whose speculative insertion writes a
+        WAL record of its own per row): the primary key is the check. Sent in the
+        round trip of ``COMMIT``, it fails the transaction with ``unique_violation``
+        (SQLSTATE 23505) when a key was there after all; every other insert we send
+        says what to do on a conflict, so that error means "a guess was wrong" (ADR 20).
         """
-        return (
-            f"WITH added AS (INSERT INTO {self.tables[space]} (k, v) "
-            "SELECT * FROM unnest(%b::bytea[], %b::bytea[]) ON CONFLICT (k) DO NOTHING RETURNING 1) "
-            "SELECT 1 / ((SELECT count(*) FROM added) = %b::bigint)::int"
-        )
+        return f"INSERT INTO {self.tables[space]} (k, v) SELECT * FROM unnest(%b::bytea[], %b::bytea[])"
 
     def delete(self, space: Space) -> str:
         """Delete one row (the row count says whether it was there)."""

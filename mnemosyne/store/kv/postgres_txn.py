@@ -36,10 +36,6 @@ Conn = psycopg.Connection[tuple[object, ...]]
 Statement = tuple[str, list[object] | None]
 
 
-class Misguessed(Exception):
-    """An object answered "added" without asking was there after all: run the transaction again, asking."""
-
-
 class Detached(BaseException):
     """A read outside any transaction needs the server: it runs again in a transaction.
 
@@ -51,21 +47,18 @@ def run_round(conn: Conn, statements: list[Statement]) -> list[psycopg.Cursor[tu
     """Send statements in one round trip (psycopg's pipeline mode); a cursor holds each one's rows.
 
     Raises:
-        Misguessed: the check of guessed objects failed (see ``Statements.insert_new``).
+        psycopg.errors.UniqueViolation: an object taken to be new was there (see ``Statements.insert_new``).
     """
     cursors = [conn.cursor(binary=True) for _ in statements]
-    try:
-        if len(statements) == 1:
-            cursors[0].execute(statements[0][0], statements[0][1])
-        else:
-            with conn.pipeline():
-                for cursor, (query, params) in zip(cursors, statements, strict=True):
-                    # Not prepared: psycopg can lose track of a statement prepared in a
-                    # pipeline that an error aborted ("prepared statement does not exist";
-                    # still so in psycopg 3.3, see test_postgres_round_trips.py).
-                    cursor.execute(query, params, prepare=False)
-    except psycopg.errors.DivisionByZero:
-        raise Misguessed from None
+    if len(statements) == 1:
+        cursors[0].execute(statements[0][0], statements[0][1])
+    else:
+        with conn.pipeline():
+            for cursor, (query, params) in zip(cursors, statements, strict=True):
+                # Not prepared: psycopg can lose track of a statement prepared in a
+                # pipeline that an error aborted ("prepared statement does not exist";
+                # still so in psycopg 3.3, see test_postgres_round_trips.py).
+                cursor.execute(query, params, prepare=False)
     return cursors
 
 
@@ -104,7 +97,9 @@ class Txn:
         known: rows read ahead in this snapshot (None: the key is absent).
         pages: first pages of scans read ahead in this snapshot.
         writable: a write transaction.
-        guess: answer "added" for objects stored without overwrite, checked at commit.
+        guess: take objects stored without overwrite, or where absent, to be new: answer
+            "added" without asking and insert them plainly at commit, where the primary
+            key checks the guess.
         named: pages read ahead because the read named them (``KV.view``'s ``scans``), not
             because earlier transactions asked them: they are not learned.
     """
@@ -365,7 +360,7 @@ class Txn:
         elif space is self._objects and self._guess and not self._cached(key):
             # Content-addressed objects a commit stores (tree chunks, the commit) are
             # nearly always new: answer "added" now, insert and check at commit, and
-            # run the transaction again asking if one was there (``Misguessed``).
+            # run the transaction again asking if one was there (``unique_violation``).
             self._guessed[key] = value
         else:
             # Whether the key exists is the answer: the server decides it now.
@@ -409,20 +404,31 @@ class Txn:
     def put_absent(self, space: Space, items: list[tuple[bytes, bytes]]) -> None:
         """Store items whose keys are absent, sent with ``COMMIT``: no round trip, nothing to check.
 
-        The rows go in with ``ON CONFLICT DO NOTHING``: a key that was there keeps
-        its value, which for content-addressed objects is the same bytes.
+        Guessing (the first run of a write transaction), those not cached go in with
+        a plain ``INSERT``: a key that was there fails the commit, which runs again
+        without guessing. Otherwise the rows go in with ``ON CONFLICT DO NOTHING``: a
+        key that was there keeps its value, which for content-addressed objects is the
+        same bytes.
         """
         pending = self._buffer(space)
         if space is not self._objects:
             # Only objects are buffered this way: other keyspaces keep their one-statement answer.
             self.put_many(space, items, overwrite=False)
             return
+        guess = self._guess
         for key, value in items:
             if key in pending or key in self.written_objects:
                 self.put(space, key, value, overwrite=False)
                 continue
             value = bytes(value)
-            self._absent[key] = value
+            if guess and not self._cached(key):
+                # Nearly always new (a commit's tree chunks, nodes and commit): a plain insert,
+                # checked by the primary key (``Statements.insert_new``), writes no
+                # speculative-insertion record; a key there after all runs the transaction
+                # again (``unique_violation``) with these inserts made where absent.
+                self._guessed[key] = value
+            else:
+                self._absent[key] = value
             self.written_objects[key] = value
 
     def delete(self, space: Space, key: bytes) -> bool:
@@ -469,7 +475,7 @@ class Txn:
                 statements.append(
                     (
                         self._kv.sql.insert_new(self._objects),
-                        [[key for key, _ in chunk], [value for _, value in chunk], len(chunk)],
+                        [[key for key, _ in chunk], [value for _, value in chunk]],
                     )
                 )
         if self._absent and space in (None, self._objects):
