@@ -4,8 +4,8 @@
 here the vitest suite runs (the client against a real ``mnemo serve`` and a
 server that misbehaves, the drift check of the generated types, LangGraph's
 checkpoint validation suite on ``MnemosyneSaver``), then the same three-step graph
-runs in Python and in TypeScript on one store, and ``mnemo diff`` of a step of
-each thread reads alike.
+runs in Python and in TypeScript against one server (both savers over HTTP), and
+``mnemo diff`` of a step of each thread reads alike.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import pytest
 from support.components import need_module, unavailable
 from support.served import Served, tokens
 
-from mnemosyne import Repo, Store
+from mnemosyne import Repo, Store, connect
+from mnemosyne.integrations.client import ServedRepo
 
 need_module("langgraph")
 need_module("uvicorn")
@@ -74,7 +75,7 @@ class _State(TypedDict):
     count: int
 
 
-def _python_steps(repo: Repo, thread_id: str) -> dict[str, Any]:
+def _python_steps(repo: ServedRepo, thread_id: str) -> dict[str, Any]:
     """clients/typescript/examples/steps.ts, in Python: three steps, each a note and a count."""
     from langgraph.graph import END, START, StateGraph
 
@@ -140,9 +141,8 @@ def test_a_python_and_a_typescript_graph_read_alike_in_mnemo_diff(tmp_path: Path
     made = tokens(path, ("saver", "default", "write"))
     server = Served(path)
     try:
-        # Python's saver writes through a local handle on the served store (over HTTP once it takes
-        # a served repo); LangGraph.js's saver writes through the server.
-        with Repo.open(path) as repo:
+        # Both savers write through the server, each over HTTP with the same token.
+        with connect(server.url, token=made["saver"]) as repo:
             state = _python_steps(repo, "py-steps")
         assert state == {"notes": ["start", "plan saw 0", "act saw 1", "review saw 2"], "count": 3}
         env = {"MNEMO_URL": server.url, "MNEMO_TOKENS": json.dumps(made), "MNEMO_STEPS_THREAD": "ts-steps"}
