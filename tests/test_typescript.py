@@ -66,6 +66,7 @@ def test_the_typescript_suite_passes_in_full() -> None:
         "schema.test.ts",
         "steps.test.ts",
         "values.test.ts",
+        "layout.test.ts",
     ):
         assert name in output
 

@@ -3,7 +3,7 @@ import { HumanMessage } from "@langchain/core/messages";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { describe, expect, it } from "vitest";
 
-import { segment, threadBranch } from "../src/langgraph/index.js";
+import { channelSegment, namespaceSegment, segment, threadBranch } from "../src/langgraph/index.js";
 import { loaded, stored } from "../src/langgraph/values.js";
 
 const serde = new JsonPlusSerializer();
@@ -46,5 +46,39 @@ describe("names", () => {
     expect(threadBranch("a".repeat(100))).toBe(`threads/_${"a".repeat(45)}_x2816597888e4a0d3a36b82b83316ab32`);
     expect(segment("")).toBe("_e3b0c44298fc1c149afbf4c8996fb924");
     expect(segment("plain-name")).toBe("plain-name");
+  });
+
+  it("read namespaces and channels as their names, as the Python saver does (ADR 65; values from threads.py)", () => {
+    const namespaces: Record<string, string> = {
+      "": "_root",
+      child: "child",
+      "child:1ef-2": "_child:1ef-2",
+      "a/b~c%d": "_a%2Fb%7Ec%25d",
+      ["x".repeat(100)]: `_${"x".repeat(46)}~09ecb6ebc8bcefc733f6f2ec44f791ab`,
+      ["é".repeat(60)]: `_${"é".repeat(23)}~f989aaf52260aef87908350aa7466526`,
+      "tab\there": "_tab%09here",
+      ".": "_%2E",
+      root: "root",
+      _root: "__root",
+      ["a".repeat(79) + "/" + "b".repeat(10)]: `_${"a".repeat(46)}~44f64e0ed60104d6303e281e94e90b3d`,
+      ["q:" + "\u{e0041}".repeat(3)]: "_q:%F3%A0%81%81%F3%A0%81%81%F3%A0%81%81",
+    };
+    for (const [ns, expected] of Object.entries(namespaces)) expect(namespaceSegment(ns), JSON.stringify(ns)).toBe(expected);
+    const channels: Record<string, string> = {
+      messages: "messages",
+      __start__: "__start__",
+      "branch:to:agent": "branch:to:agent",
+      "a/b": "a%2Fb",
+      "": "~",
+      ".": "%2E",
+      "..": "%2E%2E",
+      "~": "%7E",
+      ["z".repeat(46) + "%"]: "z".repeat(46) + "%25",
+      ["é".repeat(50)]: `${"é".repeat(23)}~2d18fe4b61f0113952aaa8999ee5cfed`,
+      "\u200bzero": "%E2%80%8Bzero",
+      ["z".repeat(45) + "/" + "z".repeat(50)]: `${"z".repeat(45)}~1353f74b9b95e88b779ac2dee28e8292`,
+      ["z".repeat(46) + "/" + "z".repeat(50)]: `${"z".repeat(46)}~870b78f9ab960402d77ee6e0fb2082f3`,
+    };
+    for (const [channel, expected] of Object.entries(channels)) expect(channelSegment(channel), JSON.stringify(channel)).toBe(expected);
   });
 });

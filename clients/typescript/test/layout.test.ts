@@ -1,0 +1,53 @@
+// The layout of ADR 65 as the JS saver writes it: a channel's value at one id per namespace, and the
+// commit of each checkpoint's put holding that checkpoint's values there, after time travel too.
+import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
+import { expect, inject, it } from "vitest";
+
+import { runSteps } from "../examples/steps.js";
+import { connect, type ServedRepo } from "../src/index.js";
+import { MnemosyneSaver } from "../src/langgraph/index.js";
+
+/** Each checkpoint commit of a thread: its values_from against the value nodes its commit holds. */
+async function valuesPerCommit(repo: ServedRepo, thread: string) {
+  const out: { subject: string; named: Record<string, string>; held: Record<string, string> }[] = [];
+  for await (const commit of repo.log({ at: `threads/${thread}` })) {
+    if (!commit.message.includes("checkpoint step")) continue;
+    const nodes = [];
+    for await (const node of repo.nodes({ at: commit, prefix: `threads/${thread}/_root/` })) nodes.push(node);
+    const id = /^checkpoint (\S+)$/m.exec(commit.message)?.[1] as string;
+    const node = nodes.find((one) => one.id === `threads/${thread}/_root/${id}`);
+    const held = Object.fromEntries(
+      nodes
+        .filter((one) => one.id.includes("/~channels/"))
+        .map((one) => [(one.content as { channel: string }).channel, (one.content as { written_by: string }).written_by]),
+    );
+    out.push({ subject: commit.message.split("\n")[0] as string, named: (node?.content as { values_from: Record<string, string> }).values_from, held });
+  }
+  return out;
+}
+
+it("keeps a channel at one id, each checkpoint's commit holding its values, a fork's too", async () => {
+  const repo = await connect(inject("url"), { token: inject("tokens").saver as string });
+  const thread = `layout-${Date.now()}`;
+  await runSteps(repo, thread);
+  const tip = await repo.resolve(`threads/${thread}`);
+  const step3 = (await repo.diff(tip.parents[0] as string, tip.id)).modified.map((change) => change.id);
+  expect(step3.sort()).toEqual([`threads/${thread}/_root/~channels/count`, `threads/${thread}/_root/~channels/notes`, `threads/${thread}/_root/~latest`]);
+
+  // Time travel: a checkpoint whose parent is step 1's, changing nothing, is put as LangGraph.js would.
+  const saver = new MnemosyneSaver(repo);
+  const history = [];
+  for await (const tuple of saver.list({ configurable: { thread_id: thread } })) history.push(tuple);
+  const step1 = history.find((tuple) => tuple.metadata?.step === 1)!;
+  const fork = { ...emptyCheckpoint(), id: uuid6(-1), channel_values: step1.checkpoint.channel_values, channel_versions: step1.checkpoint.channel_versions };
+  await saver.put(step1.config, fork, { source: "update", step: 2, parents: {} }, {});
+  const forked = await saver.getTuple({ configurable: { thread_id: thread } });
+  expect(forked?.checkpoint.channel_values).toEqual(step1.checkpoint.channel_values);
+  for (const { subject, named, held } of await valuesPerCommit(repo, thread)) expect(held, subject).toEqual(named);
+
+  // Every checkpoint reads back its own values, from the commit of its put.
+  for (const tuple of history) {
+    const again = await new MnemosyneSaver(repo).getTuple(tuple.config);
+    expect(again?.checkpoint.channel_values, String(tuple.metadata?.step)).toEqual(tuple.checkpoint.channel_values);
+  }
+});
