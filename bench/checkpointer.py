@@ -426,6 +426,8 @@ def bench_checkpointer_served(root: Path, rounds: int = 200, blocks: int = 5) ->
         "langgraph over HTTP (TypeScript client): requests of a put / get_tuple (right after a put) / get_tuple",
         "one each",
         f"{typescript['put_trips']:.0f} / {typescript['first_get']:.0f} / {typescript['get_trips']:.0f}",
+        "1 / 3 / 3",
+        (typescript["put_trips"], typescript["first_get"], typescript["get_trips"]) == (1, 3, 3),
     )
 
 

@@ -1,5 +1,5 @@
 // Stored values in the forms the Python saver writes and reads (ADRs 33, 61, 67).
-import { HumanMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { describe, expect, it } from "vitest";
 
@@ -18,13 +18,52 @@ describe("stored values", () => {
   });
 
   it("stores what has no exact JSON form as the serializer's bytes", async () => {
-    for (const value of [new Map([["a", 1]]), { a: undefined }, 2 ** 60, Number.NaN, new HumanMessage("hi"), "\ud800"]) {
+    for (const value of [new Map([["a", 1]]), { a: undefined }, 2 ** 60, Number.NaN, "\ud800", [new HumanMessage("hi"), new Map()]]) {
       const fields = await stored(serde, value);
       expect(Object.keys(fields).sort()).toEqual(["bytes", "serde"]);
       const back = await loaded(serde, fields);
       if (typeof value === "number" && Number.isNaN(value)) continue; // JSON has no NaN: the serializer's own loss
       expect(back).toEqual(value);
     }
+  });
+
+  it("stores messages as the LangChain records the Python saver writes (ADR 61), and reads them back equal", async () => {
+    const value = {
+      messages: [
+        new HumanMessage({ content: "hi", id: "m1" }),
+        new AIMessage({ content: "ok", tool_calls: [{ name: "f", args: { a: 1 }, id: "c1", type: "tool_call" }] }),
+        new ToolMessage({ content: "r", tool_call_id: "c1" }),
+        new SystemMessage({ content: "s", name: "sys" }),
+      ],
+    };
+    const fields = await stored(serde, value);
+    // What mnemosyne.integrations.langgraph.stored_values.stored gives the same messages in Python:
+    const record = (name: string, kwargs: Record<string, unknown>) => ({ id: ["langchain", "schema", "messages", name], kwargs, lc: 1, type: "constructor" });
+    expect(JSON.stringify(fields)).toBe(
+      JSON.stringify({
+        langchain: {
+          messages: [
+            record("HumanMessage", { content: "hi", id: "m1", type: "human" }),
+            record("AIMessage", { content: "ok", tool_calls: [{ name: "f", args: { a: 1 }, id: "c1", type: "tool_call" }], type: "ai" }),
+            record("ToolMessage", { content: "r", tool_call_id: "c1", type: "tool" }),
+            record("SystemMessage", { content: "s", name: "sys", type: "system" }),
+          ],
+        },
+        order: [["name", "args", "id", "type"]],
+      }),
+    );
+    const back = (await loaded(serde, JSON.parse(JSON.stringify(fields)))) as typeof value;
+    expect(back).toEqual(value);
+    expect(back.messages.map((message) => message.constructor)).toEqual([HumanMessage, AIMessage, ToolMessage, SystemMessage]);
+  });
+
+  it("keeps the bytes of messages whose record would not make them again, and under another serializer", async () => {
+    class Own extends HumanMessage {}
+    for (const value of [[new Own("hi")], [new ToolMessage({ content: "r", tool_call_id: "c1", status: "success" })], [{ lc: 1 }, new HumanMessage("hi")]]) {
+      expect(Object.keys(await stored(serde, value)).sort()).toEqual(["bytes", "serde"]);
+    }
+    class Sealed extends JsonPlusSerializer {}
+    expect(Object.keys(await stored(new Sealed(), [new HumanMessage("hi")])).sort()).toEqual(["bytes", "serde"]);
   });
 
   it("reads messages a Python saver stored as LangChain records", async () => {
