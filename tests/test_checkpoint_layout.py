@@ -1,7 +1,7 @@
-"""How ``MnemosyneSaver`` stores a checkpoint (ADR 33): a node per channel that changed,
-JSON where a value has an exact JSON form, a small checkpoint node naming where each
-value is; threads stored as one blob by an earlier version still read and go on;
-erasure reaches every channel node."""
+"""How ``MnemosyneSaver`` stores a checkpoint (ADRs 33 and 65): a value node per channel
+at one id, written when the channel changed, JSON where a value has an exact JSON form,
+a small checkpoint node naming whose put wrote each value; threads stored as one blob by
+an earlier version still read and go on; erasure reaches every value."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ from support.tiers import examples
 
 from mnemosyne import Node, Provenance, Redacted, Repo
 from mnemosyne.integrations.langgraph import MnemosyneSaver
-from mnemosyne.integrations.langgraph.threads import segment
+from mnemosyne.integrations.langgraph.threads import namespace_segment, segment
 
-ROOT = segment("")  # the root namespace's segment
+ROOT = namespace_segment("")  # the root namespace's segment: _root
 
 
 def _put(
@@ -81,7 +81,7 @@ def test_a_put_writes_the_checkpoint_and_the_channels_that_changed_and_nothing_e
         base = f"threads/chat-7/{ROOT}"
         added, modified = _changed(repo, "threads/chat-7")
         assert sorted(added) == sorted(
-            [f"{base}/{cp1}", *(f"{base}/{cp1}/c/{c}" for c in values), f"{base}/~latest"]
+            [f"{base}/{cp1}", *(f"{base}/~channels/{c}" for c in values), f"{base}/~latest"]
         )
 
         second = _put(
@@ -94,9 +94,11 @@ def test_a_put_writes_the_checkpoint_and_the_channels_that_changed_and_nothing_e
         )
         cp2 = second["configurable"]["checkpoint_id"]
         added, modified = _changed(repo, "threads/chat-7")
-        assert (sorted(added), modified) == ([f"{base}/{cp2}", f"{base}/{cp2}/c/count"], [f"{base}/~latest"])
+        # The changed channel is one id, old -> new; the others are not touched.
+        assert added == [f"{base}/{cp2}"]
+        assert sorted(modified) == [f"{base}/~channels/count", f"{base}/~latest"]
         node = repo.get(f"{base}/{cp2}", at="threads/chat-7")
-        assert node is not None and node.content["channels"] == {
+        assert node is not None and node.content["values_from"] == {
             "messages": cp1,
             "count": cp2,
             "profile": cp1,
@@ -130,12 +132,13 @@ def test_a_diff_of_two_steps_shows_the_values_that_changed_not_base64(tmp_path: 
     assert '"serde"' not in out and not re.search(r"[A-Za-z0-9+/=]{48,}", out), out
     shown = cli.doc(
         "show",
-        f"threads/chat-7/{ROOT}/{first['configurable']['checkpoint_id']}/c/profile",
+        f"threads/chat-7/{ROOT}/~channels/profile",
         "--at",
         "threads/chat-7",
     )
     expected = {
         "channel": "profile",
+        "written_by": first["configurable"]["checkpoint_id"],
         "version": 1,
         "json": {"name": "Mira", "city": "Lyon"},
         "order": [["name", "city"]],
@@ -212,8 +215,8 @@ def test_a_value_comes_back_exactly_stored_as_json_when_it_has_a_json_form(value
     expected = serde.loads_typed(serde.dumps_typed(value))  # what LangGraph's own savers give back
     with Repo.in_memory() as repo:
         saver = MnemosyneSaver(repo)
-        stored = _put(saver, "t", {"v": value}, {"v": 1})
-        node = repo.get(f"threads/t/{ROOT}/{stored['configurable']['checkpoint_id']}/c/v", at="threads/t")
+        _put(saver, "t", {"v": value}, {"v": 1})
+        node = repo.get(f"threads/t/{ROOT}/~channels/v", at="threads/t")
         assert node is not None
         assert ("json" in node.content) == _has_json_form(value), node.content
         if "json" in node.content:
@@ -236,7 +239,7 @@ def test_dicts_keep_their_key_order_and_records_of_one_shape_share_one_entry() -
         # versions_seen beside channel_versions after an update).
         clash = [{"b": 1, "a": 2}, {"a": 3, "b": 4}, {"n": {"b": 5, "a": 6}, "m": {"a": 7, "b": 8}}]
         stored = _put(saver, "t", {"rows": rows, "clash": clash}, {"rows": 1, "clash": 1})
-        base = f"threads/t/{ROOT}/{stored['configurable']['checkpoint_id']}/c"
+        base = f"threads/t/{ROOT}/~channels"
         rows_node, clash_node = (
             repo.get(f"{base}/rows", at="threads/t"),
             repo.get(f"{base}/clash", at="threads/t"),
@@ -244,6 +247,7 @@ def test_dicts_keep_their_key_order_and_records_of_one_shape_share_one_entry() -
         assert rows_node is not None and rows_node.content["order"] == [["role", "content"]]
         assert clash_node is not None and clash_node.content == {
             "channel": "clash",
+            "written_by": stored["configurable"]["checkpoint_id"],
             "version": 1,
             "json": clash,
             "order": [["b", "a"], ["n", "m"]],
@@ -271,11 +275,11 @@ def _counting(repo: Repo, names: list[str]) -> dict[str, int]:
     return counts
 
 
-def test_reading_a_checkpoint_takes_its_node_and_one_read_of_all_its_channels() -> None:
+def test_reading_a_checkpoint_takes_its_node_one_read_of_its_values_and_one_of_its_writes() -> None:
     with Repo.in_memory() as repo:
         saver = MnemosyneSaver(repo)
         channels = [f"c{i}" for i in range(6)]
-        config = _put(saver, "t", dict.fromkeys(channels, 0), dict.fromkeys(channels, 1))
+        config = first = _put(saver, "t", dict.fromkeys(channels, 0), dict.fromkeys(channels, 1))
         for step in (1, 2):  # later puts change two channels each: values come from three checkpoints
             changed = channels[2 * step - 2 : 2 * step]
             latest = _latest(saver, "t")
@@ -292,16 +296,22 @@ def test_reading_a_checkpoint_takes_its_node_and_one_read_of_all_its_channels() 
             "c4": 0,
             "c5": 0,
         }
-        # The pointer (both places it may be in one read), the checkpoint, its channels (from
-        # three checkpoints, in one read); its writes in one read of a prefix. The tip and the
-        # erasure count in one read (freshness), never apart: five reads, however many channels.
-        assert counts == {"get": 1, "histories": 2, "nodes": 1, "tip": 0, "erasures": 0, "freshness": 1}
+        # The pointer (every place it may be, in one read), the checkpoint; its values and its
+        # writes in one read of a prefix each. The tip and the erasure count in one read
+        # (freshness), never apart: five reads, however many channels.
+        assert counts == {"get": 1, "histories": 1, "nodes": 2, "tip": 0, "erasures": 0, "freshness": 1}
         counts.update(dict.fromkeys(counts, 0))
         _latest(fresh, "t")  # known now: the tip and the erasure count say it still holds
         assert counts == {"get": 0, "histories": 0, "nodes": 0, "tip": 0, "erasures": 0, "freshness": 1}
         counts.update(dict.fromkeys(counts, 0))
-        assert fresh.get_tuple(config) is not None  # one named by its id: the node, then its channels
-        assert counts == {"get": 1, "histories": 1, "nodes": 1, "tip": 1, "erasures": 0, "freshness": 0}
+        # One named by its id: the node with the commit of its put (one read), its values there, its writes.
+        assert fresh.get_tuple(config) is not None
+        assert counts == {"get": 0, "histories": 1, "nodes": 2, "tip": 1, "erasures": 0, "freshness": 0}
+        counts.update(dict.fromkeys(counts, 0))
+        # An earlier one: its values are read in its put's commit, not at the tip: as many reads.
+        earlier = fresh.get_tuple(first)
+        assert earlier is not None and earlier.checkpoint["channel_values"] == dict.fromkeys(channels, 0)
+        assert counts == {"get": 0, "histories": 1, "nodes": 2, "tip": 1, "erasures": 0, "freshness": 0}
 
 
 # -- forks, prune, copy --------------------------------------------------------------------
@@ -352,8 +362,8 @@ def test_prune_and_copy_keep_the_values_a_kept_checkpoint_names() -> None:
         for thread in ("t", "copy"):
             for reader in (saver, MnemosyneSaver(repo)):
                 assert _latest(reader, thread).checkpoint["channel_values"] == expected
-        channel_nodes = [n.id for n in repo.nodes(at="threads/t") if "/c/" in n.id]
-        assert len(channel_nodes) == 2  # the value the kept checkpoint names stayed; the rest went
+        channel_nodes = [n.id for n in repo.nodes(at="threads/t") if "/~channels/" in n.id]
+        assert len(channel_nodes) == 2  # one value node per channel, holding the kept checkpoint's values
         saver.delete_thread("t")
         assert _latest(saver, "copy").checkpoint["channel_values"] == expected
 
@@ -449,7 +459,7 @@ def test_a_thread_stored_as_one_blob_by_an_earlier_version_reads_and_goes_on() -
             reference.put_writes(stored, [("notes", f"write of {checkpoint['id']}")], "task-1")  # type: ignore[arg-type]
             config = stored
         branch = repo.thread_branch("old@example.com")
-        base = f"{branch}/{ROOT}"
+        base = f"{branch}/{segment('')}"  # the digest an earlier version named the root namespace by
         saver = MnemosyneSaver(repo)
         thread = {"configurable": {"thread_id": "old@example.com"}}
         _same_as(saver.get_tuple(thread), reference.get_tuple(thread))  # type: ignore[arg-type]
@@ -468,7 +478,7 @@ def test_a_thread_stored_as_one_blob_by_an_earlier_version_reads_and_goes_on() -
             step=3,
         )
         node = repo.get(f"{base}/{newer['configurable']['checkpoint_id']}", at=branch)
-        assert node is not None and set(node.content["channels"].values()) == {
+        assert node is not None and set(node.content["values_from"].values()) == {
             newer["configurable"]["checkpoint_id"]
         }
         assert (
@@ -482,7 +492,7 @@ def test_a_thread_stored_as_one_blob_by_an_earlier_version_reads_and_goes_on() -
         (kept,) = saver.list(thread)  # type: ignore[arg-type]
         assert kept.checkpoint["channel_values"] == values
         assert [n.id for n in repo.nodes(at=branch)] == sorted(
-            [node.id, *(f"{node.id}/c/{c}" for c in values), f"{base}/~latest"]
+            [node.id, *(f"{base}/~channels/{c}" for c in values), f"{base}/~latest"]
         )
 
 
@@ -549,12 +559,12 @@ def test_erasing_reaches_every_channel_node_and_keeps_what_a_kept_checkpoint_nam
 def test_a_saver_that_knows_the_latest_notices_a_channel_erased_by_hand() -> None:
     with Repo.in_memory() as repo:
         saver = MnemosyneSaver(repo)
-        config = _put(saver, "t", {"secret": "passport X123", "n": 1}, {"secret": 1, "n": 1})
+        _put(saver, "t", {"secret": "passport X123", "n": 1}, {"secret": 1, "n": 1})
         assert _latest(saver, "t").checkpoint["channel_values"]["secret"] == "passport X123"  # known now
         before = repo.erasures()
         repo.commit([Node(id="notes/other", content="unrelated")], message="a commit erases nothing")
         assert repo.erasures() == before
-        node_id = f"threads/t/{ROOT}/{config['configurable']['checkpoint_id']}/c/secret"
+        node_id = f"threads/t/{ROOT}/~channels/secret"
         repo.forget(node_id, "the user asked", author="dpo")  # erasure leaves the thread's tip as it was
         assert repo.erasures() == before + 1
         for reader in (saver, MnemosyneSaver(repo)):

@@ -31,9 +31,9 @@ from support.tiers import examples
 
 from mnemosyne import CorruptObject, Node, Repo
 from mnemosyne.integrations.langgraph import MnemosyneSaver, stored_values
-from mnemosyne.integrations.langgraph.threads import segment
+from mnemosyne.integrations.langgraph.threads import namespace_segment
 
-ROOT = segment("")
+ROOT = namespace_segment("")
 BASE64_RUN = re.compile(r"[A-Za-z0-9+/=]{40,}")
 
 
@@ -46,10 +46,9 @@ def _put(saver: MnemosyneSaver, thread: str, values: dict[str, Any]) -> dict[str
 
 
 def _channel_node(repo: Repo, thread: str, put: dict[str, Any], channel: str) -> Node:
-    node = repo.get(
-        f"threads/{thread}/{ROOT}/{put['configurable']['checkpoint_id']}/c/{channel}", at=f"threads/{thread}"
-    )
-    assert node is not None
+    """The channel's value node as the put wrote it (the tip's: the put is the thread's last)."""
+    node = repo.get(f"threads/{thread}/{ROOT}/~channels/{channel}", at=f"threads/{thread}")
+    assert node is not None and node.content["written_by"] == put["configurable"]["checkpoint_id"]
     return node
 
 
@@ -146,7 +145,7 @@ def test_a_value_whose_messages_have_no_exact_record_form_keeps_the_serializer_s
         saver = MnemosyneSaver(repo)
         stored = _put(saver, "t", {"v": value})
         node = _channel_node(repo, "t", stored, "v")
-        assert set(node.content) == {"channel", "version", "serde", "bytes"}
+        assert set(node.content) == {"channel", "written_by", "version", "serde", "bytes"}
         got = MnemosyneSaver(repo).get_tuple({"configurable": {"thread_id": "t"}})
         serde = JsonPlusSerializer()  # what LangGraph's own savers give back
         assert got is not None and got.checkpoint["channel_values"]["v"] == serde.loads_typed(
@@ -199,7 +198,7 @@ def test_a_chat_thread_reads_in_diff_and_stays_json_after_update_state(tmp_path:
         for node in checkpoints:
             assert "json" in node.content["checkpoint"] and "json" in node.content["metadata"], node.id
         assert any("order_at" in n.content["checkpoint"] for n in checkpoints)  # the update's record
-        messages = [n for n in nodes if n.id.endswith("/c/messages")]
+        messages = [n for n in nodes if n.id.endswith("/~channels/messages")]
         assert messages and all("langchain" in n.content for n in messages)
         for node in nodes:
             assert "bytes" not in json.dumps(node.content), node.id
@@ -222,7 +221,7 @@ def test_a_thread_whose_messages_were_stored_as_bytes_reads_and_goes_on(
             before.setattr(stored_values, "with_records", lambda value: None)
             graph.invoke({"messages": [HumanMessage("hello", id="h1")]}, config)
         branch = repo.thread_branch("old")
-        old = [n for n in repo.nodes(at=branch) if n.id.endswith("/c/messages")]
+        old = [n for n in repo.nodes(at=branch) if n.id.endswith("/~channels/messages")]
         assert old and all(base64.b64decode(n.content["bytes"]) for n in old)
         fresh = _graph().compile(checkpointer=MnemosyneSaver(repo))
         assert [m.content for m in fresh.get_state(config).values["messages"]] == ["hello", "answer 1"]
@@ -233,7 +232,7 @@ def test_a_thread_whose_messages_were_stored_as_bytes_reads_and_goes_on(
             "again",
             "answer 3",
         ]
-        newest = max((n for n in repo.nodes(at=branch) if n.id.endswith("/c/messages")), key=lambda n: n.id)
+        (newest,) = [n for n in repo.nodes(at=branch) if n.id.endswith("/~channels/messages")]
         assert "langchain" in newest.content
 
 
@@ -246,7 +245,7 @@ def test_under_an_application_s_serializer_messages_keep_its_bytes() -> None:
         saver = MnemosyneSaver(repo, serde=_OwnSerializer())
         stored = _put(saver, "t", {"chat": [HumanMessage("private", id="m1")]})
         node = _channel_node(repo, "t", stored, "chat")
-        assert set(node.content) == {"channel", "version", "serde", "bytes"}
+        assert set(node.content) == {"channel", "written_by", "version", "serde", "bytes"}
         assert "private" not in json.dumps(node.content)
         got = MnemosyneSaver(repo, serde=_OwnSerializer()).get_tuple({"configurable": {"thread_id": "t"}})
         assert got is not None and got.checkpoint["channel_values"]["chat"] == [

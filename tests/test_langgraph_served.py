@@ -42,6 +42,7 @@ from test_langgraph_store import (  # noqa: F401
 from mnemosyne import InvalidInput, Node, Repo, Store, to_json
 from mnemosyne.integrations.client import ServedRepo
 from mnemosyne.integrations.langgraph import MnemosyneSaver, MnemosyneStore
+from mnemosyne.integrations.langgraph.threads import namespace_segment
 
 httpx = need_module("httpx")
 need_module("uvicorn")
@@ -177,25 +178,28 @@ def test_round_trips_of_the_saver_over_http_are_few_and_fixed(server: Served) ->
         assert counting.trips(steps.put) == 1
         assert [counting.trips(lambda t=t: steps.writes(t)) for t in ("t3", "t4")] == [2, 1]
         assert counting.trips(steps.put) == 1
-        # A saver that knows nothing (another process): freshness, the pointer, the checkpoint,
-        # its twelve channels in one read, its writes; a put: freshness, the pointer and the
-        # parent in one read, the commit.
+        # A saver that knows nothing (another process): freshness, the pointer (every place it
+        # may be, in one read), the checkpoint, its twelve values in one read of a prefix, its
+        # writes; a put: freshness, the pointer and the parent in one read, the namespace's value
+        # nodes at the tip (what each holds, which to drop: ADR 65), the commit.
         fresh = MnemosyneSaver(handle)
         assert counting.trips(lambda: fresh.get_tuple(latest)) == 5
         cold = Steps(MnemosyneSaver(handle), "chat-1")
         cold.config, cold.versions, cold.step = steps.config, dict(steps.versions), steps.step
-        assert counting.trips(cold.put) == 3
+        assert counting.trips(cold.put) == 4
         # A task's writes from a saver that knows nothing: the tip, the task's writes there, the
         # checkpoint (for its step, in the message), the commit.
         other = Steps(MnemosyneSaver(handle), "chat-1")
         other.config = cold.config
         assert counting.trips(lambda: other.writes("t5")) == 4
-        # One checkpoint by its id: the tip, the node, its channels, its writes.
+        # One checkpoint by its id, an earlier one: the tip, the node with the commit of its put,
+        # its values there, its writes.
         named = {"configurable": {**steps.config["configurable"]}}
         assert counting.trips(lambda: MnemosyneSaver(handle).get_tuple(named)) == 4
-        # Listing one thread: its tip, then every node of it in one stream; all threads: + the branches.
-        assert counting.trips(lambda: list(fresh.list(latest))) == 2
-        assert counting.trips(lambda: list(fresh.list(None))) == 3
+        # Listing one thread: its tip, every node of it in one stream, the value nodes' histories
+        # (for the values the tip no longer holds); all threads: + the branches.
+        assert counting.trips(lambda: list(fresh.list(latest))) == 3
+        assert counting.trips(lambda: list(fresh.list(None))) == 4
         found = fresh.get_tuple(latest)
         assert found is not None
         assert found.checkpoint["channel_values"]["c00"] == f"c00 at {cold.versions['c00']}"
@@ -253,6 +257,55 @@ def test_a_thread_written_over_http_reads_alike_from_the_store_itself(server: Se
         ]
     assert served_tuple is not None and local_tuple is not None
     assert served_tuple.checkpoint == local_tuple.checkpoint and served_tuple.config == local_tuple.config
+
+
+def _put(saver: MnemosyneSaver, thread: str, values: dict[str, Any], parent: Any, run_id: str) -> Any:
+    """A put of every value at version 1 + its step, the ones that differ from the parent's marked changed."""
+    step = 0 if parent is None else parent["step"] + 1
+    previous = {} if parent is None else parent["values"]
+    changed = [name for name, value in values.items() if previous.get(name) != value]
+    versions = {name: step + 1 if name in changed else parent["versions"][name] for name in values}
+    checkpoint = _checkpoint(step + 1 + (100 if thread != "kept" else 0), versions)
+    checkpoint["channel_values"] = dict(values)
+    configurable = {"thread_id": thread, "checkpoint_ns": ""}
+    if parent is not None:
+        configurable["checkpoint_id"] = parent["config"]["configurable"]["checkpoint_id"]
+    metadata: Any = {"source": "loop", "step": step, "parents": {}, "run_id": run_id}
+    new = {name: versions[name] for name in changed}
+    config = saver.put({"configurable": configurable}, checkpoint, metadata, new)  # type: ignore[arg-type]
+    return {"config": config, "values": dict(values), "versions": versions, "step": step}
+
+
+def test_removal_copy_and_erasure_of_one_id_values_work_over_http(server: Served) -> None:
+    handle, _ = connect(server)  # admin: erasure is forget, of one version of a value node
+    canary = "leaked passport X123"
+    with handle:
+        saver = MnemosyneSaver(handle, erase=True)
+        clean = _put(saver, "kept", {"kept": "keep me", "leak": "nothing"}, None, "clean")
+        leaky = _put(saver, "kept", {"kept": "keep me too", "leak": canary}, clean, "leaky")
+        last = _put(saver, "kept", {"kept": "keep me too", "leak": "sealed"}, leaky, "clean")
+        # An earlier checkpoint reads from its put's commit; a copy pins what the tip does not hold.
+        first = saver.get_tuple(clean["config"])
+        assert first is not None and first.checkpoint["channel_values"]["leak"] == "nothing"
+        saver.copy_thread("kept", "copied")
+        saver.delete_for_runs(["leaky"])  # its checkpoint goes, and the version of `leak` it wrote
+        latest = saver.get_tuple({"configurable": {"thread_id": "kept"}})
+        assert latest is not None and latest.checkpoint["channel_values"] == last["values"]
+        copied = {"configurable": {**clean["config"]["configurable"], "thread_id": "copied"}}
+        found = saver.get_tuple(copied)
+        assert found is not None and found.checkpoint["channel_values"] == clean["values"]
+        assert [t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": "kept"}})] == [
+            last["config"]["configurable"]["checkpoint_id"],
+            clean["config"]["configurable"]["checkpoint_id"],
+        ]
+        # A run's checkpoints go from every thread: from the copy too.
+        theirs = {"configurable": {**leaky["config"]["configurable"], "thread_id": "copied"}}
+        assert saver.get_tuple(theirs) is None
+        tenant = handle.tenant
+    with Repo.open(server.path, tenant=tenant) as local:
+        versions = local.history(f"threads/kept/{namespace_segment('')}/~channels/leak", at="threads/kept")
+        assert [v.status for v in versions] == ["current", "redacted", "superseded"]
+        assert versions[1].node is None and versions[1].redaction is not None
 
 
 # -- the routes the faces read through -----------------------------------------------------

@@ -31,9 +31,9 @@ from support.tiers import examples
 
 from mnemosyne import InvalidInput, Node, Repo
 from mnemosyne.integrations.langgraph import MnemosyneSaver
-from mnemosyne.integrations.langgraph.threads import segment
+from mnemosyne.integrations.langgraph.threads import namespace_segment
 
-ROOT = segment("")
+ROOT = namespace_segment("")
 _SERDE = JsonPlusSerializer()  # the root namespace's segment
 CHANNELS = ("messages", "count", "flag", "notes")
 
@@ -201,17 +201,22 @@ def test_on_a_durable_store_each_put_is_one_commit_of_its_nodes_and_fsck_stays_c
         _put(saver, model, "t", parent, changes)
         parent = model.latest("t")
     fork = model.checkpoints["t"][sorted(model.checkpoints["t"])[5]]
+    was = model.latest("t")
+    assert was is not None
     _put(saver, model, "t", fork, {"notes": "from a fork"})
     _check(saver, model)
     commits = list(repo.log(at=repo.thread_branch("t")))
     assert len(commits) == 13
-    # Each put's commit changes its checkpoint node, the channels it changed and the pointer.
+    # Each put's commit changes its checkpoint node, the channels it changed and the pointer;
+    # a fork's also each channel whose value node held a value of another version (ADR 65).
     newest, before = commits[0], commits[1]
     diff = repo.diff(before.id, newest.id)
     changed = sorted(change.id.rsplit("/", 1)[-1] for change in diff.added + diff.modified)
     checkpoint_segment = model.latest("t")
     assert checkpoint_segment is not None
-    assert changed == sorted([checkpoint_segment["id"], "notes", "~latest"])
+    differ = [c for c, v in fork["versions"].items() if was["versions"].get(c) != v]
+    assert differ and "notes" not in differ
+    assert changed == sorted([checkpoint_segment["id"], "notes", "~latest", *differ])
     assert diff.removed == []
     report = repo.fsck()
     assert report.ok, report.problems
@@ -274,7 +279,7 @@ def test_records_in_several_key_orders_come_back_exactly(value: Any) -> None:
         _put(saver, model, "t", None, {"rows": value})
         latest = model.latest("t")
         assert latest is not None
-        node = repo.get(f"threads/t/{ROOT}/{latest['id']}/c/rows", at="threads/t")
+        node = repo.get(f"threads/t/{ROOT}/~channels/rows", at="threads/t")
         assert node is not None
         assert "json" in node.content, node.content  # a second order of a set of keys is named by path
         assert ("order_at" not in node.content) == _one_order_per_key_set(value), node.content

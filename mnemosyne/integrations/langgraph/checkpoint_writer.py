@@ -1,7 +1,8 @@
 """How :class:`~mnemosyne.integrations.langgraph.saver.MnemosyneSaver` stores checkpoints and pending writes.
 
-A put is one commit: the checkpoint node, a node per channel that changed, and
-the namespace's pointer to its latest checkpoint (ADR 33); a ``put_writes`` is
+A put is one commit: the checkpoint node, the value node of each channel whose
+value changed (one id per channel, ADR 65), and the namespace's pointer to its
+latest checkpoint (ADR 33); a ``put_writes`` is
 one commit of a task's pending writes. Each commits on the tip it read, so that
 what the saver knows after is exact, and when many writers move a thread at once
 it commits on whatever tip there is.
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     ChannelVersions,
@@ -25,6 +27,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from mnemosyne import (
     CommitResult,
+    History,
     InvalidInput,
     Node,
     NotFound,
@@ -32,6 +35,7 @@ from mnemosyne import (
     Redacted,
     RefConflict,
 )
+from mnemosyne.integrations.langgraph.channel_values import at_tip
 from mnemosyne.integrations.langgraph.known import (
     Latest,
     LatestCheckpoints,
@@ -43,13 +47,17 @@ from mnemosyne.integrations.langgraph.known import (
 from mnemosyne.integrations.langgraph.repo_protocol import Rev, ThreadRepo, nodes_at
 from mnemosyne.integrations.langgraph.stored_values import Serialized, load, stored
 from mnemosyne.integrations.langgraph.thread_nodes import (
+    VALUES_FROM,
     WRITES,
+    WRITTEN_BY,
+    at_stable_ids,
     channel_nodes,
     checkpoint_message,
     is_checkpoint,
     is_pointer,
     located,
     pointer_id,
+    stable_id,
     stored_parts,
     write_nodes,
     writes_message,
@@ -59,6 +67,7 @@ from mnemosyne.integrations.langgraph.threads import (
 )
 from mnemosyne.integrations.langgraph.threads import (
     made_on,
+    namespace_segment,
     segment,
 )
 
@@ -86,6 +95,64 @@ def pointer_among(found: Mapping[str, Node | None], base: str) -> Node | None:
     if node is None:
         node = found.get(base)
     return node if node is not None and is_pointer(node) else None
+
+
+def namespace_at(
+    repo: ThreadRepo, branch: str, ns: str, at: Rev, parent: Any = None
+) -> tuple[str, Node | None, dict[str, Node | None]]:
+    """The namespace's id on a thread's branch, its pointer (None: no checkpoint yet), and the nodes read.
+
+    Its readable id (ADR 65), unless only the digest an earlier version named it
+    by has a pointer: a namespace stays where it began. The pointer in each place
+    it may be (ADR 33's and the one before, under either id) and, given
+    ``parent``, the parent checkpoint's node under either id are one read (one
+    round trip to a served store, ADR 68). A pointer whose version there was
+    erased is asked for alone, so it raises ``Redacted`` as a read of it does
+    rather than passing for a namespace with no checkpoint.
+    """
+    readable = f"{branch}/{namespace_segment(ns)}"
+    bases = list(dict.fromkeys([readable, f"{branch}/{segment(ns)}"]))
+    wanted = [node_id for base in bases for node_id in (pointer_id(base), base)]
+    if parent is not None:
+        wanted += [f"{base}/{segment(str(parent))}" for base in bases]
+    found = repo.histories(wanted, at=at, limit=1)
+    read = {node_id: history.node for node_id, history in found.items()}
+    for base in bases:
+        pointer = pointer_among(read, base)
+        if pointer is not None:
+            return base, pointer, read
+        for node_id in (pointer_id(base), base):
+            unless_erased(repo, found[node_id], at)
+    return readable, None, read
+
+
+def unless_erased(repo: ThreadRepo, found: History, at: Rev) -> Node | None:
+    """The node of an id read with its newest version; one whose version there was erased raises ``Redacted``.
+
+    Asked for alone then, so the error is the one a read of it gives.
+    """
+    if found.node is None and found.versions and found.versions[0].node is None:
+        return repo.get(found.id, at=at)
+    return found.node
+
+
+def checkpoint_node(
+    repo: ThreadRepo, branch: str, ns: str, checkpoint_id: str, at: Rev
+) -> tuple[Node | None, str | None]:
+    """A checkpoint's node at ``at``, and the commit that wrote it (its put's), in one read.
+
+    Under its namespace's readable id, else under an earlier version's (ADR 65).
+    One whose version there was erased raises ``Redacted``.
+    """
+    under = dict.fromkeys([f"{branch}/{namespace_segment(ns)}", f"{branch}/{segment(ns)}"])
+    ids = [f"{base}/{segment(checkpoint_id)}" for base in under]
+    found = repo.histories(ids, at=at, limit=1)
+    for node_id in ids:
+        node = unless_erased(repo, found[node_id], at)
+        if node is not None:
+            versions = found[node_id].versions
+            return node, versions[0].commit.id if versions and versions[0].node is not None else None
+    return None, None
 
 
 class CheckpointWriter:
@@ -132,7 +199,6 @@ class CheckpointWriter:
         )
         metadata_fields, metadata_kept = stored(dumps, full, messages=self._messages)
         branch = self.repo.thread_branch(thread_id)
-        base = f"{branch}/{segment(ns)}"
         step = full.get("step")
         provenance = Provenance(
             agent_step=step if isinstance(step, int) and not isinstance(step, bool) else None,
@@ -148,9 +214,33 @@ class CheckpointWriter:
             "checkpoint": checkpoint_fields,
             "metadata": metadata_fields,
         }
-        pointer = Node(id=pointer_id(base), content={"latest": checkpoint_id})
         encoded: dict[str, tuple[dict[str, Any], Serialized]] = {}
-        read: dict[str, Node | None] = {}  # what a put that knew nothing read with the pointer
+        read: Mapping[str, Node | None] = {}  # what a put that knew nothing read with the pointer
+
+        def nodes_for(
+            base: str, inherited: Mapping[str, Located], held: Mapping[str, Located | None]
+        ) -> tuple[Node, list[Node], dict[str, Located], list[str]]:
+            values, channels, dropped = channel_nodes(
+                dumps,
+                base,
+                checkpoint,
+                new_versions,
+                inherited,
+                held,
+                provenance,
+                encoded,
+                messages=self._messages,
+            )
+            node = Node(
+                id=f"{base}/{segment(checkpoint_id)}",
+                content={
+                    **header,
+                    VALUES_FROM: {channel: where.writer for channel, where in channels.items()},
+                },
+                provenance=provenance,
+            )
+            return node, values, channels, dropped
+
         with self._known.lock:
             for _ in range(_TRIES):
                 # Commit on the tip the pointer was read at, so that what is known after is exact.
@@ -161,41 +251,26 @@ class CheckpointWriter:
                     tip: str | None = known.tip
                     latest: str | None = known.checkpoint_id
                     was = known.pointer
+                    base = known.node_id.rsplit("/", 1)[0]
                 else:
                     fresh = self.repo.freshness(branch)
                     erasures, tip = fresh.erasures, fresh.tip
-                    # The pointer (in both places) and the parent checkpoint, in one read.
-                    wanted = [pointer_id(base), base]
-                    if parent is not None:
-                        wanted.append(f"{base}/{segment(str(parent))}")
-                    read = nodes_at(self.repo, wanted, tip) if tip is not None else {}
-                    current = pointer_among(read, base)
+                    # The pointer (in each place a namespace's may be) and the parent checkpoint, in one read.
+                    base, current, read = (
+                        namespace_at(self.repo, branch, ns, tip, parent)
+                        if tip is not None
+                        else (f"{branch}/{namespace_segment(ns)}", None, {})
+                    )
                     latest = str(current.content["latest"]) if current is not None else None
                     was = current.id if current is not None else ""
+                pointer = Node(id=pointer_id(base), content={"latest": checkpoint_id})
                 # A pointer where an earlier version kept it moves when the latest does.
                 moved = [was] if was and was != pointer.id else []
                 # Time travel: a checkpoint whose parent is not its namespace's latest starts a fork.
                 forked = parent is not None and latest is not None and str(parent) != latest
                 message = checkpoint_message(full, ns, checkpoint_id, parent, forked=forked)
                 inherited = self._channels_of(known, base, parent, tip, read)
-                values, channels = channel_nodes(
-                    dumps,
-                    base,
-                    checkpoint,
-                    new_versions,
-                    inherited,
-                    provenance,
-                    encoded,
-                    messages=self._messages,
-                )
-                node = Node(
-                    id=f"{base}/{segment(checkpoint_id)}",
-                    content={
-                        **header,
-                        "channels": {channel: where.writer for channel, where in channels.items()},
-                    },
-                    provenance=provenance,
-                )
+                node, values, channels, dropped = nodes_for(base, inherited, self._held(known, base, tip))
                 if tip is None:  # the thread's first checkpoint
                     result = self._start(branch, [node, *values, pointer], message)
                     if result.parents:
@@ -213,7 +288,7 @@ class CheckpointWriter:
                     try:
                         result = self.repo.commit(
                             put=[node, *values, pointer] if newest else [node, *values],
-                            delete=moved if newest else [],
+                            delete=[*dropped, *moved] if newest else dropped,
                             branch=branch,
                             parent=tip,
                             message=message,
@@ -244,18 +319,40 @@ class CheckpointWriter:
                             erasures,
                             pointer.id,
                             result,
+                            exact=True,
                         ),
                     )
+                else:
+                    # The namespace's value nodes now hold this checkpoint's values, not the latest's.
+                    entry = self._known.get(thread_id, ns)
+                    if entry is not None:
+                        self._known.set(thread_id, ns, msgspec.structs.replace(entry, exact=False))
                 break
-            else:  # many writers at once on one thread: commit on whatever tip there is
+            else:  # many writers at once on one thread: commit on whatever tip there is, every value written
                 self._known.forget([thread_id])
+                base, _, _ = namespace_at(self.repo, branch, ns, branch)
+                node, values, _, _ = nodes_for(base, {}, {})
                 self._commit(branch, [node, *values], message)
                 current = latest_pointer(self.repo, base, branch)
                 if current is None or str(current.content["latest"]) < checkpoint_id:
+                    pointer = Node(id=pointer_id(base), content={"latest": checkpoint_id})
                     gone = [current.id] if current is not None and current.id != pointer.id else []
                     self._commit(branch, [pointer], f"latest checkpoint {checkpoint_id}", gone)
         given = configurable["thread_id"]  # as LangGraph's savers: the thread id as the config held it
         return {"configurable": {"thread_id": given, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+    def _held(self, known: Latest | None, base: str, tip: str | None) -> dict[str, Located | None]:
+        """What the namespace's value nodes at ``tip`` hold, by id: known after a put, else read at once."""
+        if tip is None:
+            return {}
+        if known is not None and known.exact:
+            return {stable_id(base, channel): where for channel, where in known.channels.items()}
+        held: dict[str, Located | None] = {}
+        for node_id, node in at_tip(self.repo, base, tip).items():
+            content = node.content if isinstance(node.content, dict) else {}
+            writer = content.get(WRITTEN_BY)
+            held[node_id] = Located(str(writer), content.get("version")) if writer is not None else None
+        return held
 
     def _channels_of(
         self,
@@ -274,15 +371,15 @@ class CheckpointWriter:
         if parent is None or tip is None:
             return {}
         if known is not None and known.checkpoint_id == str(parent):
-            return known.channels
+            return known.channels if at_stable_ids(known.content) else {}
         node_id = f"{base}/{segment(str(parent))}"
         try:
             node = read[node_id] if node_id in read else self.repo.get(node_id, at=tip)
         except Redacted:
             return {}  # erased: this checkpoint stores every value it has itself
-        return (
-            located(self.serde.loads_typed, node.content) if node is not None and is_checkpoint(node) else {}
-        )
+        if node is None or not is_checkpoint(node) or not at_stable_ids(node.content):
+            return {}  # gone, or its values are not at the channels' ids: this checkpoint stores them
+        return located(self.serde.loads_typed, node.content)
 
     def put_writes(
         self,
@@ -299,8 +396,6 @@ class CheckpointWriter:
         if checkpoint_id is None:
             raise InvalidInput("put_writes needs the checkpoint the writes belong to (checkpoint_id)")
         branch = self.repo.thread_branch(thread_id)
-        checkpoint_node = f"{branch}/{segment(ns)}/{segment(checkpoint_id)}"
-        task_base = f"{checkpoint_node}{WRITES}{segment(task_id)}"
         with self._known.lock:
             for _ in range(_TRIES):
                 known = self._known.get(thread_id, ns)
@@ -311,11 +406,16 @@ class CheckpointWriter:
                     # on neither its next writes nor the next put (its child) read anything.
                     at = known.at if known.at is not None and known.at.id == known.tip else known.tip
                     known = known_writes(known, list(self.repo.nodes(at=at, prefix=known.node_id + WRITES)))
+                found: Node | bool = False
                 if known is not None and known.writes is not None:
                     tip: str | None = known.tip
-                    stored = {node_id for node_id in known.writes if node_id.startswith(task_base + "/")}
+                    node_id = known.node_id
+                    task_base = f"{node_id}{WRITES}{segment(task_id)}"
+                    stored = {i for i in known.writes if i.startswith(task_base + "/")}
                 else:
                     tip = self.repo.tip(branch)
+                    node_id, found = self._checkpoint_at(branch, ns, checkpoint_id, tip)
+                    task_base = f"{node_id}{WRITES}{segment(task_id)}"
                     stored = (
                         {node.id for node in self.repo.nodes(at=tip, prefix=task_base + "/")}
                         if tip
@@ -332,7 +432,7 @@ class CheckpointWriter:
                 )
                 if not puts:
                     return
-                stored_at, step = self._step(known, checkpoint_node, tip)
+                stored_at, step = self._step(known, found)
                 message = writes_message(writes, task_id, task_path, checkpoint_id, step, stored=stored_at)
                 if tip is None:  # no checkpoint on this thread yet
                     self._commit(branch, puts, message)
@@ -352,8 +452,35 @@ class CheckpointWriter:
             self._known.forget([thread_id])  # many writers at once on one thread
             self._commit(branch, puts, message)
 
-    def _step(self, known: Latest | None, checkpoint_node: str, tip: str | None) -> tuple[bool, Any]:
-        """Whether the checkpoint these writes go with is stored, and its step: known, else read.
+    def _checkpoint_at(
+        self, branch: str, ns: str, checkpoint_id: str, tip: str | None
+    ) -> tuple[str, Node | bool]:
+        """Where a checkpoint's node is (or goes) at ``tip``, and the node (True: erased; False: none).
+
+        Under its namespace's readable id, or an earlier version's (ADR 65): where
+        the node is, else where the namespace's pointer is.
+        """
+        bases = list(dict.fromkeys([f"{branch}/{namespace_segment(ns)}", f"{branch}/{segment(ns)}"]))
+        checkpoints = [f"{base}/{segment(checkpoint_id)}" for base in bases]
+        if tip is None:
+            return checkpoints[0], False
+        # The node under either id and the namespace's pointer in each place, in one read.
+        pointers = [node_id for base in bases for node_id in (pointer_id(base), base)]
+        found = self.repo.histories([*checkpoints, *pointers], at=tip, limit=1)
+        for node_id in checkpoints:
+            node = found[node_id].node
+            if node is not None:
+                return node_id, node
+            if found[node_id].versions and found[node_id].versions[0].node is None:
+                return node_id, True  # its bytes were erased: it was stored
+        read = {node_id: history.node for node_id, history in found.items()}
+        for base, node_id in zip(bases, checkpoints, strict=True):
+            if pointer_among(read, base) is not None:
+                return node_id, False
+        return checkpoints[0], False
+
+    def _step(self, known: Latest | None, found: Node | bool) -> tuple[bool, Any]:
+        """Whether the checkpoint these writes go with is stored, and its step: known, else as read.
 
         For the writes' message only: LangGraph may save a task's writes before the
         checkpoint they follow (its default durability saves that one while the
@@ -362,14 +489,12 @@ class CheckpointWriter:
         loads = self.serde.loads_typed
         if known is not None:
             metadata = load(loads, known.metadata)
+        elif isinstance(found, bool):
+            return found, None
         else:
-            try:
-                node = self.repo.get(checkpoint_node, at=tip) if tip is not None else None
-            except Redacted:
-                return True, None  # its bytes were erased: it was stored
-            if node is None or not is_checkpoint(node):
+            if not is_checkpoint(found):
                 return False, None
-            metadata = load(loads, stored_parts(node.content)[1])
+            metadata = load(loads, stored_parts(found.content)[1])
         return True, metadata.get("step") if isinstance(metadata, dict) else None
 
     def _start(self, branch: str, puts: Sequence[Node], message: str) -> CommitResult:

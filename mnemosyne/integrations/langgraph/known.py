@@ -30,8 +30,8 @@ class Located(msgspec.Struct, frozen=True):
     """Where the value a checkpoint gives a channel is stored (ADR 33), and, when known, the value.
 
     Attributes:
-        writer: the id of the checkpoint whose put stored the value (its channel
-            node is ``<namespace>/<writer>/c/<channel>``).
+        writer: the id of the checkpoint whose put stored the value (its value
+            node says so: ``written_by``; ADR 33's was ``<namespace>/<writer>/c/<channel>``).
         version: the channel's version there.
         value: the value as it loads again (None: not read).
     """
@@ -61,6 +61,8 @@ class Latest(msgspec.Struct, frozen=True):
             needs no lookup of a branch by that name (as the id's text does), so the
             pending writes of a checkpoint just put are read in one round trip on
             PostgreSQL. None when not made here, or from an earlier tip.
+        exact: whether the namespace's value nodes at ``tip`` are exactly
+            ``channels`` (so a put on this tip knows what each holds without a read).
     """
 
     tip: str
@@ -73,6 +75,7 @@ class Latest(msgspec.Struct, frozen=True):
     erasures: int
     pointer: str = ""
     at: Commit | None = None
+    exact: bool = False
 
     @property
     def checkpoint_id(self) -> str:

@@ -65,6 +65,9 @@ class ThreadRepo(Protocol):
     ) -> dict[str, History]:
         """Several ids of one snapshot with their histories, in one read (``Repo.histories``)."""
 
+    def history(self, id: str, *, at: Rev | None = None, limit: int | None = None) -> list[Version]:
+        """The versions of an id, newest first (``Repo.history``); ``limit=1``: the commit that wrote it."""
+
     def commit(
         self,
         put: Iterable[Node] = (),
@@ -85,8 +88,10 @@ class ThreadRepo(Protocol):
     def delete_branch(self, name: str, *, author: str = ...) -> Commit | None:
         """Delete a branch (``Repo.delete_branch``)."""
 
-    def forget(self, id: str | Sequence[str], reason: str, *, author: str = ...) -> ForgetReport:
-        """Erase every version of ids (``Repo.forget``)."""
+    def forget(
+        self, id: str | Sequence[str], reason: str, *, author: str = ..., version: str | None = None
+    ) -> ForgetReport:
+        """Erase every version of ids, or one version of an id (``Repo.forget``)."""
 
     def close(self) -> None:
         """Release the repo."""

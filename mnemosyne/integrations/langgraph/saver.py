@@ -7,13 +7,15 @@ The mapping (ADRs 17 and 33):
   thread lives on it, so ``mnemo log --thread <thread id>`` is the thread's history,
   one commit per checkpoint (``checkpoint step 3 (loop)``; a time-travel fork
   ``fork of <checkpoint id>: checkpoint step 3 (update)``);
-- a checkpoint is stored by channel (ADR 33): each channel LangGraph says changed
-  (``new_versions``) is one node, ``threads/<thread>/<ns>/<checkpoint_id>/c/<channel>``,
-  its value as JSON where it has an exact JSON form and as the serializer's bytes
-  otherwise; the checkpoint node, ``threads/<thread>/<ns>/<checkpoint_id>``, holds
-  the checkpoint without its values, the metadata, and which checkpoint's node
-  holds each channel's value, so an unchanged channel costs a put nothing and a
-  diff of two steps shows the values that changed; one commit per put, whose
+- a checkpoint is stored by channel (ADRs 33 and 65): each channel's value lives at
+  one id, ``threads/<thread>/<ns>/~channels/<channel>``, its value as JSON where it
+  has an exact JSON form and as the serializer's bytes otherwise, and the commit of
+  a checkpoint's put holds the checkpoint's values there (a put writes the channels
+  LangGraph says changed, ``new_versions``); the checkpoint node,
+  ``threads/<thread>/<ns>/<checkpoint_id>``, holds the checkpoint without its
+  values, the metadata, and which checkpoint's put wrote each channel's value, so an
+  unchanged channel costs a put nothing and a diff of two steps shows each changed
+  channel as one id, old → new; earlier values are read from earlier commits; one commit per put, whose
   parent is the branch tip, while the checkpoint's own parent (LangGraph's
   ``parent_config``) is kept in the node, so a fork inside a thread (time travel)
   never leaves a checkpoint unreachable; a checkpoint an earlier version stored
@@ -24,9 +26,11 @@ The mapping (ADRs 17 and 33):
 - pending writes are nodes under ``threads/<thread>/<ns>/<checkpoint_id>/w/``, one
   commit per ``put_writes``, their values stored as channel values are.
 
-Below the thread, each id segment is the name itself when it is plain (letters,
-digits, ``.``, ``_``, ``-``) and otherwise ``_`` plus a digest, so any namespace,
-checkpoint id or task id maps to a valid id; the real names are kept in the nodes.
+Below the thread, a namespace is its name (the root one ``_root``, one that is not
+plain ``_`` and its name, escaped), a channel its name, escaped; a checkpoint or
+task id is the name itself when it is plain (letters, digits, ``.``, ``_``, ``-``)
+and otherwise ``_`` plus a digest, so any name maps to a valid id; the real names
+are kept in the nodes. A namespace an earlier version named by a digest stays there.
 
 Deleting (``delete_thread``, ``delete_for_runs``, ``prune``) removes what LangGraph
 reads at once. The bytes stay in the store's history until they leave it: a
@@ -56,23 +60,20 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from mnemosyne import Commit, InvalidInput, Node
-from mnemosyne.integrations.langgraph.checkpoint_writer import CheckpointWriter, latest_pointer
+from mnemosyne.integrations.langgraph.channel_values import SnapshotValues, read_values
+from mnemosyne.integrations.langgraph.checkpoint_writer import CheckpointWriter, checkpoint_node, namespace_at
 from mnemosyne.integrations.langgraph.known import (
     Latest,
     LatestCheckpoints,
-    Located,
     known_writes,
 )
 from mnemosyne.integrations.langgraph.opening import OwnsItsRepo
-from mnemosyne.integrations.langgraph.repo_protocol import ThreadRepo, nodes_at
+from mnemosyne.integrations.langgraph.repo_protocol import ThreadRepo
 from mnemosyne.integrations.langgraph.stored_values import Serialized, load, serialized
 from mnemosyne.integrations.langgraph.thread_nodes import (
     WRITES,
-    channel_node_id,
     checkpoint_tuple,
-    is_channel,
     is_checkpoint,
-    located,
     owner,
     stored_parts,
 )
@@ -151,10 +152,10 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
             tip = self.repo.tip(branch)
             if tip is None:
                 return None
-            node = self.repo.get(f"{branch}/{segment(ns)}/{segment(checkpoint_id)}", at=tip)
+            node, own = checkpoint_node(self.repo, branch, ns, checkpoint_id, tip)
             if node is None:
                 return None
-            return self._tuple(self._read(tip, node, 0))
+            return self._tuple(self._read(tip, node, 0, own=own))
         with self._known.lock:
             known = self._latest(thread_id, ns)
         if known is None or known.writes is None:
@@ -182,8 +183,7 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
             known = known_writes(known, self._writes_nodes(at, known.node_id))
             self._known.set(thread_id, ns, known)
         if known is None:
-            base = f"{branch}/{segment(ns)}"
-            pointer = latest_pointer(self.repo, base, tip)
+            base, pointer, _ = namespace_at(self.repo, branch, ns, tip)
             if pointer is None:
                 return None
             node = self.repo.get(f"{base}/{segment(str(pointer.content['latest']))}", at=tip)
@@ -193,21 +193,16 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
             self._known.set(thread_id, ns, known)
         return known
 
-    def _read(self, tip: str, node: Node, erasures: int, pointer: str = "") -> Latest:
-        """All a tuple takes of checkpoint ``node`` at ``tip``: the node, one read per channel, its writes."""
-        base = node.id.rsplit("/", 1)[0]
+    def _read(self, tip: str, node: Node, erasures: int, pointer: str = "", own: str | None = None) -> Latest:
+        """All a tuple takes of checkpoint ``node`` at ``tip``: the node, its values, its writes.
+
+        ``own``: the commit of the checkpoint's put, when read with the node.
+        """
         checkpoint, metadata = stored_parts(node.content)
-        channels: dict[str, Located] = {}
-        places = located(self.serde.loads_typed, node.content)
-        ids = {channel: channel_node_id(base, where.writer, channel) for channel, where in places.items()}
-        read = nodes_at(self.repo, ids.values(), tip) if ids else {}  # every channel in one read
-        for channel, where in places.items():
-            found = read.get(ids[channel])
-            if found is None:  # asked alone: an erased value raises Redacted, as a read of it does
-                found = self.repo.get(ids[channel], at=tip)
-            if found is not None:  # a node gone by hand leaves the channel empty, as a lost blob does
-                channels[channel] = Located(where.writer, where.version, serialized(found.content))
-        known = Latest(tip, node.id, node.content, checkpoint, metadata, channels, None, erasures, pointer)
+        channels, exact = read_values(self.repo, self.serde.loads_typed, tip, node, own)
+        known = Latest(
+            tip, node.id, node.content, checkpoint, metadata, channels, None, erasures, pointer, exact=exact
+        )
         return known_writes(known, self._writes_nodes(tip, node.id))
 
     def _writes_nodes(self, at: Commit | str, checkpoint_node_id: str) -> list[Node]:
@@ -245,18 +240,16 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
         else:
             branches, ns, wanted_id = thread_branches(self.repo), None, None
         before_id = get_checkpoint_id(before) if before is not None else None
-        found: list[tuple[str, dict[str, Any], str]] = []
+        found: list[tuple[str, Node, SnapshotValues]] = []
         writes: dict[str, list[dict[str, Any]]] = {}  # checkpoint node id -> its writes' contents
-        channels: dict[str, dict[str, Any]] = {}  # channel node id -> its content
         for branch in branches:
             saved = thread_snapshot(self.repo, branch)
             if saved is None:
                 continue
+            values_of = SnapshotValues(self.repo, saved[0], saved[1])
             for node in saved[1]:
                 if not is_checkpoint(node):
-                    if is_channel(node.id):
-                        channels[node.id] = node.content
-                    elif owner(node.id) != node.id:
+                    if owner(node.id) != node.id:
                         writes.setdefault(owner(node.id), []).append(node.content)
                     continue
                 content = node.content
@@ -266,22 +259,21 @@ class MnemosyneSaver(OwnsItsRepo, BaseCheckpointSaver[str]):
                     continue
                 if before_id and content["checkpoint_id"] >= before_id:
                     continue
-                found.append((content["checkpoint_id"], content, node.id))
+                found.append((content["checkpoint_id"], node, values_of))
         found.sort(key=lambda item: item[0], reverse=True)
         loads = self.serde.loads_typed
-        for _, content, node_id in found:
+        for _, node, values_of in found:
+            content = node.content
             checkpoint, metadata = stored_parts(content)
             if filter:
                 meta = load(loads, metadata)
                 if not all(meta.get(key) == value for key, value in filter.items()):
                     continue
-            base = node_id.rsplit("/", 1)[0]
-            values: dict[str, Serialized] = {}
-            for channel, writer in content.get("channels", {}).items():
-                stored_value = channels.get(channel_node_id(base, str(writer), channel))
-                if stored_value is not None:
-                    values[channel] = serialized(stored_value)
-            yield checkpoint_tuple(loads, content, writes.get(node_id, []), checkpoint, metadata, values)
+            values: dict[str, Serialized] = {
+                channel: serialized(stored_value)
+                for channel, stored_value in values_of.contents(node).items()
+            }
+            yield checkpoint_tuple(loads, content, writes.get(node.id, []), checkpoint, metadata, values)
             if limit is not None:
                 limit -= 1
                 if limit <= 0:

@@ -1,17 +1,24 @@
 """The nodes a saver writes, reads back as LangGraph's tuples, removes and copies.
 
-Pure functions over nodes (ADRs 17 and 33): the saver reads a thread's nodes, asks
-here what to put and delete, and makes one commit of it.
+Pure functions over nodes (ADRs 17, 33 and 65): the saver reads a thread's nodes,
+asks here what to put and delete, and makes one commit of it.
 
-A checkpoint is stored by channel (ADR 33): a checkpoint node
-``threads/<thread>/<ns>/<checkpoint>`` holds the checkpoint without its channels'
-values, its metadata, and ``channels``, which names for each channel the checkpoint
-whose put stored the value it has; each value a put stores is a channel node
-``…/<checkpoint>/c/<channel>`` (see :mod:`.stored_values` for its form). A put
-stores the channels LangGraph says changed (``new_versions``) and names the
-parent's nodes for the others. A checkpoint stored by an earlier version is one
-node holding everything, serialized (``checkpoint`` and ``metadata`` as
-``[type, base64]``); both are read.
+A checkpoint is stored by channel (ADR 33) at one id per channel (ADR 65): each
+channel's value lives at ``<namespace>/~channels/<channel>``, and the commit of a
+checkpoint's put holds that checkpoint's values there, so ``mnemo diff`` of two
+steps shows a changed channel as one id, old → new. The checkpoint node
+``<namespace>/<checkpoint>`` holds the checkpoint without its channels' values, its
+metadata, and ``values_from``: for each channel, the checkpoint whose put wrote
+the value it has; each value node says so too (``written_by``). An earlier value
+is read from the commit of the checkpoint that has it. A put writes the channels
+LangGraph says changed (``new_versions``), and any other whose node does not hold
+the parent's value (after time travel), and drops the nodes of channels the
+checkpoint has no value for.
+
+Read as they were: a checkpoint node of ADR 33 (``channels``, naming per-checkpoint
+value nodes ``…/<checkpoint>/c/<channel>``) and one stored as one blob before it
+(``checkpoint`` and ``metadata`` as ``[type, base64]``). A copy of a thread keeps
+the values that are not the tip's at per-checkpoint ids too (``pinned``).
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from mnemosyne.integrations.langgraph.stored_values import (
     serialized,
     stored,
 )
-from mnemosyne.integrations.langgraph.threads import segment, unpack
+from mnemosyne.integrations.langgraph.threads import channel_segment, segment, unpack
 
 WRITES = "/w/"
 """What follows a checkpoint node's id in the ids of its pending writes."""
@@ -48,6 +55,41 @@ POINTER = "/~latest"
 checkpoint's nodes and a put rewrites one stretch of the tree, not two (ADR 33).
 Before ADR 33 the pointer was the namespace's id itself; it is still read there.
 """
+
+
+STABLE = "/~channels/"
+"""What follows a namespace's id in the ids of its channels' values (ADR 65).
+
+``~`` sorts after every checkpoint's segment: a put's value nodes sit beside its
+checkpoint node and the pointer, one stretch of the tree.
+"""
+
+WRITTEN_BY = "written_by"
+"""The key of a value node naming the checkpoint whose put wrote it."""
+
+VALUES_FROM = "values_from"
+"""The key of a checkpoint node naming, per channel, the checkpoint whose put wrote its value."""
+
+
+def stable_id(base: str, channel: str) -> str:
+    """The id ``channel``'s value has in the namespace whose id is ``base``, whichever checkpoint wrote it."""
+    return f"{base}{STABLE}{channel_segment(channel)}"
+
+
+def is_stable(node_id: str) -> bool:
+    """Whether ``node_id`` is a channel's value node: ``threads/T/NS/~channels/CH``."""
+    parts = node_id.split("/")
+    return len(parts) == 5 and parts[3] == STABLE.strip("/")
+
+
+def stable_base(node_id: str) -> str:
+    """The namespace id a value node's id belongs to."""
+    return node_id.rsplit("/", 2)[0]
+
+
+def pinned_id(base: str, writer: str, channel: str) -> str:
+    """Where a copy keeps a value the tip does not hold: an id of the checkpoint that wrote it."""
+    return f"{base}/{segment(writer)}{CHANNELS}{channel_segment(channel)}"
 
 
 def pointer_id(base: str) -> str:
@@ -73,7 +115,37 @@ def channel_node_id(base: str, writer: str, channel: str) -> str:
 
 def by_channel(content: Mapping[str, Any]) -> bool:
     """Whether a checkpoint node's content is stored by channel (else: one blob, as before ADR 33)."""
-    return "channels" in content
+    return VALUES_FROM in content or "channels" in content
+
+
+def at_stable_ids(content: Mapping[str, Any]) -> bool:
+    """Whether a checkpoint node's values are at one id per channel (ADR 65; else ADR 33's ids, or a blob)."""
+    return VALUES_FROM in content
+
+
+def writers(content: Mapping[str, Any]) -> dict[str, str]:
+    """Per channel, the checkpoint whose put wrote the value a checkpoint node has (either layout)."""
+    named = content.get(VALUES_FROM, content.get("channels", {}))
+    if not isinstance(named, dict):
+        raise CorruptObject(f"checkpoint {content.get('checkpoint_id')!r}: its channels are not a map")
+    return {str(channel): str(writer) for channel, writer in named.items()}
+
+
+def holds(node: Node | None, writer: str) -> bool:
+    """Whether a value node holds the value the put of checkpoint ``writer`` wrote."""
+    return node is not None and isinstance(node.content, dict) and node.content.get(WRITTEN_BY) == writer
+
+
+def value_ids(base: str, content: Mapping[str, Any]) -> tuple[set[str], set[tuple[str, str]]]:
+    """What a checkpoint node's values need kept: per-checkpoint value ids, and (value id, writer) pairs."""
+    if not by_channel(content):
+        return set(), set()
+    named = writers(content)
+    if not at_stable_ids(content):
+        return {channel_node_id(base, w, c) for c, w in named.items()}, set()
+    return {pinned_id(base, w, c) for c, w in named.items()}, {
+        (stable_id(base, c), w) for c, w in named.items()
+    }
 
 
 def stored_parts(content: Mapping[str, Any]) -> tuple[Serialized, Serialized]:
@@ -88,10 +160,7 @@ def located(loads: Loads, content: Mapping[str, Any]) -> dict[str, Located]:
     if not by_channel(content):
         return {}
     versions = load(loads, serialized(content["checkpoint"])).get("channel_versions", {})
-    named = content["channels"]
-    if not isinstance(named, dict):
-        raise CorruptObject(f"checkpoint {content.get('checkpoint_id')!r}: 'channels' is not a map")
-    return {channel: Located(str(writer), versions.get(channel)) for channel, writer in named.items()}
+    return {channel: Located(writer, versions.get(channel)) for channel, writer in writers(content).items()}
 
 
 def channel_nodes(
@@ -100,17 +169,21 @@ def channel_nodes(
     checkpoint: Checkpoint,
     new_versions: Mapping[str, Any],
     parent: Mapping[str, Located],
+    at_tip: Mapping[str, Located | None],
     provenance: Provenance,
     done: dict[str, tuple[dict[str, Any], Serialized]],
     *,
     messages: bool,
-) -> tuple[list[Node], dict[str, Located]]:
-    """The channel nodes a put stores, and where each channel of the checkpoint has its value.
+) -> tuple[list[Node], dict[str, Located], list[str]]:
+    """The value nodes a put writes and drops, and where each channel of the checkpoint has its value.
 
-    A channel in ``new_versions`` gets a node; one the parent checkpoint has at the
-    same version keeps the parent's; one with a value but no such node (a parent
-    stored as one blob, or none named) gets a node too, so a value LangGraph gave
-    is never lost. A channel with no value is left out, as LangGraph's savers do.
+    A channel keeps the parent's value without a write when it is not in
+    ``new_versions``, the parent has it at the same version, and its value node
+    at the tip holds that value (the parent's put, or an earlier one, wrote it).
+    Any other channel with a value is written, so the commit holds every value of
+    the checkpoint at its channel's id; a value node of a channel the checkpoint
+    has no value for is dropped. A channel with no value is left out, as
+    LangGraph's savers do.
 
     Args:
         dumps: LangGraph's serializer.
@@ -118,33 +191,53 @@ def channel_nodes(
         checkpoint: the checkpoint being put.
         new_versions: the channels that changed, with their new versions.
         parent: where the parent checkpoint's channels have their values.
+        at_tip: the value nodes of the namespace at the tip the put commits on, by
+            id: which put wrote each (None: not known).
         provenance: the nodes' provenance.
         done: values already put in stored form, by channel (filled in here: a put
             that commits again after another writer moved the thread encodes once).
         messages: whether messages may be stored as records (:func:`.stored_values.stored`).
+
+    Returns:
+        The nodes to put, where each channel has its value, and the ids to delete.
     """
     checkpoint_id = str(checkpoint["id"])
     values = checkpoint.get("channel_values", {})
     puts: list[Node] = []
     found: dict[str, Located] = {}
+    kept_ids: set[str] = set()
     for channel, version in checkpoint.get("channel_versions", {}).items():
+        node_id = stable_id(base, channel)
         kept = parent.get(channel)
-        if channel not in new_versions and kept is not None and kept.version == version:
-            found[channel] = kept
+        held = at_tip.get(node_id)
+        if (
+            channel not in new_versions
+            and kept is not None
+            and kept.version == version
+            and held is not None
+            and held.writer == kept.writer
+            and held.version == version
+        ):
+            found[channel] = kept if kept.value is not None else held
+            kept_ids.add(node_id)
             continue
         if channel not in values:
             continue
         if channel not in done:
             done[channel] = stored(dumps, values[channel], messages=messages)
         fields, value = done[channel]
-        node = Node(
-            id=channel_node_id(base, checkpoint_id, channel),
-            content={"channel": channel, **({"version": version} if json_form(version) else {}), **fields},
-            provenance=provenance,
+        version_field = {"version": version} if json_form(version) else {}
+        puts.append(
+            Node(
+                id=node_id,
+                content={"channel": channel, WRITTEN_BY: checkpoint_id, **version_field, **fields},
+                provenance=provenance,
+            )
         )
-        puts.append(node)
+        kept_ids.add(node_id)
         found[channel] = Located(checkpoint_id, version, value)
-    return puts, found
+    gone = [node_id for node_id in at_tip if node_id not in kept_ids]
+    return puts, found, gone
 
 
 def checkpoint_tuple(
@@ -347,24 +440,34 @@ def latest_of_each_namespace(checkpoints: Iterable[Node]) -> set[str]:
     return {node.id for node in latest.values()}
 
 
-def removal(nodes: Sequence[Node], checkpoints: set[str]) -> tuple[list[Node], list[str]]:
+def removal(
+    nodes: Sequence[Node], checkpoints: set[str]
+) -> tuple[list[Node], list[str], set[tuple[str, str]]]:
     """What removing ``checkpoints`` (node ids) and their writes takes: pointers to put, ids to delete.
 
-    A channel node goes when no checkpoint left names it (one that is left may
-    keep a value a removed one stored). A pointer that named a removed checkpoint
-    moves to the latest one left in its namespace, or goes with the last one.
+    A value goes when no checkpoint left has it (one that is left may keep a
+    value a removed one wrote): a per-checkpoint value node no checkpoint left
+    names, and a value node at the tip whose writer's value no checkpoint left
+    has. A pointer that named a removed checkpoint moves to the latest one left
+    in its namespace, or goes with the last one.
+
+    Returns:
+        The pointers to put, the ids to delete, and the (value id, writer) pairs
+        the checkpoints left have: any other version of a value node is theirs no more.
     """
     remaining: dict[str, str] = {}  # namespace base id -> latest remaining checkpoint id
-    used: set[str] = set()  # channel nodes a remaining checkpoint names
+    used: set[str] = set()  # per-checkpoint value nodes a remaining checkpoint names
+    pairs: set[tuple[str, str]] = set()  # (value node id, writer) a remaining checkpoint has
     for node in nodes:
         if is_checkpoint(node) and node.id not in checkpoints:
             base = node.id.rsplit("/", 1)[0]
             checkpoint_id = node.content["checkpoint_id"]
             if base not in remaining or remaining[base] < checkpoint_id:
                 remaining[base] = checkpoint_id
-            if by_channel(node.content):
-                used.update(channel_node_id(base, str(w), c) for c, w in node.content["channels"].items())
-    gone = [node.id for node in nodes if _goes(node.id, checkpoints, used)]
+            ids, kept = value_ids(base, node.content)
+            used |= ids
+            pairs |= kept
+    gone = [node.id for node in nodes if _goes(node, checkpoints, used, pairs)]
     puts: list[Node] = []
     for node in nodes:
         if is_pointer(node):
@@ -373,13 +476,15 @@ def removal(nodes: Sequence[Node], checkpoints: set[str]) -> tuple[list[Node], l
                 gone.append(node.id)
             elif remaining[base] != node.content["latest"]:
                 puts.append(Node(id=node.id, content={"latest": remaining[base]}))
-    return puts, gone
+    return puts, gone, pairs
 
 
-def _goes(node_id: str, checkpoints: set[str], used: set[str]) -> bool:
-    if is_channel(node_id):
-        return node_id not in used
-    return owner(node_id) in checkpoints  # a removed checkpoint, or one of its writes
+def _goes(node: Node, checkpoints: set[str], used: set[str], pairs: set[tuple[str, str]]) -> bool:
+    if is_channel(node.id):
+        return node.id not in used
+    if is_stable(node.id):
+        return (node.id, str(node.content.get(WRITTEN_BY))) not in pairs
+    return owner(node.id) in checkpoints  # a removed checkpoint, or one of its writes
 
 
 def copies(nodes: Sequence[Node], source: str, target: str, target_thread_id: str) -> list[Node]:
