@@ -6,7 +6,7 @@ import { runSteps } from "../examples/steps.js";
 import { connect } from "../src/index.js";
 
 it("a graph's thread is a branch with a commit per checkpoint and per task's writes", async () => {
-  const repo = await connect(inject("url"), { token: inject("tokens").saver as string });
+  const repo = await connect(inject("url"), { token: (inject("tokens").graphs ?? inject("tokens").saver) as string });
   const thread = process.env.MNEMO_STEPS_THREAD ?? `steps-${Date.now()}`;
   const state = await runSteps(repo, thread);
   expect(state.notes).toEqual(["start", "plan saw 0", "act saw 1", "review saw 2"]);
