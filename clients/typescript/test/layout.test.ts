@@ -52,3 +52,37 @@ it("keeps a channel at one id, each checkpoint's commit holding its values, a fo
     expect(again?.checkpoint.channel_values, String(tuple.metadata?.step)).toEqual(tuple.checkpoint.channel_values);
   }
 });
+
+it("reads a thread of ADR 33's layout as it is, and goes on where it began", async () => {
+  const repo = await connect(inject("url"), { token: (inject("tokens").graphs ?? inject("tokens").saver) as string });
+  const thread = `earlier-${Date.now()}`;
+  const base = `threads/${thread}/_e3b0c44298fc1c149afbf4c8996fb924`; // the root namespace's digest segment
+  const first = uuid6(1);
+  const record = { json: { v: 4, id: first, ts: "2026-01-01T00:00:00.000Z", channel_versions: { a: 1 }, versions_seen: {} } };
+  await repo.branch(`threads/${thread}`, { orphan: true });
+  await repo.commit({
+    branch: `threads/${thread}`,
+    message: "checkpoint step 0 (loop)",
+    put: [
+      {
+        id: `${base}/${first}`,
+        content: { thread_id: thread, checkpoint_ns: "", checkpoint_id: first, parent: null, run_id: null, checkpoint: record, metadata: { json: { step: 0 } }, channels: { a: first } },
+      },
+      { id: `${base}/${first}/c/a`, content: { channel: "a", version: 1, json: "hello" } },
+      { id: `${base}/~latest`, content: { latest: first } },
+    ],
+  });
+  const saver = new MnemosyneSaver(repo);
+  const read = await saver.getTuple({ configurable: { thread_id: thread } });
+  expect(read?.checkpoint.channel_values).toEqual({ a: "hello" });
+
+  const next = { ...emptyCheckpoint(), id: uuid6(2), channel_values: { a: "hello", b: "x" }, channel_versions: { a: 1, b: 1 } };
+  await new MnemosyneSaver(repo).put(read!.config, next, { source: "loop", step: 1, parents: {} }, { b: 1 });
+  const after = await new MnemosyneSaver(repo).getTuple({ configurable: { thread_id: thread } });
+  expect(after?.checkpoint.channel_values).toEqual({ a: "hello", b: "x" });
+  const ids = [];
+  for await (const node of repo.nodes({ at: `threads/${thread}` })) ids.push(node.id);
+  expect(ids.filter((id) => id.includes("/~channels/"))).toEqual([`${base}/~channels/a`, `${base}/~channels/b`]);
+  expect(ids.some((id) => id.includes("/_root/"))).toBe(false);
+  expect((await new MnemosyneSaver(repo).getTuple(read!.config))?.checkpoint.channel_values).toEqual({ a: "hello" });
+});
