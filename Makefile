@@ -65,7 +65,7 @@ unit-fast: $(STAMP)
 
 test: lint types ts unit
 
-bench: $(STAMP)
+bench: $(STAMP) $(TS_STAMP)
 	$(BIN)/python bench/run.py --out bench/results.md
 
 # A million memories beside 100k, in one run (~2 minutes, ~3 GB of disk in /tmp).

@@ -11,15 +11,20 @@ another, on the same throwaway server (as the tests start it: fsync on, a unix
 socket), timed twice: with the server on a CPU of its own and with everything on
 one CPU (see ``placement``). Over HTTP: ours on a served store (``mnemo serve`` on
 loopback, durable LMDB, reached by the Python client with a token) beside the local
-saver and SqliteSaver, with the requests each call sends. Blocks of each take
-turns; the figures are medians.
+saver and SqliteSaver, with the requests each call sends; then LangGraph.js's
+MnemosyneSaver (clients/typescript) on the same server, the same thread put and read
+by a node script (clients/typescript/bench/checkpointer.ts), one run after Python's.
+Blocks of each take turns; the figures are medians.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -316,6 +321,26 @@ class _Counting(httpx.HTTPTransport):
         return self.sent - before
 
 
+TS = Path(__file__).resolve().parent.parent / "clients" / "typescript"
+
+
+def _typescript_served(url: str, token: str, rounds: int, blocks: int) -> dict[str, float] | str:
+    """clients/typescript/bench/checkpointer.ts against a served store: its figures, or why it did not run."""
+    tsc = TS / "node_modules" / ".bin" / "tsc"
+    if shutil.which("node") is None or not tsc.exists():
+        return "node or clients/typescript/node_modules missing (make ts installs them)"
+    subprocess.run([str(tsc), "-p", "tsconfig.build.json"], cwd=TS, check=True)
+    done = subprocess.run(
+        ["node", "dist/bench/checkpointer.js", url, token, str(rounds), str(blocks)],
+        cwd=TS,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
 def bench_checkpointer_served(root: Path, rounds: int = 200, blocks: int = 5) -> None:
     """MnemosyneSaver on a served store (loopback, Python client) beside the local saver and SqliteSaver."""
     path = root / "served-saver"
@@ -336,6 +361,7 @@ def bench_checkpointer_served(root: Path, rounds: int = 200, blocks: int = 5) ->
         local_puts, local_gets = _side_by_side(served, ours, rounds, blocks)
         put_trips = counting.trips(served.put)
         first_get, get_trips = counting.trips(served.get), counting.trips(served.get)
+        typescript = _typescript_served(server.url, token, rounds, blocks)
     finally:
         handle.close()
         local.close()
@@ -371,6 +397,37 @@ def bench_checkpointer_served(root: Path, rounds: int = 200, blocks: int = 5) ->
         f"{put_trips} / {first_get} / {get_trips}",
         "1 / 2 / 1",
         (put_trips, first_get, get_trips) == (1, 2, 1),
+    )
+    if isinstance(typescript, str):
+        row("langgraph over HTTP (TypeScript client): not run", label, typescript)
+        return
+    put_ts, get_ts = typescript["put_us"], typescript["get_us"]
+    row(
+        "langgraph over HTTP (TypeScript client): put, served MnemosyneSaver / SqliteSaver (WAL, FULL), medians",
+        label,
+        f"{put_ts:.0f} / {put_theirs:.0f} µs = {put_ts / put_theirs:.2f}",
+    )
+    row(
+        "langgraph over HTTP: put, TypeScript / Python client, same server, one run each, medians",
+        label,
+        f"{put_ts:.0f} / {put_served:.0f} µs = {put_ts / put_served:.2f}",
+    )
+    row(
+        "langgraph over HTTP (TypeScript client): get_tuple of the latest, served MnemosyneSaver / SqliteSaver",
+        label,
+        f"{get_ts:.0f} / {get_theirs:.1f} µs = {get_ts / get_theirs:.1f}",
+    )
+    row(
+        "langgraph over HTTP: get_tuple of the latest, TypeScript / Python client, one run each, medians",
+        label,
+        f"{get_ts:.0f} / {get_served:.0f} µs = {get_ts / get_served:.2f}",
+    )
+    row(
+        "langgraph over HTTP (TypeScript client): requests of a put / get_tuple (right after a put) / get_tuple",
+        "one each",
+        f"{typescript['put_trips']:.0f} / {typescript['first_get']:.0f} / {typescript['get_trips']:.0f}",
+        "1 / 3 / 3",
+        (typescript["put_trips"], typescript["first_get"], typescript["get_trips"]) == (1, 3, 3),
     )
 
 

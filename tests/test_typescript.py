@@ -4,8 +4,8 @@
 here the vitest suite runs (the client against a real ``mnemo serve`` and a
 server that misbehaves, the drift check of the generated types, LangGraph's
 checkpoint validation suite on ``MnemosyneSaver``), then the same three-step graph
-runs in Python and in TypeScript on one store, and ``mnemo diff`` of a step of
-each thread reads alike.
+runs in Python and in TypeScript against one server (both savers over HTTP), and
+``mnemo diff`` of a step of each thread reads alike.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import pytest
 from support.components import need_module, unavailable
 from support.served import Served, tokens
 
-from mnemosyne import Repo, Store
+from mnemosyne import Repo, Store, connect
+from mnemosyne.integrations.client import ServedRepo
 
 need_module("langgraph")
 need_module("uvicorn")
@@ -65,6 +66,7 @@ def test_the_typescript_suite_passes_in_full() -> None:
         "schema.test.ts",
         "steps.test.ts",
         "values.test.ts",
+        "layout.test.ts",
     ):
         assert name in output
 
@@ -72,16 +74,22 @@ def test_the_typescript_suite_passes_in_full() -> None:
 class _State(TypedDict):
     notes: Annotated[list[str], operator.add]
     count: int
+    messages: Annotated[list[Any], operator.add]
 
 
-def _python_steps(repo: Repo, thread_id: str) -> dict[str, Any]:
-    """clients/typescript/examples/steps.ts, in Python: three steps, each a note and a count."""
+def _python_steps(repo: ServedRepo, thread_id: str) -> dict[str, Any]:
+    """clients/typescript/examples/steps.ts, in Python: three steps, each a note, a message and a count."""
+    from langchain_core.messages import AIMessage
     from langgraph.graph import END, START, StateGraph
 
     from mnemosyne.integrations.langgraph import MnemosyneSaver
 
     def step(name: str) -> Any:
-        return lambda state: {"notes": [f"{name} saw {state['count']}"], "count": state["count"] + 1}
+        return lambda state: {
+            "notes": [f"{name} saw {state['count']}"],
+            "count": state["count"] + 1,
+            "messages": [AIMessage(f"{name} saw {state['count']}")],
+        }
 
     graph = StateGraph(_State)
     for name in ("plan", "act", "review"):
@@ -96,6 +104,18 @@ def _python_steps(repo: Repo, thread_id: str) -> dict[str, Any]:
 
 
 _ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _value(content: dict[str, Any]) -> Any:
+    """A stored value as ``mnemo diff`` shows it: JSON, or JSON with messages as LangChain's records."""
+    assert "bytes" not in content, content  # nothing of these graphs is stored as a serializer's bytes
+    return content.get("json", content.get("langchain"))
+
+
+def _record(text: str) -> dict[str, Any]:
+    """The record of ``AIMessage(text)``, as both savers store it."""
+    record_id = ["langchain", "schema", "messages", "AIMessage"]
+    return {"id": record_id, "kwargs": {"content": text, "type": "ai"}, "lc": 1, "type": "constructor"}
 
 
 def _step(path: Path, thread_id: str, step: int) -> dict[str, Any]:
@@ -115,13 +135,16 @@ def _step(path: Path, thread_id: str, step: int) -> dict[str, Any]:
     def masked(node_id: str) -> str:
         return _ID.sub("<id>", node_id.replace(branch, "threads/<thread>"))
 
-    channels = {
-        change["new"]["content"]["channel"]: change["new"]["content"]["json"]
-        for change in diff["added"]
-        if "/c/" in change["id"]
+    channels = {  # a channel's value at one id (ADR 65): added or changed, old -> new
+        change["new"]["content"]["channel"]: (
+            _value(change["old"]["content"]) if change.get("old") else None,
+            _value(change["new"]["content"]),
+        )
+        for change in diff["added"] + diff["modified"]
+        if "/~channels/" in change["id"]
     }
     writes = sorted(
-        (change["new"]["content"]["channel"], json.dumps(change["new"]["content"].get("json")))
+        (change["new"]["content"]["channel"], json.dumps(_value(change["new"]["content"])))
         for change in diff["added"]
         if "/w/" in change["id"]
     )
@@ -140,18 +163,28 @@ def test_a_python_and_a_typescript_graph_read_alike_in_mnemo_diff(tmp_path: Path
     made = tokens(path, ("saver", "default", "write"))
     server = Served(path)
     try:
-        # Python's saver writes through a local handle on the served store (over HTTP once it takes
-        # a served repo); LangGraph.js's saver writes through the server.
-        with Repo.open(path) as repo:
+        # Both savers write through the server, each over HTTP with the same token.
+        with connect(server.url, token=made["saver"]) as repo:
             state = _python_steps(repo, "py-steps")
-        assert state == {"notes": ["start", "plan saw 0", "act saw 1", "review saw 2"], "count": 3}
+        assert (state["notes"], state["count"]) == (["start", "plan saw 0", "act saw 1", "review saw 2"], 3)
+        assert [m.content for m in state["messages"]] == ["plan saw 0", "act saw 1", "review saw 2"]
         env = {"MNEMO_URL": server.url, "MNEMO_TOKENS": json.dumps(made), "MNEMO_STEPS_THREAD": "ts-steps"}
         _vitest("test/steps.test.ts", env=env)
     finally:
         assert server.stop() == 0, server.stderr
     python, typescript = _step(path, "py-steps", 2), _step(path, "ts-steps", 2)
     assert python == typescript
-    notes = ["start", "plan saw 0", "act saw 1"]
-    assert python["channels"] == {"branch:to:review": None, "count": 2, "notes": notes}
-    assert python["modified"] == ["threads/<thread>/_e3b0c44298fc1c149afbf4c8996fb924/~latest"]
-    assert [channel for channel, _ in python["writes"]] == ["branch:to:review", "count", "notes"]
+    # Each changed channel is one id, old -> new (ADR 65), under the root namespace's readable segment.
+    notes = ["start", "plan saw 0"]
+    said = [_record("plan saw 0")]  # messages read as LangChain's records (ADR 61), in both languages
+    assert python["channels"] == {
+        "branch:to:review": (None, None),
+        "count": (1, 2),
+        "notes": (notes, [*notes, "act saw 1"]),
+        "messages": (said, [*said, _record("act saw 1")]),
+    }
+    root = "threads/<thread>/_root"
+    changed = [f"{root}/~channels/{channel}" for channel in ("count", "messages", "notes")]
+    assert python["modified"] == [*changed, f"{root}/~latest"]
+    assert python["removed"] == [f"{root}/~channels/branch:to:act"]
+    assert [channel for channel, _ in python["writes"]] == ["branch:to:review", "count", "messages", "notes"]

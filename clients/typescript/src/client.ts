@@ -34,6 +34,9 @@ export type MergeResult = Schemas["MergeResult"];
 export type ForgetReport = Schemas["ForgetReport"];
 export type Token = Schemas["Token"];
 export type Tip = Schemas["Tip"];
+export type History = Schemas["History"];
+export type Freshness = Schemas["Freshness"];
+export type IdList = Schemas["IdList"];
 export type SearchBody = Schemas["SearchBodyInput"];
 export type ContextBody = Schemas["ContextBodyInput"];
 export type MergeBody = Schemas["MergeBodyInput"];
@@ -247,6 +250,36 @@ export class ServedRepo {
     return this.#http.lines<Node>(`${this.#base}/nodes`, query);
   }
 
+  /**
+   * The ids of a snapshot, in order, reading no node, and the commit listed (`null`: no commits yet).
+   *
+   * Pass `commit.id` as `at` to read the same snapshot again (a page of them with {@link histories}).
+   */
+  async ids(options: { at?: Rev; asOf?: Time; prefix?: string } = {}): Promise<IdList> {
+    const query = { at: rev(options.at), as_of: time(options.asOf), prefix: options.prefix };
+    return this.#http.json("GET", `${this.#base}/ids`, { query });
+  }
+
+  /**
+   * Each of `ids` in one snapshot with its history, in one request (`limit: 0`: the nodes alone).
+   *
+   * An id absent, expired or erased there has `node` null. The answer is keyed by id, in the order given.
+   */
+  async histories(
+    ids: string[],
+    options: { at?: Rev; asOf?: Time; limit?: number; includeExpired?: boolean } = {},
+  ): Promise<Record<string, History>> {
+    if (!Array.isArray(ids)) throw new InvalidInput("ids must be a list of ids, not one string");
+    const body = {
+      ids,
+      at: rev(options.at) ?? null,
+      as_of: time(options.asOf) ?? null,
+      limit: options.limit ?? null,
+      include_expired: options.includeExpired ?? false,
+    };
+    return this.#http.json("POST", `${this.#base}/histories`, { body, read: true });
+  }
+
   /** Commits reachable from `at`, newest first, streamed. */
   log(options: { at?: Rev; node?: string; limit?: number; asOf?: Time } = {}): AsyncGenerator<Commit> {
     const query = { at: rev(options.at), node: options.node, limit: options.limit, as_of: time(options.asOf) };
@@ -401,6 +434,15 @@ export class ServedRepo {
       if (error instanceof NotFound) return null;
       throw error;
     }
+  }
+
+  /**
+   * A branch's tip (`null`: no commits yet) and the tenant's erasure count, from one snapshot.
+   *
+   * What a client that keeps what it read compares before serving it again: one round trip.
+   */
+  async freshness(branch: string): Promise<Freshness> {
+    return this.#http.json("GET", `${this.#base}/freshness/${segment(branch, "branch")}`);
   }
 
   /** Create branch `name` at `at` (default: HEAD), or with no commits (`orphan`); the commit it starts at. */

@@ -2,7 +2,8 @@
  * The errors of a served store, one class per kind the server names.
  *
  * An error body, `{"error": {"kind", "message", "exit_code"}}`, becomes the class
- * its `kind` names, carrying that kind and the exit code `mnemo` gives it; a
+ * its `kind` names, carrying that kind and the exit code `mnemo` gives it
+ * (`exitCode`, also readable as `exit_code`, the body's and Python's spelling); a
  * failed `If-Match` (412) is a `RefConflict`. An answer that is not the API (a
  * proxy's page, a redirect, a stream cut short, a timeout) is a `MnemoError`
  * naming the URL, as the Python client raises.
@@ -30,6 +31,11 @@ export class MnemoError extends Error {
     this.kind = options.kind ?? KIND_OF_CLASS.get(new.target) ?? "MnemoError";
     this.exitCode = options.exitCode ?? EXIT_CODES[this.kind];
     this.status = options.status;
+  }
+
+  /** {@link exitCode} as the API's error body and the Python client spell it (`exit_code`). */
+  get exit_code(): number {
+    return this.exitCode;
   }
 }
 

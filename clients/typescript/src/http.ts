@@ -8,7 +8,8 @@
  * is safe. Any request answered 429 or 503 with `Retry-After` (the server's
  * bounds: it refused before reading the request, nothing was done) is sent
  * again after that wait, a few times; a `GET` (the API's reads, which write
- * nothing) is also sent again when the connection failed before an answer came.
+ * nothing, and the reads sent as a `POST` for their body: `histories`) is also
+ * sent again when the connection failed before an answer came.
  * A write whose connection failed is never repeated: it may have been made.
  */
 import { MnemoError, NotFound, errorFrom } from "./errors.js";
@@ -31,6 +32,8 @@ export interface Sent {
   query?: Query;
   body?: unknown;
   headers?: Record<string, string>;
+  /** A read sent as a POST (its body too long for a query): as safe to repeat as a GET. */
+  read?: boolean;
 }
 
 const RETRY_STATUSES = new Set([429, 503]);
@@ -84,7 +87,7 @@ export class Http {
         if (cause.code === "ECONNREFUSED" || cause.code === "ENOTFOUND") {
           throw new NotFound(`cannot reach ${this.url}: ${cause.text}`);
         }
-        if (method === "GET" && attempt < this.#retries) continue; // a read writes nothing: safe to repeat
+        if ((method === "GET" || sent.read) && attempt < this.#retries) continue; // a read writes nothing: safe to repeat
         throw new MnemoError(`${this.url}: ${cause.text}`);
       }
       if (RETRY_STATUSES.has(response.status) && attempt < this.#retries) {

@@ -38,6 +38,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenants/{tenant}/freshness/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A branch's tip (null: no commits yet) and the tenant's erasure count, from one snapshot: what a client that keeps what it read compares before serving it again. */
+        get: operations["get_freshness_2"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tenants/{tenant}/nodes/{id}": {
         parameters: {
             query?: never;
@@ -64,6 +81,40 @@ export interface paths {
         };
         /** The memories of a snapshot, by id, as JSON Lines (page with after= and limit=). */
         get: operations["get_list_nodes_1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant}/histories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Several ids read from one snapshot in one request, each with its history (limit 0: the nodes alone); an id absent, expired or erased has node null. */
+        post: operations["post_histories_1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenant}/ids": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The ids of a snapshot, in order, reading no node, and the commit listed (null: no commits yet; pass its id as at= to read the same snapshot). */
+        get: operations["get_ids_1"];
         put?: never;
         post?: never;
         delete?: never;
@@ -587,6 +638,14 @@ export interface components {
             verified: string[];
         };
         /**
+         * Freshness
+         * @description What a face that keeps what it read compares to tell whether it still holds, from one read.
+         */
+        Freshness: {
+            tip: string | null;
+            erasures: number;
+        };
+        /**
          * Node
          * @description One version of one memory. Immutable; writing the same id again makes a new version.
          */
@@ -632,6 +691,15 @@ export interface components {
             source?: string | null;
         };
         /**
+         * History
+         * @description One id as a snapshot holds it, with its history (``Repo.histories``).
+         */
+        History: {
+            id: string;
+            node: components["schemas"]["Node"] | null;
+            versions: components["schemas"]["Version"][];
+        };
+        /**
          * Version
          * @description One version of an id in a branch's history.
          */
@@ -661,6 +729,14 @@ export interface components {
             time: string;
             author: string;
             reason: string;
+        };
+        /**
+         * IdList
+         * @description The ids of a snapshot, in order, and the commit listed (None: the branch has no commits yet).
+         */
+        IdList: {
+            commit: components["schemas"]["Commit"] | null;
+            ids: string[];
         };
         /**
          * Blame
@@ -1022,6 +1098,17 @@ export interface components {
             reason: string;
             author?: string | null;
             version?: string | null;
+        };
+        /**
+         * HistoriesBody
+         * @description Several ids read from one snapshot in one request (:meth:`Repo.histories`).
+         */
+        HistoriesBodyInput: {
+            ids: string[];
+            at?: string | null;
+            as_of?: string | null;
+            limit?: number | null;
+            include_expired?: boolean;
         };
         Error: {
             error: {
@@ -1494,6 +1581,103 @@ export interface operations {
             };
         };
     };
+    get_freshness_2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The token's tenant. */
+                tenant: string;
+                /** @description Percent-encoded ('/' as %2F), or as the rest of the path: its '/' kept, as in branches/team/mira (this document's path template shows it as one segment). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Freshness"];
+                };
+            };
+            /** @description Invalid input: the request, a parameter or the body (one line says what); nothing was written. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No token, or one the store does not honour (unknown, revoked, expired). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role does not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such route, tenant (or not this token's), id, revision or branch. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request's headers or body took longer than the server waits; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has as many requests under way as the server takes at once (Retry-After: 1). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request's line and headers are larger, or its header fields more, than the server takes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Every connection the server keeps open is being answered (Retry-After: 1). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_get_node_2: {
         parameters: {
             query?: {
@@ -1647,6 +1831,228 @@ export interface operations {
                 };
                 content: {
                     "application/jsonl": components["schemas"]["Node"];
+                };
+            };
+            /** @description Invalid input: the request, a parameter or the body (one line says what); nothing was written. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No token, or one the store does not honour (unknown, revoked, expired). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role does not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such route, tenant (or not this token's), id, revision or branch. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request's headers or body took longer than the server waits; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has as many requests under way as the server takes at once (Retry-After: 1). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request's line and headers are larger, or its header fields more, than the server takes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Every connection the server keeps open is being answered (Retry-After: 1). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_histories_1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The token's tenant. */
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HistoriesBodyInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: components["schemas"]["History"];
+                    };
+                };
+            };
+            /** @description Invalid input: the request, a parameter or the body (one line says what); nothing was written. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No token, or one the store does not honour (unknown, revoked, expired). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role does not allow this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such route, tenant (or not this token's), id, revision or branch. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request's headers or body took longer than the server waits; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A conflict: a claim conflict, a merge's stale resolutions, a ref moved; nothing was written. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the server takes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has as many requests under way as the server takes at once (Retry-After: 1). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request's line and headers are larger, or its header fields more, than the server takes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Every connection the server keeps open is being answered (Retry-After: 1). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_ids_1: {
+        parameters: {
+            query?: {
+                /** @description A revision to read instead of HEAD (branch, commit id or prefix, REV~N, B@{TIME}). */
+                at?: string;
+                /** @description Read the branch as it was at this record time (RFC 3339). */
+                as_of?: string;
+                /** @description Only ids under this namespace. */
+                prefix?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The token's tenant. */
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdList"];
                 };
             };
             /** @description Invalid input: the request, a parameter or the body (one line says what); nothing was written. */

@@ -44,7 +44,7 @@ describe("a memory's life", () => {
     // a stale parent is refused, nothing written
     const stale = repo.commit({ put: [{ id: "users/mira/city", content: "Nice" }], branch: "life", parent: first.id });
     await expect(stale).rejects.toBeInstanceOf(RefConflict);
-    await expect(stale).rejects.toMatchObject({ kind: "RefConflict", exitCode: 4, status: 412 });
+    await expect(stale).rejects.toMatchObject({ kind: "RefConflict", exitCode: 4, exit_code: 4, status: 412 });
 
     expect((await repo.get("users/mira/city", { at: "life" }))?.content).toBe("Paris");
     expect((await repo.get("users/mira/city", { at: first }))?.content).toBe("Lyon");
@@ -66,8 +66,22 @@ describe("a memory's life", () => {
     await expect(reader.commit({ put: [{ id: "x", content: 1 }] })).rejects.toBeInstanceOf(AccessDenied);
     await expect(reader.get("users/mira/city", { at: "life" })).resolves.not.toBeNull();
 
+    // several ids from one snapshot in one request; the ids alone; a branch's tip and erasures in one read
+    const both = await repo.histories(["users/mira/city", "users/nobody"], { at: "life" });
+    expect(Object.keys(both)).toEqual(["users/mira/city", "users/nobody"]);
+    expect(both["users/mira/city"]?.node?.content).toBe("Paris");
+    expect(both["users/mira/city"]?.versions.map((v) => v.node?.content)).toEqual(["Paris", "Lyon"]);
+    expect(both["users/nobody"]?.node).toBeNull();
+    expect((await repo.histories(["users/mira/city"], { at: first, limit: 0 }))["users/mira/city"]?.node?.content).toBe("Lyon");
+    const listed = await repo.ids({ at: "life", prefix: "users/" });
+    expect([listed.ids, listed.commit?.id]).toEqual([["users/mira/city"], second.id]);
+    const fresh = await repo.freshness("life");
+    expect(fresh.tip).toBe(second.id);
+    expect((await repo.freshness("no-such-branch")).tip).toBeNull();
+
     const report = await repo.forget("users/mira/city", "Mira asked to be forgotten");
     expect(report.redactions.map((r) => r.id)).toEqual(["users/mira/city", "users/mira/city"]);
-    await expect(repo.get("users/mira/city", { at: first })).rejects.toMatchObject({ kind: "Redacted", exitCode: 3, status: 410 });
+    await expect(repo.get("users/mira/city", { at: first })).rejects.toMatchObject({ kind: "Redacted", exitCode: 3, exit_code: 3, status: 410 });
+    expect((await repo.freshness("life")).erasures).toBe(fresh.erasures + 2); // a reader's cache sees the erasure
   });
 });

@@ -70,7 +70,7 @@ describe("answers that are not the API", () => {
     const error = await thrown(() => connect(url, { token: "mnemo_0123456789ab_x" }));
     expect(error.constructor).toBe(MnemoError);
     expect(error.kind).toBe("MnemoError");
-    expect(error.exitCode).toBe(1);
+    expect([error.exitCode, error.exit_code]).toEqual([1, 1]);
     expect(error.message).toMatch(message);
     expect(error.message).not.toContain("\n");
   });
@@ -138,6 +138,7 @@ describe("the error form", () => {
     const error = await thrown(() => repo.blame("a"));
     expect(error).toBeInstanceOf(cls);
     expect([error.kind, error.exitCode, error.status]).toEqual([kind, code, status]);
+    expect(error.exit_code).toBe(code); // the body's and Python's spelling reads the same code
   });
 
   it("a redacted version is NotFound too (its subclass), as in Python", async () => {
@@ -189,6 +190,21 @@ describe("retries: only where the API says repeating is safe", () => {
     const error = await thrown(() => repo.commit({ put: [{ id: "a", content: "x" }] }));
     expect(error.constructor).toBe(MnemoError);
     expect(calls).toBe(1);
+  });
+
+  it("a read sent as a POST (histories) is a read: sent again when its connection dropped", async () => {
+    const repo = await connect(url, { token: "mnemo_0123456789ab_x" });
+    let calls = 0;
+    handler = (request, response) => {
+      calls++;
+      if (calls === 1) {
+        request.socket.destroy();
+        return;
+      }
+      response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ a: { id: "a", node: null, versions: [] } }));
+    };
+    expect(await repo.histories(["a"])).toEqual({ a: { id: "a", node: null, versions: [] } });
+    expect(calls).toBe(2);
   });
 
   it("If-Match carries the expected parent", async () => {

@@ -75,7 +75,8 @@ export default async function setup(project: TestProject) {
   const served = await serve([
     ["client", "client", "admin"],
     ["reader", "client", "read"],
-    ["saver", "saver", "write"],
+    ["saver", "saver", "write"], // the validation suite's: it clears the tenant's threads for each checkpointer
+    ["graphs", "graphs", "write"], // the graphs of the other files, apart from those clearings
   ]);
   project.provide("url", served.url);
   project.provide("tokens", served.tokens);

@@ -1,2 +1,2 @@
 export { MnemosyneSaver, type MnemosyneSaverOptions } from "./saver.js";
-export { threadBranch, segment } from "./names.js";
+export { channelSegment, namespaceSegment, segment, threadBranch } from "./names.js";

@@ -1,20 +1,28 @@
 /**
  * `MnemosyneSaver`: LangGraph.js's checkpointer on a served store, laid out as the Python saver lays it out.
  *
- * The layout (ADRs 17, 28, 33; ADR 67 for this saver):
+ * The layout (ADRs 17, 28, 33 and 65; ADR 67 for this saver):
  *
  * - a thread is the branch `threads/<thread>`, each checkpoint one commit on it
  *   (`checkpoint step 3 (loop)`), so `mnemo log --thread <id>` is its history;
- * - a checkpoint is stored by channel: each channel LangGraph says changed
- *   (`newVersions`) is one node, `threads/<thread>/<ns>/<checkpoint>/c/<channel>`;
- *   the checkpoint node, `threads/<thread>/<ns>/<checkpoint>`, holds the checkpoint
- *   without its values, the metadata, and `channels`: for each channel, the
- *   checkpoint whose node holds its value; `threads/<thread>/<ns>/~latest` names
- *   the latest; pending writes are `…/<checkpoint>/w/<task>/<idx>`;
+ * - a namespace is `threads/<thread>/<ns>`: `_root` for the root one, a plain name
+ *   as itself, another `_` and its name escaped (a namespace an earlier version
+ *   named by `_` and a digest stays there);
+ * - a channel's value lives at one id per namespace,
+ *   `threads/<thread>/<ns>/~channels/<channel>` (`channel`, `version`, the value,
+ *   and `written_by`: the checkpoint whose put wrote it), and the commit of each
+ *   checkpoint's put holds that checkpoint's values there, so `mnemo diff` of two
+ *   steps shows a changed channel as one id, old -> new;
+ * - the checkpoint node, `threads/<thread>/<ns>/<checkpoint>`, holds the checkpoint
+ *   without its values, the metadata, and `values_from`: for each channel, the
+ *   checkpoint whose put wrote its value; `threads/<thread>/<ns>/~latest` names the
+ *   latest; pending writes are `…/<checkpoint>/w/<task>/<idx>`;
  * - values are stored as `values.ts` says: JSON where exact, else the serializer's bytes.
  *
- * Every write is one commit sent with `If-Match` (the tip the saver read, or
- * committed last): another writer's commit in between makes it read again and
+ * A checkpoint node of ADR 33 (`channels`, its values at `…/<checkpoint>/c/<channel>`)
+ * reads as it was. An earlier checkpoint's values are read from the commit of its
+ * own put. Every write is one commit sent with `If-Match` (the tip the saver read,
+ * or committed last): another writer's commit in between makes it read again and
  * retry, never overwrite. Reads are at one tip, named by the first read's `ETag`.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
@@ -38,26 +46,40 @@ import {
 
 import type { Node, NodeInput, ServedRepo } from "../client.js";
 import { NotFound, Redacted, RefConflict } from "../errors.js";
+import {
+  POINTER,
+  STABLE,
+  WRITES,
+  WRITTEN_BY,
+  type Located,
+  atStableIds,
+  channelNodeId,
+  channelNodes,
+  checkpointNode,
+  content,
+  holds,
+  isCheckpoint,
+  pinnedId,
+  slashes,
+  stableId,
+  writersOf,
+} from "./layout.js";
 import { checkpointMessage, writesMessage } from "./messages.js";
-import { THREADS_PREFIX, segment, threadBranch } from "./names.js";
-import { jsonForm, loaded, stored } from "./values.js";
+import { THREADS_PREFIX, namespaceSegment, segment, threadBranch } from "./names.js";
+import { Snapshot } from "./snapshot.js";
+import { loaded, stored } from "./values.js";
 
-const WRITES = "/w/";
-const CHANNELS = "/c/";
-const POINTER = "/~latest";
 const TRIES = 8;
-
-/** Where a channel of a checkpoint has its value: the checkpoint whose put stored it, at which version. */
-interface Located {
-  writer: string;
-  version: unknown;
-}
 
 /** What the saver knows of a namespace's latest checkpoint after its own last commit on the thread. */
 interface Known {
   tip: string;
+  /** The namespace's id: readable (ADR 65), or where an earlier version began it. */
+  base: string;
   latest: string | null;
   channels: Record<string, Located>;
+  /** Whether the namespace's value nodes at `tip` are exactly `channels` (a put then reads nothing). */
+  exact: boolean;
   metadata: Record<string, unknown> | null;
   /** The ids of the latest checkpoint's writes, once read (undefined: not read since its put). */
   writes: Set<string> | undefined;
@@ -70,23 +92,7 @@ export interface MnemosyneSaverOptions {
   author?: string;
 }
 
-function channelNodeId(base: string, writer: string, channel: string): string {
-  return `${base}/${segment(writer)}${CHANNELS}${segment(channel)}`;
-}
-
-function isCheckpoint(node: Node): boolean {
-  return typeof node.content === "object" && node.content !== null && "checkpoint" in node.content;
-}
-
-function content(node: Node): Record<string, unknown> {
-  return node.content as Record<string, unknown>;
-}
-
-function slashes(id: string): number {
-  let count = 0;
-  for (const char of id) if (char === "/") count++;
-  return count;
-}
+type Values = Map<string, Record<string, unknown>>;
 
 /** A LangGraph.js checkpointer whose threads are branches of a served Mnemosyne store. */
 export class MnemosyneSaver extends BaseCheckpointSaver {
@@ -106,47 +112,51 @@ export class MnemosyneSaver extends BaseCheckpointSaver {
 
   // -- reading ----------------------------------------------------------------------
 
-  /** The checkpoint `config` names, or the latest of its thread and namespace. */
+  /**
+   * The checkpoint `config` names, or the latest of its thread and namespace.
+   *
+   * The latest: its pointer (whose `ETag` names the tip), then at that tip, in
+   * parallel, the checkpoint node with its writes and the namespace's values: three
+   * requests. An earlier checkpoint's values come from the commit of its own put.
+   */
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     const threadId = config.configurable?.thread_id;
     if (threadId === undefined || threadId === null) return undefined;
     const ns = String(config.configurable?.checkpoint_ns ?? "");
     const branch = threadBranch(String(threadId));
-    const base = `${branch}/${segment(ns)}`;
-    let checkpointNode: string;
-    let at: string | null = branch;
     const wanted = getCheckpointId(config);
+    let nodeId: string;
+    let found: { nodes: Node[]; tip: string | null } | null;
+    let current: Promise<Map<string, Node>> | undefined;
     if (wanted) {
-      checkpointNode = `${base}/${segment(wanted)}`;
+      nodeId = `${branch}/${namespaceSegment(ns)}/${segment(wanted)}`;
+      found = await this.#prefix(nodeId, branch);
+      const legacy = `${branch}/${segment(ns)}/${segment(wanted)}`;
+      if (found !== null && !found.nodes.some((node) => node.id === nodeId) && legacy !== nodeId) {
+        nodeId = legacy; // under the namespace's segment of an earlier version
+        found = await this.#prefix(nodeId, found.tip ?? branch);
+      }
     } else {
-      const pointer = await this.#get(base + POINTER, branch);
-      if (pointer.node === null) return undefined;
-      checkpointNode = `${base}/${segment(String(content(pointer.node).latest))}`;
-      at = pointer.tip;
+      const namespace = await this.#namespaceAt(branch, ns, branch);
+      if (namespace.pointer === null) return undefined;
+      nodeId = `${namespace.base}/${segment(String(content(namespace.pointer).latest))}`;
+      const tip = namespace.tip ?? branch;
+      current = this.#stable(namespace.base, tip);
+      current.catch(() => undefined); // awaited below, once the checkpoint says it is wanted
+      found = await this.#prefix(nodeId, tip);
+      if (found !== null && namespace.tip !== null) found.tip = namespace.tip;
     }
-    let found: { nodes: Node[]; tip: string | null };
-    try {
-      found = await this.repo.nodesWithTip(checkpointNode, { at: at ?? branch });
-    } catch (error) {
-      if (error instanceof NotFound && !(error instanceof Redacted)) return undefined;
-      throw error;
-    }
-    const tip = at !== branch && at !== null ? at : found.tip ?? branch;
-    const mine = found.nodes.filter((node) => node.id === checkpointNode || node.id.startsWith(checkpointNode + "/"));
-    const node = mine.find((one) => one.id === checkpointNode);
+    if (found === null) return undefined;
+    const tip = found.tip ?? branch;
+    const mine = found.nodes.filter((node) => node.id === nodeId || node.id.startsWith(nodeId + "/"));
+    const node = mine.find((one) => one.id === nodeId);
     if (node === undefined || !isCheckpoint(node)) return undefined;
-    const own = new Map(mine.map((one) => [one.id, one]));
-    const writes = mine.filter((one) => one.id.startsWith(checkpointNode + WRITES)).map(content);
+    const base = nodeId.slice(0, nodeId.lastIndexOf("/"));
     const saved = content(node);
-    const named = (saved.channels ?? {}) as Record<string, string>;
-    const values = new Map<string, Record<string, unknown>>();
-    await Promise.all(
-      Object.entries(named).map(async ([channel, writer]) => {
-        const id = channelNodeId(base, String(writer), channel);
-        const have = own.get(id) ?? (await this.#get(id, tip)).node;
-        if (have !== null) values.set(channel, content(have)); // a node gone by hand leaves the channel empty
-      }),
-    );
+    const values = atStableIds(saved)
+      ? await this.#values(base, node, tip, await (current ?? this.#stable(base, tip)))
+      : await this.#legacyValues(base, saved, tip, new Map(mine.map((one) => [one.id, one])));
+    const writes = mine.filter((one) => one.id.startsWith(nodeId + WRITES)).map(content);
     let sends: unknown[] | undefined;
     const record = saved.checkpoint as Record<string, unknown>;
     if (typeof saved.parent === "string" && Number((record.json as { v?: number } | undefined)?.v ?? 4) < 4) {
@@ -154,6 +164,16 @@ export class MnemosyneSaver extends BaseCheckpointSaver {
       sends = await this.#sends(parentWrites.map(content));
     }
     return this.#tuple(saved, values, writes, sends);
+  }
+
+  /** The nodes under `prefix` at `at` with the tip read (null: no such branch). */
+  async #prefix(prefix: string, at: string): Promise<{ nodes: Node[]; tip: string | null } | null> {
+    try {
+      return await this.repo.nodesWithTip(prefix, { at });
+    } catch (error) {
+      if (error instanceof NotFound && !(error instanceof Redacted)) return null;
+      throw error;
+    }
   }
 
   async #get(id: string, at: string): Promise<{ node: Node | null; tip: string | null }> {
@@ -165,18 +185,91 @@ export class MnemosyneSaver extends BaseCheckpointSaver {
     }
   }
 
+  /**
+   * The namespace's id on a thread's branch and its pointer (null: no checkpoint yet), at `at`.
+   *
+   * Its readable id (ADR 65), unless only the digest an earlier version named it
+   * by has a pointer: a namespace stays where it began.
+   */
+  async #namespaceAt(branch: string, ns: string, at: string): Promise<{ base: string; pointer: Node | null; tip: string | null }> {
+    const base = `${branch}/${namespaceSegment(ns)}`;
+    const found = await this.#get(base + POINTER, at);
+    const legacy = `${branch}/${segment(ns)}`;
+    if (found.node === null && legacy !== base) {
+      const earlier = await this.#get(legacy + POINTER, at);
+      if (earlier.node !== null) return { base: legacy, pointer: earlier.node, tip: earlier.tip };
+    }
+    return { base, pointer: found.node, tip: found.tip };
+  }
+
+  /** The namespace's value nodes at `at`, by id, in one read (an erased one is left out). */
+  async #stable(base: string, at: string): Promise<Map<string, Node>> {
+    const found = await this.#prefix(base + STABLE, at);
+    return new Map((found?.nodes ?? []).map((node) => [node.id, node]));
+  }
+
+  /**
+   * The values of checkpoint `node` (ADR 65): at the tip where its value nodes hold them, else in
+   * the commit of its own put, else at a copy's pinned id, else in the value node's history.
+   */
+  async #values(base: string, node: Node, tip: string, current: Map<string, Node>): Promise<Values> {
+    const values: Values = new Map();
+    const missing: [string, string][] = [];
+    for (const [channel, writer] of Object.entries(writersOf(content(node)))) {
+      const value = current.get(stableId(base, channel));
+      if (holds(value, writer)) values.set(channel, content(value));
+      else missing.push([channel, writer]);
+    }
+    if (missing.length === 0) return values;
+    for (const [channel] of missing) {
+      const id = stableId(base, channel);
+      if (!current.has(id)) await this.#get(id, tip); // left out as erased? then it says so (Redacted)
+    }
+    const own = await this.repo.history(node.id, { at: tip, limit: 1 });
+    const earlier = own[0] ? await this.#stable(base, own[0].commit.id) : new Map<string, Node>();
+    await Promise.all(
+      missing.map(async ([channel, writer]) => {
+        let value: Node | null | undefined = earlier.get(stableId(base, channel));
+        if (!holds(value, writer)) value = (await this.#get(pinnedId(base, writer, channel), tip)).node;
+        if (value === null) value = await this.#inHistory(stableId(base, channel), writer, tip);
+        if (value !== null && value !== undefined) values.set(channel, content(value)); // a node gone by hand: no value
+      }),
+    );
+    return values;
+  }
+
+  /** The newest version of a value node that `writer`'s put wrote, from its history. */
+  async #inHistory(id: string, writer: string, tip: string): Promise<Node | null> {
+    let versions;
+    try {
+      versions = await this.repo.history(id, { at: tip });
+    } catch (error) {
+      if (error instanceof NotFound && !(error instanceof Redacted)) return null;
+      throw error;
+    }
+    return versions.find((version) => holds(version.node, writer))?.node ?? null;
+  }
+
+  /** The values of an ADR 33 checkpoint node: at per-checkpoint ids, read at the tip. */
+  async #legacyValues(base: string, saved: Record<string, unknown>, tip: string, own: Map<string, Node>): Promise<Values> {
+    const values: Values = new Map();
+    await Promise.all(
+      Object.entries(writersOf(saved)).map(async ([channel, writer]) => {
+        const id = channelNodeId(base, writer, channel);
+        const have = own.get(id) ?? (await this.#get(id, tip)).node;
+        if (have !== null) values.set(channel, content(have)); // a node gone by hand leaves the channel empty
+      }),
+    );
+    return values;
+  }
+
   async #sends(writes: Record<string, unknown>[]): Promise<unknown[]> {
     const tasks = writes.filter((write) => write.channel === TASKS);
     tasks.sort((a, b) => compareWritesSortKeys(sortKey(a), sortKey(b)));
     return Promise.all(tasks.map((write) => loaded(this.serde, write)));
   }
 
-  async #tuple(
-    saved: Record<string, unknown>,
-    values: Map<string, Record<string, unknown>>,
-    writes: Record<string, unknown>[],
-    sends: unknown[] | undefined,
-  ): Promise<CheckpointTuple> {
+  async #tuple(saved: Record<string, unknown>, values: Values, writes: Record<string, unknown>[], sends: unknown[] | undefined): Promise<CheckpointTuple> {
     const threadId = String(saved.thread_id);
     const ns = String(saved.checkpoint_ns);
     const checkpointId = String(saved.checkpoint_id);
@@ -208,7 +301,12 @@ export class MnemosyneSaver extends BaseCheckpointSaver {
     return tuple;
   }
 
-  /** Checkpoints newest first (by checkpoint id), of one thread (and namespace) or of all. */
+  /**
+   * Checkpoints newest first (by checkpoint id), of one thread (and namespace) or of all.
+   *
+   * Each thread is read once; a value its tip does not hold is looked up in the
+   * value nodes' histories, all in one request, when first needed.
+   */
   async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
     let { limit } = options;
     const { before, filter } = options;
@@ -221,21 +319,16 @@ export class MnemosyneSaver extends BaseCheckpointSaver {
       threadId !== undefined && threadId !== null
         ? [threadBranch(String(threadId))]
         : (await this.repo.branches()).filter((name) => name.startsWith(THREADS_PREFIX) && !name.slice(THREADS_PREFIX.length).includes("/"));
-    const found: [string, Record<string, unknown>, string][] = [];
+    const found: [string, Record<string, unknown>, string, Snapshot][] = [];
     const writes = new Map<string, Record<string, unknown>[]>();
-    const channels = new Map<string, Record<string, unknown>>();
     for (const branch of branches) {
-      let nodes: Node[];
-      try {
-        nodes = (await this.repo.nodesWithTip(branch + "/", { at: branch })).nodes;
-      } catch (error) {
-        if (error instanceof NotFound && !(error instanceof Redacted)) continue;
-        throw error;
-      }
-      for (const node of nodes) {
+      const read = await this.#prefix(branch + "/", branch);
+      if (read === null) continue;
+      const snapshot = new Snapshot(this.repo, read.tip ?? branch);
+      for (const node of read.nodes) {
         const depth = slashes(node.id);
         if (!isCheckpoint(node)) {
-          if (depth === 5) channels.set(node.id, content(node));
+          if (depth === 4 || depth === 5) snapshot.byId.set(node.id, node);
           else if (depth === 6) {
             const owner = node.id.split("/").slice(0, 4).join("/");
             writes.set(owner, [...(writes.get(owner) ?? []), content(node)]);
@@ -243,23 +336,24 @@ export class MnemosyneSaver extends BaseCheckpointSaver {
           continue;
         }
         const saved = content(node);
+        if (atStableIds(saved)) snapshot.named(node.id, saved);
         if (ns !== undefined && saved.checkpoint_ns !== ns) continue;
         if (wanted && saved.checkpoint_id !== wanted) continue;
         if (beforeId && String(saved.checkpoint_id) >= beforeId) continue;
-        found.push([String(saved.checkpoint_id), saved, node.id]);
+        found.push([String(saved.checkpoint_id), saved, node.id, snapshot]);
       }
     }
     found.sort((a, b) => (a[0] < b[0] ? 1 : a[0] > b[0] ? -1 : 0));
-    for (const [, saved, nodeId] of found) {
+    for (const [, saved, nodeId, snapshot] of found) {
       if (filter && Object.keys(filter).length > 0) {
         const metadata = (await loaded(this.serde, saved.metadata as Record<string, unknown>)) as Record<string, unknown>;
         if (!Object.entries(filter).every(([key, value]) => metadata[key] === value)) continue;
       }
       const base = nodeId.slice(0, nodeId.lastIndexOf("/"));
-      const values = new Map<string, Record<string, unknown>>();
-      for (const [channel, writer] of Object.entries((saved.channels ?? {}) as Record<string, string>)) {
-        const value = channels.get(channelNodeId(base, String(writer), channel));
-        if (value !== undefined) values.set(channel, value);
+      const values: Values = new Map();
+      for (const [channel, writer] of Object.entries(writersOf(saved))) {
+        const value = await snapshot.value(base, channel, writer, atStableIds(saved));
+        if (value !== undefined) values.set(channel, content(value));
       }
       const record = saved.checkpoint as { json?: { v?: number } };
       let sends: unknown[] | undefined;
@@ -287,10 +381,12 @@ export class MnemosyneSaver extends BaseCheckpointSaver {
   }
 
   /**
-   * Store a checkpoint: its node, the channels that changed, the namespace's pointer; one commit.
+   * Store a checkpoint: its node, the values that changed at their channels' ids, the namespace's pointer; one commit.
    *
-   * A channel not in `newVersions` names the parent checkpoint's node when the
-   * parent has it at the same version; otherwise it has no value (LangGraph.js's contract).
+   * A channel not in `newVersions` keeps the parent's value when the parent has it
+   * at the same version (written again when its node holds another put's value);
+   * otherwise it has no value (LangGraph.js's contract). The value nodes of
+   * channels the checkpoint has no value for are dropped.
    */
   async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
     const given = config.configurable?.thread_id;
@@ -302,8 +398,7 @@ export class MnemosyneSaver extends BaseCheckpointSaver {
     const parent = config.configurable?.checkpoint_id as string | undefined;
     const checkpointId = String(checkpoint.id);
     const branch = threadBranch(threadId);
-    const base = `${branch}/${segment(ns)}`;
-    const { channel_values: channelValues, ...rest } = checkpoint;
+    const { channel_values: _values, ...rest } = checkpoint;
     const record = await stored(this.serde, rest);
     const meta = (metadata ?? {}) as Record<string, unknown>;
     const metaFields = await stored(this.serde, meta);
@@ -311,53 +406,25 @@ export class MnemosyneSaver extends BaseCheckpointSaver {
     const runId = meta.run_id ?? null;
     const provenance = { agent_step: step, observation: runId === null ? null : String(runId), source: "langgraph" };
     const encoded = new Map<string, Record<string, unknown>>();
+    const key = `${threadId}\u0000${ns}`;
     await this.#turn(threadId, async () => {
       for (let attempt = 0; attempt < TRIES; attempt++) {
-        const key = `${threadId}\u0000${ns}`;
         let known = this.#known.get(key);
-        if (known === undefined) known = await this.#read(branch, base);
+        if (known === undefined) known = await this.#read(branch, ns);
+        const base = known?.base ?? `${branch}/${namespaceSegment(ns)}`;
         const latest = known?.latest ?? null;
         const forked = parent !== undefined && latest !== null && parent !== latest;
         const message = checkpointMessage(meta, ns, checkpointId, parent, forked);
         const inherited = await this.#channelsOf(known, base, parent);
-        const puts: NodeInput[] = [];
-        const located: Record<string, Located> = {};
-        for (const [channel, version] of Object.entries(checkpoint.channel_versions ?? {})) {
-          const kept = inherited[channel];
-          if (!(channel in newVersions) && kept !== undefined && kept.version === version) {
-            located[channel] = kept;
-            continue;
-          }
-          // LangGraph.js's contract (its validation suite): a value not in `newVersions` is not
-          // stored again; the Python saver stores it when the parent has no node for it (ADR 67).
-          if (!(channel in newVersions) || !(channel in (channelValues ?? {}))) continue;
-          if (!encoded.has(channel)) encoded.set(channel, await stored(this.serde, channelValues[channel]));
-          puts.push({
-            id: channelNodeId(base, checkpointId, channel),
-            content: { channel, ...(jsonForm(version) ? { version } : {}), ...encoded.get(channel) },
-            provenance,
-          } as NodeInput);
-          located[channel] = { writer: checkpointId, version };
-        }
-        const node = {
-          id: `${base}/${segment(checkpointId)}`,
-          content: {
-            thread_id: threadId,
-            checkpoint_ns: ns,
-            checkpoint_id: checkpointId,
-            parent: parent ?? null,
-            run_id: runId,
-            checkpoint: record,
-            metadata: metaFields,
-            channels: Object.fromEntries(Object.entries(located).map(([channel, where]) => [channel, where.writer])),
-          },
-          provenance,
-        } as NodeInput;
+        const held = await this.#held(known, base);
+        const { puts, located, gone } = await channelNodes(this.serde, base, checkpoint, newVersions, inherited, held, provenance, encoded);
+        const fields = { threadId, ns, checkpointId, parent, runId };
+        const node = checkpointNode(`${base}/${segment(checkpointId)}`, fields, record, metaFields, located, provenance);
         const newest = latest === null || latest < checkpointId;
         const pointer = { id: base + POINTER, content: { latest: checkpointId } } as NodeInput;
         let tip: string;
         try {
-          tip = await this.#commit(branch, [node, ...puts, ...(newest ? [pointer] : [])], message, known?.tip);
+          tip = await this.#commit(branch, [node, ...puts, ...(newest ? [pointer] : [])], message, known?.tip, gone);
         } catch (error) {
           if (error instanceof RefConflict || (error instanceof NotFound && !(error instanceof Redacted))) {
             this.#forget(threadId); // another writer moved the thread: read again
@@ -366,7 +433,13 @@ export class MnemosyneSaver extends BaseCheckpointSaver {
           throw error;
         }
         this.#advance(threadId, tip);
-        if (newest) this.#known.set(key, { tip, latest: checkpointId, channels: located, metadata: meta, writes: undefined });
+        if (newest || latest === checkpointId) {
+          const writes = !newest && known?.latest === checkpointId ? known.writes : undefined; // saved again: its writes stay
+          this.#known.set(key, { tip, base, latest: checkpointId, channels: located, exact: true, metadata: meta, writes });
+        } else {
+          const entry = this.#known.get(key);
+          if (entry !== undefined) entry.exact = false; // the value nodes now hold this checkpoint's values
+        }
         return;
       }
       throw new RefConflict(`the thread ${JSON.stringify(threadId)} kept moving under ${TRIES} tries of its checkpoint ${checkpointId}`);
@@ -374,16 +447,36 @@ export class MnemosyneSaver extends BaseCheckpointSaver {
     return { configurable: { thread_id: given, checkpoint_ns: ns, checkpoint_id: checkpointId } };
   }
 
-  /** What a put needs to know of a namespace it has not written last: the tip and the latest checkpoint. */
-  async #read(branch: string, base: string): Promise<Known | undefined> {
+  /** What a put needs to know of a namespace it has not written last: the tip, where the namespace is, its latest. */
+  async #read(branch: string, ns: string): Promise<Known | undefined> {
     const tip = await this.repo.tip(branch);
     if (tip === null) return undefined;
-    const pointer = await this.#get(base + POINTER, tip);
-    const latest = pointer.node === null ? null : String(content(pointer.node).latest);
-    return { tip, latest, channels: {}, metadata: null, writes: undefined };
+    const { base, pointer } = await this.#namespaceAt(branch, ns, tip);
+    const latest = pointer === null ? null : String(content(pointer).latest);
+    return { tip, base, latest, channels: {}, exact: false, metadata: null, writes: undefined };
   }
 
-  /** Where the parent checkpoint's channels have their values: known when it is the latest, else read. */
+  /** What the namespace's value nodes at the tip hold, by id: known after a put, else read (one request). */
+  async #held(known: Known | undefined, base: string): Promise<Map<string, Located | null>> {
+    if (known === undefined) return new Map();
+    if (known.exact) {
+      return new Map(Object.entries(known.channels).map(([channel, where]) => [stableId(base, channel), where]));
+    }
+    const held = new Map<string, Located | null>();
+    for (const [id, node] of await this.#stable(base, known.tip)) {
+      const fields = content(node);
+      const writer = fields[WRITTEN_BY];
+      held.set(id, writer === undefined || writer === null ? null : { writer: String(writer), version: fields.version });
+    }
+    return held;
+  }
+
+  /**
+   * Where the parent checkpoint's channels have their values: known when it is the latest, else read.
+   *
+   * An ADR 33 parent's channels are named too: none of its values is at a channel's
+   * id, so each one this checkpoint keeps is written again.
+   */
   async #channelsOf(known: Known | undefined, base: string, parent: string | undefined): Promise<Record<string, Located>> {
     if (parent === undefined || known === undefined) return {};
     if (known.latest === parent && Object.keys(known.channels).length > 0) return known.channels;
@@ -391,19 +484,18 @@ export class MnemosyneSaver extends BaseCheckpointSaver {
     try {
       node = (await this.#get(`${base}/${segment(parent)}`, known.tip)).node;
     } catch (error) {
-      if (error instanceof Redacted) return {}; // erased: this checkpoint stores every value it has
+      if (error instanceof Redacted) return {}; // erased: this checkpoint stores the values in newVersions
       throw error;
     }
     if (node === null || !isCheckpoint(node)) return {};
     const saved = content(node);
     const versions = ((await loaded(this.serde, saved.checkpoint as Record<string, unknown>)) as Checkpoint).channel_versions ?? {};
-    const named = (saved.channels ?? {}) as Record<string, string>;
-    return Object.fromEntries(Object.entries(named).map(([channel, writer]) => [channel, { writer: String(writer), version: versions[channel] }]));
+    return Object.fromEntries(Object.entries(writersOf(saved)).map(([channel, writer]) => [channel, { writer, version: versions[channel] }]));
   }
 
   /** One commit on the thread's branch, on `tip` when given (`If-Match`); the new tip. */
-  async #commit(branch: string, put: NodeInput[], message: string, tip: string | undefined): Promise<string> {
-    const send = () => this.repo.commit({ put, branch, message, author: this.author, ...(tip ? { parent: tip } : {}) });
+  async #commit(branch: string, put: NodeInput[], message: string, tip: string | undefined, remove: string[] = []): Promise<string> {
+    const send = () => this.repo.commit({ put, delete: remove, branch, message, author: this.author, ...(tip ? { parent: tip } : {}) });
     try {
       return (await send()).id;
     } catch (error) {
@@ -429,6 +521,25 @@ export class MnemosyneSaver extends BaseCheckpointSaver {
     for (const key of [...this.#known.keys()]) if (key.startsWith(`${threadId}\u0000`)) this.#known.delete(key);
   }
 
+  /**
+   * Where a checkpoint's node is (or goes) at the branch's tip, that tip, and the node.
+   *
+   * Under its namespace's readable id, or an earlier version's: where the node is,
+   * else where the namespace's pointer is.
+   */
+  async #checkpointAt(branch: string, ns: string, checkpointId: string): Promise<{ id: string; tip: string | undefined; node: Node | null }> {
+    const readable = `${branch}/${namespaceSegment(ns)}/${segment(checkpointId)}`;
+    const found = await this.#get(readable, branch);
+    const tip = found.tip ?? (await this.repo.tip(branch)) ?? undefined;
+    if (found.node !== null || tip === undefined) return { id: readable, tip, node: found.node };
+    const legacy = `${branch}/${segment(ns)}/${segment(checkpointId)}`;
+    if (legacy === readable) return { id: readable, tip, node: null };
+    const earlier = await this.#get(legacy, tip);
+    if (earlier.node !== null) return { id: legacy, tip, node: earlier.node };
+    const { base } = await this.#namespaceAt(branch, ns, tip);
+    return { id: `${base}/${segment(checkpointId)}`, tip, node: null };
+  }
+
   /** Store a task's pending writes for a checkpoint, one commit; a regular write already stored is kept once. */
   async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath = ""): Promise<void> {
     const given = config.configurable?.thread_id;
@@ -438,8 +549,6 @@ export class MnemosyneSaver extends BaseCheckpointSaver {
     const threadId = String(given);
     const ns = String(config.configurable?.checkpoint_ns ?? "");
     const branch = threadBranch(threadId);
-    const checkpointNode = `${branch}/${segment(ns)}/${segment(checkpointId)}`;
-    const taskBase = `${checkpointNode}${WRITES}${segment(taskId)}`;
     const key = `${threadId}\u0000${ns}`;
     await this.#turn(threadId, async () => {
       for (let attempt = 0; attempt < TRIES; attempt++) {
@@ -449,18 +558,22 @@ export class MnemosyneSaver extends BaseCheckpointSaver {
         let present: Set<string>;
         let step: unknown;
         let isStored = true;
+        let taskBase: string;
         if (known !== undefined) {
+          const nodeId = `${known.base}/${segment(checkpointId)}`;
           if (known.writes === undefined) {
             // The checkpoint's writes, read once: from then on its next writes read nothing.
-            const found = await this.repo.nodesWithTip(checkpointNode + WRITES, { at: known.tip });
+            const found = await this.repo.nodesWithTip(nodeId + WRITES, { at: known.tip });
             known.writes = new Set(found.nodes.map((node) => node.id));
           }
+          taskBase = `${nodeId}${WRITES}${segment(taskId)}`;
           tip = known.tip;
           present = known.writes;
           step = known.metadata?.step;
         } else {
-          const checkpoint = await this.#get(checkpointNode, branch);
-          tip = checkpoint.tip ?? (await this.repo.tip(branch)) ?? undefined;
+          const checkpoint = await this.#checkpointAt(branch, ns, checkpointId);
+          taskBase = `${checkpoint.id}${WRITES}${segment(taskId)}`;
+          tip = checkpoint.tip;
           present = new Set();
           if (tip !== undefined) {
             present = new Set((await this.repo.nodesWithTip(taskBase + "/", { at: tip })).nodes.map((node) => node.id));

@@ -3,6 +3,7 @@
  *
  *     {"json": VALUE}                                   an exact JSON form
  *     {"json": VALUE, "order": [KEYS, ...], "order_at": [[PATH, KEYS], ...]}
+ *     {"langchain": VALUE_WITH_RECORDS, "order": ..., "order_at": ...}   messages as LangChain's records
  *     {"serde": TYPE, "bytes": BASE64}                  the serializer's bytes
  *
  * A value has an exact JSON form when it is built only of plain objects,
@@ -10,12 +11,17 @@
  * and null, nested less than 56 deep: it comes back equal. The store keeps a
  * map's keys sorted, so an object whose keys were not sorted has its order
  * written beside the value, once per set of keys (`order`), and one whose keys
- * come in a second order by its path (`order_at`). Anything else (a LangChain
- * message, a Map, a Date, `undefined` inside a value) is the bytes of the
- * saver's serializer. A `{"langchain": …}` value (messages as LangChain's
- * records, as the Python saver stores them) is read back into @langchain/core messages.
+ * come in a second order by its path (`order_at`). Anything else (a Map, a
+ * Date, `undefined` inside a value) is the bytes of the saver's serializer, but
+ * for LangChain messages (`HumanMessage`, `AIMessage`,
+ * `SystemMessage`, `ToolMessage`, exactly): a value holding them, exact but for
+ * them, is `{"langchain": …}` with each message as the record Python's LangChain
+ * writes (`["langchain", "schema", "messages", "AIMessage"]`, `kwargs` the fields
+ * that differ from Python's defaults, and the type), as the Python saver stores it
+ * (ADR 61), when the record makes the message again with every field the same.
+ * Such a value, whichever language wrote it, is read back into @langchain/core messages.
  */
-import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { JsonPlusSerializer, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 
 const MAX_DEPTH = 56;
 
@@ -97,10 +103,17 @@ export function jsonForm(value: unknown, field = "json"): Record<string, unknown
   return form;
 }
 
-/** The fields that store `value` in a node. */
+/** The fields that store `value` in a node: JSON, else LangChain's records of its messages, else bytes. */
 export async function stored(serde: SerializerProtocol, value: unknown): Promise<Record<string, unknown>> {
   const form = jsonForm(value);
   if (form !== undefined) return form;
+  // Messages as records only under LangGraph's own serializer: an application's (one that
+  // encrypts, say) keeps its bytes for them, as the Python saver decides (ADR 61).
+  if (serde.constructor === JsonPlusSerializer) {
+    const records = await withRecords(value);
+    const readable = records === undefined ? undefined : jsonForm(records, "langchain");
+    if (readable !== undefined) return readable;
+  }
   const [type, bytes] = await serde.dumpsTyped(value);
   const data = typeof bytes === "string" ? Buffer.from(bytes, "utf8") : Buffer.from(bytes);
   return { serde: type, bytes: data.toString("base64") };
@@ -149,6 +162,86 @@ const MESSAGE_CLASSES = new Set([
   "FunctionMessageChunk",
   "RemoveMessage",
 ]);
+
+// The record of each message class the Python saver writes (ADR 61): Python's class id, the
+// message's type, and its fields beyond those of every message. The Python defaults of each
+// field are left out of `kwargs`, as `message_forms.with_records` leaves them out.
+const RECORDED: Record<string, { type: string; fields: string[] }> = {
+  HumanMessage: { type: "human", fields: [] },
+  SystemMessage: { type: "system", fields: [] },
+  AIMessage: { type: "ai", fields: ["tool_calls", "invalid_tool_calls", "usage_metadata"] },
+  ToolMessage: { type: "tool", fields: ["tool_call_id", "artifact", "status"] },
+};
+const COMMON_FIELDS = ["content", "additional_kwargs", "response_metadata", "name", "id"];
+const EMPTY_BY_DEFAULT = new Set(["additional_kwargs", "response_metadata", "tool_calls", "invalid_tool_calls"]);
+// What a message object holds beside its fields: LangChain.js's bookkeeping, rebuilt by its constructor.
+const BOOKKEEPING = new Set(["lc_serializable", "lc_kwargs", "lc_namespace", "type", "lc_direct_tool_output"]);
+
+class NoForm extends Error {}
+
+function isDefault(field: string, value: unknown): boolean {
+  if (value === undefined || value === null) return true;
+  if (field === "status") return value === "success";
+  if (EMPTY_BY_DEFAULT.has(field)) return JSON.stringify(value) === "{}" || JSON.stringify(value) === "[]";
+  return false;
+}
+
+type MessageClasses = Record<string, new (fields: Record<string, unknown>) => Record<string, unknown>>;
+
+/** The record of one message as Python's `dumpd` writes it, or NoForm when it would not come back equal. */
+function record(message: Record<string, unknown>, name: string, classes: MessageClasses): Record<string, unknown> {
+  const shape = RECORDED[name] as { type: string; fields: string[] };
+  const fields = [...COMMON_FIELDS, ...shape.fields];
+  if (Object.entries(message).some(([key, item]) => item !== undefined && !fields.includes(key) && !BOOKKEEPING.has(key))) {
+    throw new NoForm(); // a field Python's class has not (a ToolMessage's `metadata`, say)
+  }
+  const kwargs: Record<string, unknown> = { type: shape.type };
+  for (const field of fields) if (!isDefault(field, message[field])) kwargs[field] = message[field];
+  const { type: _type, ...given } = kwargs;
+  const again = new (classes[name] as MessageClasses[string])(given);
+  // Exact only: the message its record makes again has every field the same (a default of
+  // Python's that LangChain.js does not share, `status: "success"`, keeps the bytes).
+  for (const field of fields) {
+    if (JSON.stringify(again[field] ?? null) !== JSON.stringify(message[field] ?? null)) throw new NoForm();
+  }
+  const sorted = Object.fromEntries(Object.keys(kwargs).sort(byCodePoint).map((key) => [key, kwargs[key]]));
+  return { id: ["langchain", "schema", "messages", name], kwargs: sorted, lc: 1, type: "constructor" };
+}
+
+function replaced(value: unknown, classes: MessageClasses, found: boolean[], depth: number): unknown {
+  if (depth >= MAX_DEPTH) throw new NoForm();
+  if (Array.isArray(value)) return value.map((item) => replaced(item, classes, found, depth + 1));
+  if (isPlainObject(value)) {
+    if ("lc" in value) throw new NoForm(); // a map of the value's own that a reader would take for a record
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, replaced(item, classes, found, depth + 1)]));
+  }
+  if (typeof value === "object" && value !== null) {
+    const name = value.constructor?.name;
+    if (name === undefined || !Object.hasOwn(RECORDED, name) || classes[name] !== value.constructor) throw new NoForm();
+    found.push(true);
+    return record(value as Record<string, unknown>, name, classes);
+  }
+  return value; // text, numbers, ...: jsonForm checks them
+}
+
+/** `value` with each LangChain message as its constructor record, or undefined when it holds none or one has no exact record. */
+async function withRecords(value: unknown): Promise<unknown> {
+  if (typeof value !== "object" || value === null) return undefined;
+  let classes: MessageClasses;
+  try {
+    classes = (await import("@langchain/core/messages")) as unknown as MessageClasses;
+  } catch {
+    return undefined; // no @langchain/core: no message to find
+  }
+  const found: boolean[] = [];
+  try {
+    const out = replaced(value, classes, found, 0);
+    return found.length > 0 ? out : undefined;
+  } catch (error) {
+    if (error instanceof NoForm) return undefined;
+    throw error;
+  }
+}
 
 async function revived(value: Json): Promise<unknown> {
   if (Array.isArray(value)) return Promise.all(value.map(revived));
