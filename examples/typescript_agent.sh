@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A LangGraph.js agent loop whose checkpoints live in a served store, then its thread from the shell.
 #
-#   examples/typescript_agent.sh        (from the repository, after `make install` or `make test`)
+#   examples/typescript_agent.sh        (from the repository, after `make test`, which installs what it needs)
 #
 # Starts `mnemo serve` on a store in a temporary directory, runs clients/typescript/examples/agent.ts
 # (three steps of a graph with MnemosyneSaver), then `mnemo log --thread` and `mnemo diff` of two steps.

@@ -188,3 +188,25 @@ def test_a_python_and_a_typescript_graph_read_alike_in_mnemo_diff(tmp_path: Path
     assert python["modified"] == [*changed, f"{root}/~latest"]
     assert python["removed"] == [f"{root}/~channels/branch:to:act"]
     assert [channel for channel, _ in python["writes"]] == ["branch:to:review", "count", "messages", "notes"]
+
+
+def test_the_typescript_example_runs_and_its_thread_reads_from_the_shell() -> None:
+    if shutil.which("node") is None or not VITEST.exists():
+        unavailable("node and clients/typescript/node_modules are missing (make test installs them: npm ci)")
+    script = TS.parents[1] / "examples" / "typescript_agent.sh"
+    bin_dir = str(Path(sys.executable).parent)
+    done = subprocess.run(
+        ["bash", str(script)],
+        env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    shown = done.stdout
+    assert "$ mnemo log --thread agent-1" in shown and "checkpoint step 2" in shown, shown[-4000:]
+    # mnemo diff of two steps: each changed channel once, at its one readable id.
+    changed = [line for line in shown.splitlines() if line.startswith("~ threads/agent-1/")]
+    assert "~ threads/agent-1/_root/~channels/notes" in changed, shown[-4000:]
+    assert len(changed) == len(set(changed)), changed
+    assert "_e3b0c442" not in shown
