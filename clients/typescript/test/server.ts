@@ -17,7 +17,7 @@ declare module "vitest" {
 
 export function python(): string {
   const found = process.env.MNEMO_PYTHON ?? resolve(import.meta.dirname, "../../../.venv/bin/python");
-  if (!existsSync(found)) throw new Error(`no Python with mnemosyne at ${found} (run make install, or set MNEMO_PYTHON)`);
+  if (!existsSync(found)) throw new Error(`no Python with mnemosyne at ${found} (run make test, which builds .venv, or set MNEMO_PYTHON)`);
   return found;
 }
 
