@@ -78,7 +78,11 @@ def test_a_running_graph_reads_only_each_checkpoints_writes_once(monkeypatch: py
         commits = calls["commit"]
         assert commits >= 2 * STEPS  # every step: the task's writes, then the checkpoint
         # One read of the latest (get_tuple's check), then nothing but each checkpoint's writes.
-        assert sum(calls[name] for name in READS) <= 1, calls
+        # LangGraph saves a task's writes from a worker thread: on a loaded machine they can
+        # arrive after the next checkpoint's put, and that put_writes then reads what it no
+        # longer knows (freshness, tip, histories: seen once in a full run). Reading at every
+        # step, as before the saver kept what it knew, is STEPS times that.
+        assert sum(calls[name] for name in READS) <= 4, calls
         assert calls["nodes"] <= commits // 2 + 2, calls
     assert final["step"] == STEPS
     assert final["notes"] == [f"note {i}" for i in range(1, STEPS + 1)] * 2
