@@ -80,8 +80,8 @@ def test_a_running_graph_reads_only_each_checkpoints_writes_once(monkeypatch: py
         # One read of the latest (get_tuple's check), then nothing but each checkpoint's writes.
         # LangGraph saves a task's writes from a worker thread: on a loaded machine they can
         # arrive after the next checkpoint's put, and that put_writes then reads what it no
-        # longer knows (freshness, tip, histories: seen once in a full run). Reading at every
-        # step, as before the saver kept what it knew, is STEPS times that.
+        # longer knows (freshness, tip, histories: seen once in a full run). A saver that
+        # kept nothing of what it knew would read 33 times here.
         assert sum(calls[name] for name in READS) <= 4, calls
         assert calls["nodes"] <= commits // 2 + 2, calls
     assert final["step"] == STEPS
