@@ -473,6 +473,15 @@ MOVED_DOCSTRINGS = {
     "erasures": "576867b8924ee4bb",
     "fsck": "4a8250a2383f9adf",
     "reindex": "b096f5921d450853",
+    # Snapshot reads onto HistoryService; claims and valid time onto ClaimsService.
+    "get": "eee3f7fd2cc92792",
+    "ids": "a040b6349e00da6d",
+    "histories": "aea38a0e7928b652",
+    "blame": "9fb580b73b033ad1",
+    "diff": "a27d4599b2871ca5",
+    "facts": "154f862f815784dd",
+    "timeline": "136c0aba1a8bc8a1",
+    "timeline_history": "be6eb4a087ad09b0",
 }
 """The first 16 hex digits of the SHA-256 of ``inspect.getdoc`` of each moved method, before the split."""
 

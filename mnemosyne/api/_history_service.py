@@ -23,19 +23,17 @@ from mnemosyne.model.results import (
     CommitResult,
     Contradiction,
     Diff,
-    Fact,
     History,
-    TimelineChange,
     Version,
 )
 from mnemosyne.model.times import TimeLike, as_time
 from mnemosyne.model.validation import (
     check_id,
     check_json,
+    check_limit,
     check_new_id,
     check_policy_meta,
     check_scope,
-    check_window,
 )
 from mnemosyne.store.refs import check_branch_name
 
@@ -185,9 +183,27 @@ class HistoryService:
 
         return self._handle.view(read)
 
-    def get(self, node_id: str, at: Rev | None, as_of: TimeLike | None, include_expired: bool) -> Node | None:
-        """The work of :meth:`Repo.get`."""
-        check_id(node_id)
+    def get(
+        self,
+        id: str,
+        *,
+        at: Rev | None = None,
+        as_of: TimeLike | None = None,
+        include_expired: bool = False,
+    ) -> Node | None:
+        """The version of ``id`` in a snapshot (default: HEAD), or None when absent.
+
+        Args:
+            id: the node id.
+            at: a revision; default HEAD.
+            as_of: read the branch as it was at this record time, per its reflog.
+            include_expired: return a node even past its ``expires_at`` (judged at
+                ``as_of`` when given, else now by the store's clock).
+
+        Raises:
+            Redacted: the version there was erased.
+        """
+        check_id(id)
         when = as_time(as_of, "as_of")
         handle = self._handle
 
@@ -195,7 +211,7 @@ class HistoryService:
             tip = handle.tip(view, at, when)
             if tip is None:
                 return None
-            value = view.tree.get(view.commit(tip).tree, node_id)
+            value = view.tree.get(view.commit(tip).tree, id)
             if value is None:
                 return None
             node = view.node(value)
@@ -260,7 +276,7 @@ class HistoryService:
         """The work of :meth:`Repo.log`."""
         if node is not None:
             check_id(node)
-        _check_limit(limit)
+        check_limit(limit)
         when = as_time(as_of, "as_of")
         handle = self._handle
         with handle.read() as view:
@@ -279,7 +295,7 @@ class HistoryService:
     def history(self, node_id: str, at: Rev | None, limit: int | None = None) -> list[Version]:
         """The work of :meth:`Repo.history`."""
         check_id(node_id)
-        _check_limit(limit)
+        check_limit(limit)
         handle = self._handle
         with handle.read() as view:
             tip = handle.tip(view, at, None)
@@ -290,16 +306,35 @@ class HistoryService:
     def histories(
         self,
         ids: Iterable[str],
-        at: Rev | None,
-        as_of: TimeLike | None,
-        limit: int | None,
-        include_expired: bool,
+        *,
+        at: Rev | None = None,
+        as_of: TimeLike | None = None,
+        limit: int | None = None,
+        include_expired: bool = False,
     ) -> dict[str, History]:
-        """The work of :meth:`Repo.histories`."""
+        """Each of ``ids`` in a snapshot (default: HEAD) with its history, all in one read.
+
+        What :meth:`get` and :meth:`history` say of each id, from one snapshot:
+        on PostgreSQL a few round trips for any number of ids, where each
+        ``history`` costs about four. A face that shows many items with their
+        times (a page of search results) reads them this way.
+
+        Args:
+            ids: the node ids (each once in the answer, in the order given).
+            at: a revision; default HEAD.
+            as_of: read the branch as it was at this record time, per its reflog.
+            limit: at most this many versions of each id, the newest.
+            include_expired: give ``node`` even past its ``expires_at`` (judged at
+                ``as_of`` when given, else now).
+
+        Returns:
+            Per id, a :class:`History`: ``node`` as :meth:`get` reads it (None when
+            absent, expired or erased) and ``versions`` as :meth:`history` gives them.
+        """
         if isinstance(ids, str) or not isinstance(ids, Iterable):
             raise InvalidInput("ids must be an iterable of ids (a list of strings), not one string")
         wanted = list(dict.fromkeys(check_id(i) for i in ids))
-        _check_limit(limit)
+        check_limit(limit)
         when = as_time(as_of, "as_of")
         handle = self._handle
 
@@ -324,8 +359,15 @@ class HistoryService:
         # The change-index entries of every id are read in the round trip that begins the read.
         return handle.view(read, None if limit == 0 else handle.stores.changes.first_scans(wanted))
 
-    def ids(self, at: Rev | None, as_of: TimeLike | None, prefix: str | None) -> Ids:
-        """The work of :meth:`Repo.ids`."""
+    def ids(self, *, at: Rev | None = None, as_of: TimeLike | None = None, prefix: str | None = None) -> Ids:
+        """The ids in a snapshot (default: HEAD), in order, optionally under ``prefix``, reading no node.
+
+        Cheaper than :meth:`nodes` where only ids are wanted (a listing to page
+        through, then :meth:`histories` of a page): every id in the tree is listed,
+        an expired or erased version's too, as no node is read to judge it. The
+        iterator's ``commit`` is the commit listed (None on a branch with no
+        commits yet): pass it as ``at`` to read the same snapshot again.
+        """
         if prefix is not None and not isinstance(prefix, str):
             raise InvalidInput(f"prefix must be a string, not {type(prefix).__name__}")
         when = as_time(as_of, "as_of")
@@ -345,20 +387,30 @@ class HistoryService:
         rest = walk.ids(handle.read, bytes.fromhex(commit.tree), prefix or "", after)
         return Ids(commit, chain(first, rest))
 
-    def blame(self, node_id: str, at: Rev | None) -> Blame:
-        """The work of :meth:`Repo.blame`."""
+    def blame(self, id: str, *, at: Rev | None = None) -> Blame:
+        """Who wrote the current version of ``id``, when, from what; per line or field.
+
+        Raises:
+            NotFound: if the id is not in the snapshot.
+        """
         from mnemosyne.history.blame import blame
 
-        check_id(node_id)
+        check_id(id)
         handle = self._handle
         with handle.read() as view:
             tip = handle.tip(view, at, None)
             if tip is None:
-                raise NotFound(f"{node_id} is not in the store: there are no commits yet")
-            return blame(view, node_id, tip)
+                raise NotFound(f"{id} is not in the store: there are no commits yet")
+            return blame(view, id, tip)
 
-    def diff(self, a: Rev | None, b: Rev, as_of: TimeLike | None) -> Diff:
-        """The work of :meth:`Repo.diff`."""
+    def diff(self, a: Rev | None, b: Rev, *, as_of: TimeLike | None = None) -> Diff:
+        """What changed from revision ``a`` to revision ``b``.
+
+        Walks only the parts of the two trees whose hashes differ. With ``as_of``,
+        both revisions must name refs and are read as they were at that time.
+        ``a=None`` is the empty snapshot: what a root commit added (``Diff.a`` is
+        then None), erased versions included by their hashes.
+        """
         # With the claim index it builds on: loaded by the reads that need them, not by every Repo.
         from mnemosyne.index.build import tree_changes
 
@@ -393,58 +445,6 @@ class HistoryService:
 
     # -- claims and valid time --------------------------------------------------------
 
-    def facts(
-        self,
-        subject: str,
-        predicate: str | None,
-        valid_at: TimeLike | None,
-        as_of: TimeLike | None,
-        at: Rev | None,
-        verified_within: timedelta | None = None,
-    ) -> list[Fact]:
-        """The work of :meth:`Repo.facts`."""
-        _check_claim_key(subject, "subject")
-        if predicate is not None:
-            _check_claim_key(predicate, "predicate")
-        when = as_time(as_of, "as_of")
-        world = as_time(valid_at, "valid_at")
-        check_window(verified_within)
-        handle = self._handle
-        with handle.read() as view:
-            tip = handle.tip(view, at, when)
-            if tip is None:
-                return []
-            now = handle.judged_at(when)
-            since = now - verified_within if verified_within is not None else None
-            return queries.facts(view, tip, subject, predicate, world or now, now, since)
-
-    def timeline(self, subject: str, predicate: str, as_of: TimeLike | None, at: Rev | None) -> list[Fact]:
-        """The work of :meth:`Repo.timeline`."""
-        _check_claim_key(subject, "subject")
-        _check_claim_key(predicate, "predicate")
-        when = as_time(as_of, "as_of")
-        handle = self._handle
-        with handle.read() as view:
-            tip = handle.tip(view, at, when)
-            if tip is None:
-                return []
-            return queries.timeline(view, tip, subject, predicate, handle.judged_at(when))
-
-    def timeline_history(
-        self, subject: str, predicate: str, as_of: TimeLike | None, at: Rev | None, limit: int | None
-    ) -> list[TimelineChange]:
-        """The work of :meth:`Repo.timeline_history`."""
-        _check_claim_key(subject, "subject")
-        _check_claim_key(predicate, "predicate")
-        _check_limit(limit)
-        when = as_time(as_of, "as_of")
-        handle = self._handle
-        with handle.read() as view:
-            tip = handle.tip(view, at, when)
-        if tip is None or limit == 0:
-            return []
-        return queries.timeline_history(handle.read, tip, subject, predicate, handle.judged_at(when), limit)
-
     def contradictions(self, at: Rev | None, recorded: bool) -> list[Contradiction]:
         """The work of :meth:`Repo.contradictions`."""
         with self._handle.read() as view:
@@ -458,14 +458,3 @@ class HistoryService:
 
 def _iterable(*values: object) -> bool:
     return all(isinstance(value, Iterable) for value in values)
-
-
-def _check_limit(limit: object) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise InvalidInput("limit must be a non-negative integer")
-
-
-def _check_claim_key(value: object, name: str) -> None:
-    """Refuse a subject or predicate no claim can have: asking for it is a mistake, not "no facts"."""
-    if not isinstance(value, str) or not value:
-        raise InvalidInput(f"{name} must be a non-empty string (as every claim's {name} is)")

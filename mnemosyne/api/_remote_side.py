@@ -23,7 +23,7 @@ from mnemosyne.admin.receiving import Received
 from mnemosyne.admin.sending import read_some
 from mnemosyne.admin.transfer import LocalDestination, LocalSender
 from mnemosyne.api._handle import Handle
-from mnemosyne.api._remotes import move_branch
+from mnemosyne.api._ref_moves import move_branch
 from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.index.view import WriteView
 from mnemosyne.model.reports import RefUpdate

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,14 +38,14 @@ from mnemosyne.admin.transfer import (
 )
 from mnemosyne.api._branch_service import BranchService
 from mnemosyne.api._handle import Clock, Handle
+from mnemosyne.api._ref_moves import hex_of, move_branch, track, track_one
 from mnemosyne.api._remote_reach import connect, open_bucket, open_remote, token_file_path
 from mnemosyne.api.locations import Location, store_path
 from mnemosyne.api.store import Store
-from mnemosyne.errors import InvalidInput, NotFound, RefConflict
+from mnemosyne.errors import InvalidInput, NotFound
 from mnemosyne.index.view import View, WriteView
 from mnemosyne.model.choices import MergeStrategy
 from mnemosyne.model.defaults import DEFAULT_AUTHOR, DEFAULT_BRANCH, DEFAULT_TENANT
-from mnemosyne.model.objects import Commit
 from mnemosyne.model.reports import BucketOptions, PullReport, RefUpdate, SyncReport, TenantSync
 from mnemosyne.store import remote_config, tenancy
 from mnemosyne.store.kv.base import WriteTxn
@@ -178,17 +177,6 @@ def pull(
     return PullReport(fetch=fetched, merge=merged)
 
 
-def tracking_refs(handle: Handle, remote: str | None) -> list[tuple[str, Commit]]:
-    """Each remote-tracking ref with its commit, by name (the work of :meth:`Repo.remote_branches`)."""
-    if remote is not None:
-        remote_config.check_remote_name(remote)
-    with handle.read() as view:
-        return [
-            (short, Commit.from_object(oid, view.commit(oid)))
-            for short, oid in view.refs.tracking(view.txn, remote)
-        ]
-
-
 def clone(
     source: Location | Store,
     path: Location,
@@ -318,7 +306,7 @@ def _fetch_tenant(
         sent, commits, offer = bucket_transfer.fetch(BucketTenant(there, tenant), destination)
         branches = offer.branches
         sent.commits, moved = destination.finish(
-            commits, lambda view: _track(view, remote, branches, now, author)
+            commits, lambda view: track(view, remote, branches, now, author)
         )
         return _part(tenant, sent, moved), offer
     if isinstance(there, Store):
@@ -336,7 +324,7 @@ def _fetch_from(
     done = exchange(sender, destination, None)  # every branch there
     branches = done.offer.branches
     done.sent.commits, moved = destination.finish(
-        done.commits, lambda view: _track(view, remote, branches, now, author)
+        done.commits, lambda view: track(view, remote, branches, now, author)
     )
     return _part(tenant, done.sent, moved), done.offer
 
@@ -384,7 +372,7 @@ def _push_tenant(
             done.sent.commits, moved = there.finish(done.commits, move)
             sent = done.sent
     # Where the remote's branch now is, as a fetch would record it.
-    local.write(lambda view: _track_one(view, remote, name, tip, now, author, "push"))
+    local.write(lambda view: track_one(view, remote, name, tip, now, author, "push"))
     return _part(tenant, sent, [moved] if moved is not None else [])
 
 
@@ -401,7 +389,7 @@ def _push_bucket(
     if moved is None:
         return sent, None
     old, forced = moved
-    return sent, RefUpdate(ref=branch, old=_hex(old), new=tip.hex(), forced=forced)
+    return sent, RefUpdate(ref=branch, old=hex_of(old), new=tip.hex(), forced=forced)
 
 
 def _part(tenant: str, sent: Sent, refs: list[RefUpdate]) -> TenantSync:
@@ -413,69 +401,6 @@ def _part(tenant: str, sent: Sent, refs: list[RefUpdate]) -> TenantSync:
         redactions=sent.redactions,
         refs=refs,
     )
-
-
-def _hex(oid: bytes | None) -> str | None:
-    return oid.hex() if oid is not None else None
-
-
-def _track_one(
-    view: WriteView, remote: str, branch: str, tip: bytes | None, now: datetime, author: str, why: str
-) -> RefUpdate | None:
-    """Move the remote-tracking ref ``remote/branch`` to ``tip`` (None: delete it); the update, if any."""
-    short = f"{remote}/{branch}"
-    ref = REMOTE_PREFIX + short
-    old = view.refs.read(view.txn, ref)
-    if old == tip:
-        return None
-    forced = old is not None and tip is not None and not view.graph.is_ancestor(view.txn, old, tip)
-    how = "deleted there" if tip is None else "new" if old is None else "forced" if forced else "fast-forward"
-    when = view.refs.next_time(view.txn, ref, now)
-    view.refs.update(view.txn, ref, old, tip, when=when, author=author, reason=f"{why} {remote}: {how}")
-    return RefUpdate(ref=short, old=_hex(old), new=_hex(tip), forced=forced)
-
-
-def _track(
-    view: WriteView, remote: str, branches: list[tuple[str, bytes]], now: datetime, author: str
-) -> list[RefUpdate]:
-    """Make the remote-tracking refs of ``remote`` mirror its branches (gone ones are deleted).
-
-    Raises:
-        InvalidInput: the remote named a branch no branch may be named, or a tip
-            this store does not hold (a served remote's answer is checked as input).
-    """
-    for name, tip in branches:
-        check_branch_name(name)
-        if not view.graph.has(view.txn, tip):
-            raise InvalidInput(
-                f"remote {remote!r} says its branch {name!r} is at {tip.hex()[:12]}, a commit it did not send"
-            )
-    wanted = dict(branches)
-    gone = [short.split("/", 1)[1] for short, _ in view.refs.tracking(view.txn, remote)]
-    moves = [(name, wanted.get(name)) for name in sorted(set(wanted) | set(gone))]
-    found = [_track_one(view, remote, name, tip, now, author, "fetch") for name, tip in moves]
-    return [update for update in found if update is not None]
-
-
-def move_branch(
-    view: WriteView, remote: str, branch: str, tip: bytes, force: bool, now: datetime, author: str
-) -> RefUpdate | None:
-    """Move the remote's ``branch`` to ``tip`` by compare-and-swap: forward only, unless forced."""
-    ref = BRANCH_PREFIX + branch
-    old = view.refs.read(view.txn, ref)
-    if old == tip:
-        return None
-    forced = old is not None and not view.graph.is_ancestor(view.txn, old, tip)
-    if forced and not force:
-        raise RefConflict(
-            f"push to {remote} rejected: its branch {branch!r} has commits this one lacks (not a "
-            f"fast-forward); pull, then push again (or push --force to drop them there)"
-        )
-    when = view.refs.next_time(view.txn, ref, now)
-    how = "new branch" if old is None else "forced" if forced else "fast-forward"
-    reason = f"push{' --force' if forced else ''}: {how}"
-    view.refs.update(view.txn, ref, old, tip, when=when, author=author, reason=reason)
-    return RefUpdate(ref=branch, old=_hex(old), new=tip.hex(), forced=forced)
 
 
 def _clone_into(

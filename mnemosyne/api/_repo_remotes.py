@@ -191,9 +191,9 @@ class RemoteOps:
 
     def remote_branches(self, remote: str | None = None) -> list[tuple[str, Commit]]:
         """Each remote-tracking ref (``REMOTE/BRANCH``, of ``remote`` only) with its commit, by name."""
-        from mnemosyne.api import _remotes
+        from mnemosyne.api._ref_moves import tracking_refs
 
-        return _remotes.tracking_refs(self._handle, remote)
+        return tracking_refs(self._handle, remote)
 
     def answer_transfer(self, step: str, request: bytes, *, author: str = DEFAULT_AUTHOR) -> bytes:
         """This tenant's answer to one step of a fetch from it or a push to it over HTTP.

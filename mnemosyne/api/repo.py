@@ -8,7 +8,8 @@ full signature and docstring and delegates to the part that owns the job:
   (settings, tenants, remotes' configuration, backups, compaction);
 - ``_handle``: the tenant's backend, key scope and clock, and the one way to
   open a read or a write transaction (every part holds the same one);
-- ``_history``: commits and every read of history, claims and valid time;
+- ``_history``: commits and every read of history;
+- ``_claims``: claims and valid time (facts, timelines);
 - ``_branches``: branches, merges and bisection;
 - ``_recall``: embedders, search, context and the read log;
 - ``_erasure`` and ``_maintenance``: forgetting, collection, fsck and reindexing;
@@ -16,9 +17,9 @@ full signature and docstring and delegates to the part that owns the job:
   (:class:`~mnemosyne.api._repo_remotes.RemoteOps`, over the remotes' porcelain).
 
 Most groups are stated where their work is (ADR 63): the methods of remotes,
-branches, search and context, erasure and upkeep are their parts' own, made
-``Repo``'s by :func:`~mnemosyne.api._delegates.delegate` (signature and docstring
-included), and the opening class methods keep their signatures here and take
+branches, snapshot reads, claims, search and context, erasure and upkeep are
+their parts' own, made ``Repo``'s by :func:`~mnemosyne.api._delegates.delegate`
+(signature and docstring included), and the opening class methods keep their signatures here and take
 their docstrings from :mod:`mnemosyne.api._repo_opening`.
 ``help(Repo)`` shows every method as before.
 
@@ -37,10 +38,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from mnemosyne.api import _repo_opening, _tenant_binding
 from mnemosyne.api._branch_service import BranchService
+from mnemosyne.api._claims_service import ClaimsService
 from mnemosyne.api._delegates import delegate, documented_by
 from mnemosyne.api._erasure_service import ErasureService
 from mnemosyne.api._handle import Clock, Handle, Resource, system_clock
-from mnemosyne.api._history_service import HistoryService, Ids
+from mnemosyne.api._history_service import HistoryService
 from mnemosyne.api._maintenance_service import MaintenanceService
 from mnemosyne.api._recall_service import RecallService
 from mnemosyne.api._renamed_keywords import UNSET, renamed
@@ -60,14 +62,9 @@ if TYPE_CHECKING:
     from mnemosyne.model.objects import Commit, Node
     from mnemosyne.model.reports import BucketOptions, GcReport
     from mnemosyne.model.results import (
-        Blame,
         CommitResult,
         Contradiction,
-        Diff,
-        Fact,
-        History,
         PendingRecall,
-        TimelineChange,
         Version,
     )
     from mnemosyne.model.times import TimeLike
@@ -93,6 +90,7 @@ class Repo(Resource):
         self._owned = owned
         self._handle = handle
         self._history = HistoryService(handle)
+        self._claims = ClaimsService(handle)
         self._branches = BranchService(handle)
         self._recall = RecallService(handle, store.index_location)
         self._erasure = ErasureService(handle, store.compact)
@@ -342,27 +340,7 @@ class Repo(Resource):
         """
         return self._history.resolve(rev, as_of)
 
-    def get(
-        self,
-        id: str,
-        *,
-        at: Rev | None = None,
-        as_of: TimeLike | None = None,
-        include_expired: bool = False,
-    ) -> Node | None:
-        """The version of ``id`` in a snapshot (default: HEAD), or None when absent.
-
-        Args:
-            id: the node id.
-            at: a revision; default HEAD.
-            as_of: read the branch as it was at this record time, per its reflog.
-            include_expired: return a node even past its ``expires_at`` (judged at
-                ``as_of`` when given, else now by the store's clock).
-
-        Raises:
-            Redacted: the version there was erased.
-        """
-        return self._history.get(id, at, as_of, include_expired)
+    get = delegate(HistoryService.get, via="_history")
 
     def nodes(
         self,
@@ -387,46 +365,9 @@ class Repo(Resource):
             at, as_of, prefix, include_expired, allowed_for, max_sensitivity, verified_within, after
         )
 
-    def ids(self, *, at: Rev | None = None, as_of: TimeLike | None = None, prefix: str | None = None) -> Ids:
-        """The ids in a snapshot (default: HEAD), in order, optionally under ``prefix``, reading no node.
+    ids = delegate(HistoryService.ids, via="_history")
 
-        Cheaper than :meth:`nodes` where only ids are wanted (a listing to page
-        through, then :meth:`histories` of a page): every id in the tree is listed,
-        an expired or erased version's too, as no node is read to judge it. The
-        iterator's ``commit`` is the commit listed (None on a branch with no
-        commits yet): pass it as ``at`` to read the same snapshot again.
-        """
-        return self._history.ids(at, as_of, prefix)
-
-    def histories(
-        self,
-        ids: Iterable[str],
-        *,
-        at: Rev | None = None,
-        as_of: TimeLike | None = None,
-        limit: int | None = None,
-        include_expired: bool = False,
-    ) -> dict[str, History]:
-        """Each of ``ids`` in a snapshot (default: HEAD) with its history, all in one read.
-
-        What :meth:`get` and :meth:`history` say of each id, from one snapshot:
-        on PostgreSQL a few round trips for any number of ids, where each
-        ``history`` costs about four. A face that shows many items with their
-        times (a page of search results) reads them this way.
-
-        Args:
-            ids: the node ids (each once in the answer, in the order given).
-            at: a revision; default HEAD.
-            as_of: read the branch as it was at this record time, per its reflog.
-            limit: at most this many versions of each id, the newest.
-            include_expired: give ``node`` even past its ``expires_at`` (judged at
-                ``as_of`` when given, else now).
-
-        Returns:
-            Per id, a :class:`History`: ``node`` as :meth:`get` reads it (None when
-            absent, expired or erased) and ``versions`` as :meth:`history` gives them.
-        """
-        return self._history.histories(ids, at, as_of, limit, include_expired)
+    histories = delegate(HistoryService.histories, via="_history")
 
     def log(
         self,
@@ -456,104 +397,17 @@ class Repo(Resource):
         """
         return self._history.history(id, renamed("ref", "at", ref, at), limit)
 
-    def blame(self, id: str, *, at: Rev | None = None) -> Blame:
-        """Who wrote the current version of ``id``, when, from what; per line or field.
+    blame = delegate(HistoryService.blame, via="_history")
 
-        Raises:
-            NotFound: if the id is not in the snapshot.
-        """
-        return self._history.blame(id, at)
-
-    def diff(self, a: Rev | None, b: Rev, *, as_of: TimeLike | None = None) -> Diff:
-        """What changed from revision ``a`` to revision ``b``.
-
-        Walks only the parts of the two trees whose hashes differ. With ``as_of``,
-        both revisions must name refs and are read as they were at that time.
-        ``a=None`` is the empty snapshot: what a root commit added (``Diff.a`` is
-        then None), erased versions included by their hashes.
-        """
-        return self._history.diff(a, b, as_of)
+    diff = delegate(HistoryService.diff, via="_history")
 
     # -- claims and valid time -----------------------------------------------
 
-    def facts(
-        self,
-        subject: str,
-        predicate: str | None = None,
-        *,
-        valid_at: TimeLike | None = None,
-        as_of: TimeLike | None = None,
-        at: Rev | None = None,
-        verified_within: timedelta | None = None,
-    ) -> list[Fact]:
-        """The claims in force on ``subject`` at valid time ``valid_at``, as facts.
+    facts = delegate(ClaimsService.facts, via="_claims")
 
-        One claim per predicate: the one with the latest ``valid_from`` not after
-        ``valid_at``, unless its own ``valid_to`` has passed. Two claims are returned
-        for one predicate only when they start together with different values and
-        were kept on purpose (``on_claim_conflict="keep"``), or a merge left them
-        contradicting each other. Each fact carries its node, the commit that
-        recorded it and its effective interval.
+    timeline = delegate(ClaimsService.timeline, via="_claims")
 
-        Args:
-            subject: whose facts.
-            predicate: one attribute, or None for all of the subject's.
-            valid_at: the world time asked about (default: now, by the store's clock).
-            as_of: read the branch as it was at this record time ("what did we believe").
-            at: a revision to read instead of HEAD.
-            verified_within: leave out facts last confirmed (written, or verified
-                with :meth:`verify`) longer ago than this before ``as_of`` (else now).
-                Each fact's ``confirmed_at`` says when, with or without it.
-
-        Raises:
-            InvalidInput: an empty ``subject`` or ``predicate`` (no claim has one), a bad time.
-        """
-        return self._history.facts(subject, predicate, valid_at, as_of, at, verified_within)
-
-    def timeline(
-        self, subject: str, predicate: str, *, as_of: TimeLike | None = None, at: Rev | None = None
-    ) -> list[Fact]:
-        """Every claim on one (subject, predicate), ordered by ``valid_from``.
-
-        Each comes with the commit that recorded it, its effective interval and the
-        claim it superseded in valid time.
-        """
-        return self._history.timeline(subject, predicate, as_of, at)
-
-    def timeline_history(
-        self,
-        subject: str,
-        predicate: str,
-        *,
-        as_of: TimeLike | None = None,
-        at: Rev | None = None,
-        limit: int | None = None,
-    ) -> list[TimelineChange]:
-        """How one (subject, predicate) timeline changed along a branch's history, oldest first.
-
-        One entry per commit on the first-parent line of ``at`` (default: HEAD)
-        where the claims on the attribute differ from that commit's first parent:
-        a commit that wrote, corrected or removed one, or a merge that brought
-        claims in. Commits that reached the branch by a fast-forward, a pull or a
-        clone are part of its history and count where they were made. Each entry
-        holds the commit, the timeline there (what :meth:`timeline` with
-        ``at=`` that commit returns; expiry is judged at ``as_of`` when given)
-        and the contradictions on the attribute still open there, whose claims
-        both stand in that timeline.
-
-        Args:
-            subject: whose claims.
-            predicate: which attribute.
-            as_of: read the branch as it was at this record time.
-            at: a revision to read instead of HEAD.
-            limit: only the newest ``limit`` entries; the walk stops there.
-
-        Raises:
-            InvalidInput: an empty subject or predicate, or a ``limit`` that is not a
-                non-negative integer.
-            NotFound: ``at`` names nothing, or did not exist yet at ``as_of``.
-        """
-        return self._history.timeline_history(subject, predicate, as_of, at, limit)
+    timeline_history = delegate(ClaimsService.timeline_history, via="_claims")
 
     def contradictions(
         self, *, at: Rev | None = None, ref: Rev | None = UNSET, recorded: bool = False

@@ -34,7 +34,7 @@ from mnemosyne.errors import (
     NotFound,
     Redacted,
 )
-from mnemosyne.integrations.client_http import Http
+from mnemosyne.integrations.client_http import Http, Rev, duration_text, path_segment, rev_text, time_text
 from mnemosyne.model.access import Role, Token
 from mnemosyne.model.choices import ClaimPolicy, MergeStrategy, SearchMode
 from mnemosyne.model.defaults import CONTEXT_BUDGET, CONTEXT_K, SEARCH_K
@@ -56,12 +56,10 @@ from mnemosyne.model.results import (
     Version,
 )
 from mnemosyne.model.thread_names import legacy_thread_branch, thread_branch_name
-from mnemosyne.model.times import TimeLike, as_time, rfc3339
+from mnemosyne.model.times import TimeLike
 from mnemosyne.model.validation import check_json
 
 T = TypeVar("T")
-Rev = str | Commit
-"""A revision: its text, or a :class:`Commit`."""
 
 DEFAULT_TIMEOUT = 60.0
 """Seconds a request may take (the first search after a bulk load indexes first)."""
@@ -86,33 +84,6 @@ def connect(
         NotFound: nothing answers at ``url``, or ``tenant`` is not the token's.
     """
     return ServedRepo(url, token=token, tenant=tenant, timeout=timeout)
-
-
-def _rev(value: Rev | None) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, Commit):
-        return value.id
-    raise InvalidInput(f"a revision is text or a Commit, not {type(value).__name__}")
-
-
-def _time(value: TimeLike | None, what: str) -> str | None:
-    when = as_time(value, what)
-    return rfc3339(when) if when is not None else None
-
-
-def _duration(value: timedelta | None) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, timedelta) or value < timedelta(0):
-        raise InvalidInput("verified_within must be a non-negative timedelta")
-    return f"{int(value.total_seconds())}s"
-
-
-def _path(value: str, what: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidInput(f"{what} must be non-empty text")
-    return quote(value, safe="")
 
 
 class Listing(Iterator[str]):
@@ -256,7 +227,7 @@ class ServedRepo:
         }
         headers = {}
         if parent is not None:
-            expected = _rev(parent)
+            expected = rev_text(parent)
             if expected is None or not _FULL_ID.fullmatch(expected):
                 expected = self.resolve(parent).id
             headers["if-match"] = f'"{expected}"'
@@ -273,8 +244,8 @@ class ServedRepo:
 
     def resolve(self, rev: Rev = "HEAD", *, as_of: TimeLike | None = None) -> Commit:
         """The commit a revision names (see :meth:`Repo.resolve`)."""
-        path = f"{self._base}/commits/{_path(_rev(rev) or '', 'rev')}"
-        return self._http.json("GET", path, Commit, params={"as_of": _time(as_of, "as_of")})  # type: ignore[no-any-return]
+        path = f"{self._base}/commits/{path_segment(rev_text(rev) or '', 'rev')}"
+        return self._http.json("GET", path, Commit, params={"as_of": time_text(as_of, "as_of")})  # type: ignore[no-any-return]
 
     def get(
         self, id: str, *, at: Rev | None = None, as_of: TimeLike | None = None, include_expired: bool = False
@@ -284,9 +255,13 @@ class ServedRepo:
         Raises:
             Redacted: the version there was erased.
         """
-        params = {"at": _rev(at), "as_of": _time(as_of, "as_of"), "include_expired": include_expired or None}
+        params = {
+            "at": rev_text(at),
+            "as_of": time_text(as_of, "as_of"),
+            "include_expired": include_expired or None,
+        }
         try:
-            return self._http.json("GET", f"{self._base}/nodes/{_path(id, 'id')}", Node, params=params)  # type: ignore[no-any-return]
+            return self._http.json("GET", f"{self._base}/nodes/{path_segment(id, 'id')}", Node, params=params)  # type: ignore[no-any-return]
         except Redacted:
             raise
         except NotFound as error:
@@ -309,13 +284,13 @@ class ServedRepo:
     ) -> Iterator[Node]:
         """The nodes of a snapshot, by id, streamed (see :meth:`Repo.nodes`; ``limit``: a page)."""
         params = {
-            "at": _rev(at),
-            "as_of": _time(as_of, "as_of"),
+            "at": rev_text(at),
+            "as_of": time_text(as_of, "as_of"),
             "prefix": prefix,
             "include_expired": include_expired or None,
             "allowed_for": allowed_for,
             "max_sensitivity": max_sensitivity,
-            "verified_within": _duration(verified_within),
+            "verified_within": duration_text(verified_within),
             "after": after,
             "limit": limit,
         }
@@ -325,7 +300,7 @@ class ServedRepo:
         self, *, at: Rev | None = None, as_of: TimeLike | None = None, prefix: str | None = None
     ) -> Listing:
         """The ids in a snapshot, in order, reading no node, and the commit listed (see :meth:`Repo.ids`)."""
-        params = {"at": _rev(at), "as_of": _time(as_of, "as_of"), "prefix": prefix}
+        params = {"at": rev_text(at), "as_of": time_text(as_of, "as_of"), "prefix": prefix}
         found: _IdList = self._http.json("GET", f"{self._base}/ids", _IdList, params=params)
         return Listing(found.commit, found.ids)
 
@@ -346,8 +321,8 @@ class ServedRepo:
             raise InvalidInput("ids must be an iterable of ids (a list of strings), not one string")
         body = {
             "ids": list(ids),
-            "at": _rev(at),
-            "as_of": _time(as_of, "as_of"),
+            "at": rev_text(at),
+            "as_of": time_text(as_of, "as_of"),
             "limit": limit,
             "include_expired": include_expired,
         }
@@ -362,22 +337,22 @@ class ServedRepo:
         as_of: TimeLike | None = None,
     ) -> Iterator[Commit]:
         """Commits reachable from ``at``, newest first, streamed (see :meth:`Repo.log`)."""
-        params = {"at": _rev(at), "node": node, "limit": limit, "as_of": _time(as_of, "as_of")}
+        params = {"at": rev_text(at), "node": node, "limit": limit, "as_of": time_text(as_of, "as_of")}
         return self._http.lines(f"{self._base}/log", Commit, params)
 
     def history(self, id: str, *, at: Rev | None = None, limit: int | None = None) -> list[Version]:
         """Every version of ``id`` in ``at``'s history, newest first (see :meth:`Repo.history`)."""
-        path = f"{self._base}/history/{_path(id, 'id')}"
-        return self._http.json("GET", path, list[Version], params={"at": _rev(at), "limit": limit})  # type: ignore[no-any-return]
+        path = f"{self._base}/history/{path_segment(id, 'id')}"
+        return self._http.json("GET", path, list[Version], params={"at": rev_text(at), "limit": limit})  # type: ignore[no-any-return]
 
     def blame(self, id: str, *, at: Rev | None = None) -> Blame:
         """Who wrote the current version of ``id``, when, from what (see :meth:`Repo.blame`)."""
-        path = f"{self._base}/blame/{_path(id, 'id')}"
-        return self._http.json("GET", path, Blame, params={"at": _rev(at)})  # type: ignore[no-any-return]
+        path = f"{self._base}/blame/{path_segment(id, 'id')}"
+        return self._http.json("GET", path, Blame, params={"at": rev_text(at)})  # type: ignore[no-any-return]
 
     def diff(self, a: Rev | None, b: Rev, *, as_of: TimeLike | None = None) -> Diff:
         """What changed from revision ``a`` (None: the empty snapshot) to ``b`` (see :meth:`Repo.diff`)."""
-        params = {"a": _rev(a), "b": _rev(b), "as_of": _time(as_of, "as_of")}
+        params = {"a": rev_text(a), "b": rev_text(b), "as_of": time_text(as_of, "as_of")}
         return self._http.json("GET", f"{self._base}/diff", Diff, params=params)  # type: ignore[no-any-return]
 
     def facts(
@@ -391,14 +366,14 @@ class ServedRepo:
         verified_within: timedelta | None = None,
     ) -> list[Fact]:
         """The claims in force on ``subject`` at ``valid_at`` (see :meth:`Repo.facts`)."""
-        path = f"{self._base}/facts/{_path(subject, 'subject')}"
+        path = f"{self._base}/facts/{path_segment(subject, 'subject')}"
         if predicate is not None:
-            path += f"/{_path(predicate, 'predicate')}"
+            path += f"/{path_segment(predicate, 'predicate')}"
         params = {
-            "valid_at": _time(valid_at, "valid_at"),
-            "as_of": _time(as_of, "as_of"),
-            "at": _rev(at),
-            "verified_within": _duration(verified_within),
+            "valid_at": time_text(valid_at, "valid_at"),
+            "as_of": time_text(as_of, "as_of"),
+            "at": rev_text(at),
+            "verified_within": duration_text(verified_within),
         }
         return self._http.json("GET", path, list[Fact], params=params)  # type: ignore[no-any-return]
 
@@ -406,13 +381,15 @@ class ServedRepo:
         self, subject: str, predicate: str, *, as_of: TimeLike | None = None, at: Rev | None = None
     ) -> list[Fact]:
         """Every claim on one (subject, predicate), by ``valid_from`` (see :meth:`Repo.timeline`)."""
-        path = f"{self._base}/timeline/{_path(subject, 'subject')}/{_path(predicate, 'predicate')}"
-        params = {"as_of": _time(as_of, "as_of"), "at": _rev(at)}
+        path = (
+            f"{self._base}/timeline/{path_segment(subject, 'subject')}/{path_segment(predicate, 'predicate')}"
+        )
+        params = {"as_of": time_text(as_of, "as_of"), "at": rev_text(at)}
         return self._http.json("GET", path, list[Fact], params=params)  # type: ignore[no-any-return]
 
     def contradictions(self, *, at: Rev | None = None, recorded: bool = False) -> list[Contradiction]:
         """Open contradictions at ``at`` (see :meth:`Repo.contradictions`)."""
-        params = {"at": _rev(at), "recorded": recorded or None}
+        params = {"at": rev_text(at), "recorded": recorded or None}
         return self._http.json("GET", f"{self._base}/contradictions", list[Contradiction], params=params)  # type: ignore[no-any-return]
 
     # -- recall --------------------------------------------------------------------
@@ -438,17 +415,17 @@ class ServedRepo:
         body = {
             "query": query,
             "k": k,
-            "at": _rev(at),
-            "as_of": _time(as_of, "as_of"),
+            "at": rev_text(at),
+            "as_of": time_text(as_of, "as_of"),
             "prefix": prefix,
-            "valid_at": _time(valid_at, "valid_at"),
+            "valid_at": time_text(valid_at, "valid_at"),
             "kind": kind,
             "meta": meta,
             "mode": mode,
             "run_id": run_id,
             "allowed_for": allowed_for,
             "max_sensitivity": max_sensitivity,
-            "verified_within": _duration(verified_within),
+            "verified_within": duration_text(verified_within),
         }
         return self._http.json("POST", f"{self._base}/search", list[Hit], body=body)  # type: ignore[no-any-return]
 
@@ -472,20 +449,20 @@ class ServedRepo:
             "query": query,
             "budget_tokens": budget_tokens,
             "k": k,
-            "at": _rev(at),
-            "as_of": _time(as_of, "as_of"),
+            "at": rev_text(at),
+            "as_of": time_text(as_of, "as_of"),
             "prefix": prefix,
-            "valid_at": _time(valid_at, "valid_at"),
+            "valid_at": time_text(valid_at, "valid_at"),
             "run_id": run_id,
             "allowed_for": allowed_for,
             "max_sensitivity": max_sensitivity,
-            "verified_within": _duration(verified_within),
+            "verified_within": duration_text(verified_within),
         }
         return self._http.json("POST", f"{self._base}/context", Context, body=body)  # type: ignore[no-any-return]
 
     def reads(self, run_id: str) -> list[ReadRecord]:
         """What searches and contexts recorded under ``run_id`` returned (see :meth:`Repo.reads`)."""
-        path = f"{self._base}/reads/{_path(run_id, 'run_id')}"
+        path = f"{self._base}/reads/{path_segment(run_id, 'run_id')}"
         return self._http.json("GET", path, list[ReadRecord])  # type: ignore[no-any-return]
 
     # -- branches ------------------------------------------------------------------
@@ -514,14 +491,14 @@ class ServedRepo:
     def tip(self, branch: str) -> str | None:
         """The id of the commit at ``branch``'s tip; None when it has no commits."""
         try:
-            found = self._http.call("GET", f"{self._base}/branches/{_path(branch, 'branch')}")
+            found = self._http.call("GET", f"{self._base}/branches/{path_segment(branch, 'branch')}")
         except NotFound:
             return None
         return str(found["commit"]["id"])
 
     def freshness(self, branch: str) -> Freshness:
         """A branch's tip and the tenant's erasure count, from one snapshot (see :meth:`Repo.freshness`)."""
-        path = f"{self._base}/freshness/{_path(branch, 'branch')}"
+        path = f"{self._base}/freshness/{path_segment(branch, 'branch')}"
         return self._http.json("GET", path, Freshness)  # type: ignore[no-any-return]
 
     def thread_branch(self, thread_id: str) -> str:
@@ -542,14 +519,14 @@ class ServedRepo:
         self, name: str, *, at: Rev | None = None, orphan: bool = False, author: str | None = None
     ) -> Commit | None:
         """Create branch ``name`` at ``at`` (default: HEAD); the commit it starts at (:meth:`Repo.branch`)."""
-        body = {"name": name, "at": _rev(at), "orphan": orphan, "author": author}
+        body = {"name": name, "at": rev_text(at), "orphan": orphan, "author": author}
         found = self._http.call("POST", f"{self._base}/branches", body=body)
         return from_builtins(found["commit"], Commit | None, "the server's answer")  # type: ignore[arg-type]
 
     def delete_branch(self, name: str, *, author: str | None = None) -> Commit | None:
         """Delete a branch; the commit it pointed at (see :meth:`Repo.delete_branch`)."""
         del author  # the server records the token's name
-        found = self._http.call("DELETE", f"{self._base}/branches/{_path(name, 'branch')}")
+        found = self._http.call("DELETE", f"{self._base}/branches/{path_segment(name, 'branch')}")
         return from_builtins(found["commit"], Commit | None, "the server's answer")  # type: ignore[arg-type]
 
     def merge(
@@ -571,7 +548,7 @@ class ServedRepo:
                 for key, value in resolutions.items()
             }
         body = {
-            "source": _rev(source),
+            "source": rev_text(source),
             "into": into,
             "resolutions": sent,
             "strategy": strategy,

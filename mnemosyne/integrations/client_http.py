@@ -17,17 +17,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import httpx
 import msgspec
 
-from mnemosyne.errors import MnemoError, NotFound, RefConflict, error_class
+from mnemosyne.errors import InvalidInput, MnemoError, NotFound, RefConflict, error_class
 from mnemosyne.model.jsonform import from_builtins
-from mnemosyne.model.times import rfc3339
+from mnemosyne.model.objects import Commit
+from mnemosyne.model.times import TimeLike, as_time, rfc3339
 
 T = TypeVar("T")
+Rev = str | Commit
+"""A revision: its text, or a :class:`Commit`."""
 
 _decode = msgspec.json.Decoder()
 
@@ -183,3 +187,37 @@ def _param(value: Any) -> str:
     if isinstance(value, datetime):
         return rfc3339(value)
     return str(value)
+
+
+# -- values as a request spells them ------------------------------------------------------
+
+
+def rev_text(value: Rev | None) -> str | None:
+    """A revision as a request spells it: its text, or a commit's id."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Commit):
+        return value.id
+    raise InvalidInput(f"a revision is text or a Commit, not {type(value).__name__}")
+
+
+def time_text(value: TimeLike | None, what: str) -> str | None:
+    """A time as a request spells it (RFC 3339), checked as the library checks it."""
+    when = as_time(value, what)
+    return rfc3339(when) if when is not None else None
+
+
+def duration_text(value: timedelta | None) -> str | None:
+    """A duration as a request spells it (whole seconds, ``90s``)."""
+    if value is None:
+        return None
+    if not isinstance(value, timedelta) or value < timedelta(0):
+        raise InvalidInput("verified_within must be a non-negative timedelta")
+    return f"{int(value.total_seconds())}s"
+
+
+def path_segment(value: str, what: str) -> str:
+    """Text as one segment of a request's path, every reserved character escaped."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{what} must be non-empty text")
+    return quote(value, safe="")

@@ -361,3 +361,9 @@ def check_window(verified_within: object) -> None:
         not isinstance(verified_within, timedelta) or verified_within < timedelta(0)
     ):
         raise InvalidInput("verified_within must be a non-negative timedelta (e.g. timedelta(days=30))")
+
+
+def check_limit(limit: object) -> None:
+    """Refuse a ``limit`` that is not None or a non-negative integer."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InvalidInput("limit must be a non-negative integer")

@@ -13,7 +13,6 @@ See ADR 18 for the decisions.
 from __future__ import annotations
 
 import asyncio
-import math
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,7 +32,6 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
     TTLConfig,
-    _validate_namespace,
     validate_op_namespace,
 )
 
@@ -50,15 +48,12 @@ from mnemosyne import (
 )
 from mnemosyne.integrations.langgraph.adapters import IndexEmbedder, run_provenance
 from mnemosyne.integrations.langgraph.items import (
-    MAX_TTL_MINUTES,
     ItemMeta,
-    is_text,
     item_meta,
     meta_of,
 )
 from mnemosyne.integrations.langgraph.namespaces import (
     ROOT,
-    check_filter,
     describe,
     describe_namespace,
     id_prefix,
@@ -67,6 +62,7 @@ from mnemosyne.integrations.langgraph.namespaces import (
 )
 from mnemosyne.integrations.langgraph.opening import OwnsItsRepo
 from mnemosyne.integrations.langgraph.repo_protocol import ItemRepo
+from mnemosyne.integrations.langgraph.store_ops import check_op
 from mnemosyne.integrations.langgraph.store_search import (
     ItemSearch,
     item_of,
@@ -201,7 +197,7 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
         """:meth:`batch`, erasing what it deletes when ``erase``."""
         ops = list(ops)
         for op in ops:
-            self._check(op)
+            check_op(op)
         # One run config per batch: every put in it carries the same provenance.
         provenance, commit_meta = run_provenance()
         writes: dict[tuple[tuple[str, ...], str], Node | str] = {}
@@ -248,40 +244,6 @@ class MnemosyneStore(OwnsItsRepo, BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """:meth:`batch` in a worker thread (the run config goes with it, for provenance)."""
         return await asyncio.to_thread(self.batch, list(ops))
-
-    def _check(self, op: Op) -> None:
-        if not isinstance(op, GetOp | PutOp | SearchOp | ListNamespacesOp):
-            raise InvalidInput(f"unknown store operation {type(op).__name__}")
-        for namespace in (getattr(op, "namespace", None), getattr(op, "namespace_prefix", None)):
-            if namespace is not None and not isinstance(namespace, tuple):
-                raise InvalidInput(f"a namespace must be a tuple of labels, not {type(namespace).__name__}")
-        validate_op_namespace(op)
-        if isinstance(op, GetOp | PutOp) and not isinstance(op.key, str):
-            raise InvalidInput(f"a key must be text, not {type(op.key).__name__}")
-        for label in (*(getattr(op, "namespace", None) or ()), getattr(op, "key", "")):
-            if isinstance(label, str) and not is_text(label):
-                raise InvalidInput(f"namespace labels and keys must be valid UTF-8 text, not {label!r}")
-        if isinstance(op, PutOp) and op.value is not None:
-            _validate_namespace(op.namespace)
-            if not isinstance(op.value, Mapping):
-                raise InvalidInput(f"a value must be a map, not {type(op.value).__name__}")
-            if op.ttl is not None and (
-                not isinstance(op.ttl, int | float)
-                or isinstance(op.ttl, bool)
-                or not math.isfinite(op.ttl)
-                or not 0 <= op.ttl <= MAX_TTL_MINUTES
-            ):
-                raise InvalidInput(
-                    f"ttl must be a number of minutes from 0 to {MAX_TTL_MINUTES} (about 1,000 years), "
-                    f"not {op.ttl!r}"
-                )
-        if isinstance(op, SearchOp | ListNamespacesOp):
-            for name in ("limit", "offset"):
-                number = getattr(op, name)
-                if not isinstance(number, int) or isinstance(number, bool) or number < 0:
-                    raise InvalidInput(f"{name} must be a whole number, at least 0 (got {number!r})")
-        if isinstance(op, SearchOp):
-            check_filter(op.filter)
 
     def _node(self, op: PutOp, provenance: Provenance) -> Node:
         """The node a put writes (validated here, before anything is committed)."""

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from mnemosyne import Commit, ForgetReport, InvalidInput, Repo
+from mnemosyne import Commit, ForgetReport, InvalidInput, RefConflict, Repo
 from mnemosyne.model.access import Role, Token
 from mnemosyne.model.defaults import DEFAULT_AUTHOR
 from mnemosyne.model.times import parse_duration
@@ -172,3 +172,18 @@ def branch_etag(repo: Repo, at: str | None, as_of: str | None) -> str | None:
 def verified_within_of(value: str | None) -> timedelta | None:
     """The ``verified_within`` query parameter as a duration (None when not given)."""
     return parse_duration(value, "verified_within") if value is not None else None
+
+
+class PreconditionFailed(RefConflict):
+    """``If-Match`` named a tip the branch is no longer at: 412, nothing written."""
+
+    def __init__(self, branch: str, expected: str, tip: str | None, detail: str | None = None) -> None:
+        now = f"is at {tip}" if tip is not None else "has moved" if detail else "has no commits"
+        super().__init__(
+            f"If-Match: branch {branch!r} {now}, not {expected}: nothing was written (read it again)"
+        )
+
+
+def is_precondition(error: BaseException) -> bool:
+    """Whether ``error`` is a failed ``If-Match`` (412) rather than another conflict (409)."""
+    return isinstance(error, PreconditionFailed)

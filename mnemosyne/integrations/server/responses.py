@@ -30,7 +30,7 @@ from mnemosyne import (
     to_json,
 )
 from mnemosyne.errors import KINDS, exit_code, one_line
-from mnemosyne.integrations.server.routes import is_precondition
+from mnemosyne.integrations.server.calls import is_precondition
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -11,7 +11,7 @@ dispatcher matches it, the OpenAPI document describes it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
@@ -60,13 +60,14 @@ from mnemosyne.integrations.server.calls import (
     ForgetReports,
     IdList,
     Param,
+    PreconditionFailed,
     Reply,
     Route,
     Tip,
     branch_etag,
     verified_within_of,
 )
-from mnemosyne.model.access import Role
+from mnemosyne.integrations.server.transfer_routes import TRANSFER_ROUTES
 from mnemosyne.model.choices import CHOICES
 from mnemosyne.model.jsonform import node_from_builtins, place
 
@@ -244,7 +245,7 @@ def _commit(call: Call) -> Reply:
         if tip is None or (call.if_match != "*" and call.if_match != tip):
             if call.if_match != "*":
                 repo.resolve(call.if_match)  # naming no commit is NotFound, as Repo.commit's parent=
-            raise _Precondition(branch, call.if_match, tip)
+            raise PreconditionFailed(branch, call.if_match, tip)
         parent = tip
     try:
         made = repo.commit(
@@ -261,24 +262,9 @@ def _commit(call: Call) -> Reply:
     except RefConflict as error:
         if call.if_match is None:
             raise
-        raise _Precondition(body.branch or repo.head, call.if_match, None, str(error)) from None
+        raise PreconditionFailed(body.branch or repo.head, call.if_match, None, str(error)) from None
     location = f"/v1/tenants/{call.tenant}/commits/{made.id}"
     return Reply(made, status=201 if made.created else 200, etag=made.id, location=location)
-
-
-class _Precondition(RefConflict):
-    """``If-Match`` named a tip the branch is no longer at: 412, nothing written."""
-
-    def __init__(self, branch: str, expected: str, tip: str | None, detail: str | None = None) -> None:
-        now = f"is at {tip}" if tip is not None else "has moved" if detail else "has no commits"
-        super().__init__(
-            f"If-Match: branch {branch!r} {now}, not {expected}: nothing was written (read it again)"
-        )
-
-
-def is_precondition(error: BaseException) -> bool:
-    """Whether ``error`` is a failed ``If-Match`` (412) rather than another conflict (409)."""
-    return isinstance(error, _Precondition)
 
 
 def _verify(call: Call) -> Reply:
@@ -340,38 +326,6 @@ def _forget(call: Call) -> Reply:
         for node_id in dict.fromkeys(body.ids)
     ]
     return Reply(ForgetReports(reports=reports))
-
-
-# -- remotes over HTTP ----------------------------------------------------------------
-
-
-def _transfer(step: str) -> Callable[[Call], Reply]:
-    """The handler of one step of a fetch from this store or a push to it."""
-
-    def handler(call: Call) -> Reply:
-        return Reply(raw=call.repo.answer_transfer(step, call.body, author=call.author(None)))
-
-    handler.__name__ = f"transfer_{step}"
-    return handler
-
-
-_STEPS: tuple[tuple[str, Role, str], ...] = (
-    ("offer", "read", "Fetch: the branches, the commits the client lacks of them, the erasures it lacks."),
-    ("plan", "read", "Fetch: the objects those commits add to their parents' trees, children first."),
-    ("read", "read", "Fetch: objects' stored bytes, as many as fit in about 8 MiB (ask again for the rest)."),
-    ("survey", "write", "Push: the tips this tenant has and the versions it erased."),
-    ("lacking", "write", "Push: which of these commits and objects this tenant lacks."),
-    ("redact", "admin", "Push: redaction records, applied first (erasure travels; an admin's right)."),
-    ("store", "write", "Push: objects, each hashed on arrival, written in one transaction."),
-    ("finish", "write", "Push: index the commits sent, then move the branch by compare-and-swap (409)."),
-)
-"""The steps of remotes over HTTP: name, role, summary (docs/serving.md, "Remotes over HTTP")."""
-
-TRANSFER_ROUTES = tuple(
-    Route("POST", f"{TENANT}/transfer/{step}", role, summary, _transfer(step), wire=True)
-    for step, role, summary in _STEPS
-)
-"""``POST transfer/{step}``: msgpack messages of :mod:`mnemosyne.admin.wire` both ways."""
 
 
 # -- the table ------------------------------------------------------------------------

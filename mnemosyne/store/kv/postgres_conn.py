@@ -41,6 +41,10 @@ SETTLE_SECONDS = 10.0
 """How long taking a connection waits for the answer to a ``ROLLBACK`` sent without waiting
 (the server ended the transaction when the message came; the answer is normally there)."""
 
+Conn = psycopg.Connection[tuple[object, ...]]
+Statement = tuple[str, list[object] | None]
+"""A statement and its parameters (None: none)."""
+
 RETRYABLE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected)
 """Errors after which a write transaction is run again from the start."""
 
@@ -371,6 +375,25 @@ def _next_result(pgconn: psycopg.pq.abc.PGconn) -> psycopg.pq.abc.PGresult | Non
         _ready(pgconn.socket, select.POLLIN)
         pgconn.consume_input()
     return pgconn.get_result()
+
+
+def run_round(conn: Conn, statements: list[Statement]) -> list[psycopg.Cursor[tuple[object, ...]]]:
+    """Send statements in one round trip (psycopg's pipeline mode); a cursor holds each one's rows.
+
+    Raises:
+        psycopg.errors.UniqueViolation: an object taken to be new was there (see ``Statements.insert_new``).
+    """
+    cursors = [conn.cursor(binary=True) for _ in statements]
+    if len(statements) == 1:
+        cursors[0].execute(statements[0][0], statements[0][1])
+    else:
+        with conn.pipeline():
+            for cursor, (query, params) in zip(cursors, statements, strict=True):
+                # Not prepared: psycopg can lose track of a statement prepared in a
+                # pipeline that an error aborted ("prepared statement does not exist";
+                # still so in psycopg 3.3, see test_postgres_round_trips.py).
+                cursor.execute(query, params, prepare=False)
+    return cursors
 
 
 @dataclass(frozen=True, slots=True)

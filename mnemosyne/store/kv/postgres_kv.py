@@ -33,6 +33,7 @@ from mnemosyne.store.kv.postgres_ahead import Key, Page, ReadAhead
 from mnemosyne.store.kv.postgres_conn import (
     EPOCH_TABLE,
     RETRYABLE,
+    Conn,
     PgLocation,
     Pool,
     create_tables,
@@ -40,17 +41,11 @@ from mnemosyne.store.kv.postgres_conn import (
     exchange_bound,
     exchange_pipelined,
     mapped,
+    run_round,
     store_exists,
 )
 from mnemosyne.store.kv.postgres_sql import ObjectCache, Statements
-from mnemosyne.store.kv.postgres_txn import (
-    Conn,
-    Detached,
-    Txn,
-    first_page,
-    pipelined,
-    run_round,
-)
+from mnemosyne.store.kv.postgres_txn import Detached, Txn, first_page, pipelined
 
 T = TypeVar("T")
 

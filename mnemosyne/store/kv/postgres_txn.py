@@ -21,7 +21,7 @@ import psycopg
 from mnemosyne.errors import InvalidInput, MnemoError
 from mnemosyne.store.kv.base import Space, prefix_end
 from mnemosyne.store.kv.postgres_ahead import FIRST_PAGE, QUESTIONS, Key, Page
-from mnemosyne.store.kv.postgres_conn import Command
+from mnemosyne.store.kv.postgres_conn import Command, Conn, Statement, run_round
 from mnemosyne.store.kv.postgres_sql import ObjectCache, Statements
 
 T = TypeVar("T")
@@ -32,34 +32,12 @@ LAST_PAGE = 4096
 BATCH_ROWS = 5000
 """Rows per statement when buffered writes are sent."""
 
-Conn = psycopg.Connection[tuple[object, ...]]
-Statement = tuple[str, list[object] | None]
-
 
 class Detached(BaseException):
     """A read outside any transaction needs the server: it runs again in a transaction.
 
     A ``BaseException``, so that no ``except Exception`` in the reading code stops it.
     """
-
-
-def run_round(conn: Conn, statements: list[Statement]) -> list[psycopg.Cursor[tuple[object, ...]]]:
-    """Send statements in one round trip (psycopg's pipeline mode); a cursor holds each one's rows.
-
-    Raises:
-        psycopg.errors.UniqueViolation: an object taken to be new was there (see ``Statements.insert_new``).
-    """
-    cursors = [conn.cursor(binary=True) for _ in statements]
-    if len(statements) == 1:
-        cursors[0].execute(statements[0][0], statements[0][1])
-    else:
-        with conn.pipeline():
-            for cursor, (query, params) in zip(cursors, statements, strict=True):
-                # Not prepared: psycopg can lose track of a statement prepared in a
-                # pipeline that an error aborted ("prepared statement does not exist";
-                # still so in psycopg 3.3, see test_postgres_round_trips.py).
-                cursor.execute(query, params, prepare=False)
-    return cursors
 
 
 class Backend(Protocol):
