@@ -24,7 +24,8 @@ def _threads_of(pid: int) -> list[int]:
         return []
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
+    """The pids whose parent is ``pid`` (read from /proc)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -54,12 +55,12 @@ def placed(data_dir: Path, client: set[int], server: set[int]) -> Iterator[None]
     everything = set(range(os.cpu_count() or 1))
     me = os.getpid()
     try:
-        for pid in [postmaster, *_children(postmaster)]:
+        for pid in [postmaster, *children(postmaster)]:
             _pin(pid, server)
         _pin(me, client)
         yield
     finally:
-        for pid in [postmaster, *_children(postmaster)]:
+        for pid in [postmaster, *children(postmaster)]:
             _pin(pid, everything)
         _pin(me, everything)
 

@@ -43,6 +43,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from harness import make_node, node_id, row
+from placement import children
 
 from mnemosyne import Repo, Store
 
@@ -70,22 +71,9 @@ def _cpu(pid: int, children: bool = False) -> float:
     return used / TICKS
 
 
-def _children(parent: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
-                found.append(int(entry))
-    return found
-
-
 def _pg_cpu(postmaster: int) -> float:
     """PostgreSQL's CPU seconds: the postmaster, its live backends, and those that ended."""
-    return _cpu(postmaster, children=True) + sum(_cpu(pid) for pid in _children(postmaster))
+    return _cpu(postmaster, children=True) + sum(_cpu(pid) for pid in children(postmaster))
 
 
 def _fsync_ms(folder: Path) -> float:

@@ -325,14 +325,7 @@ def exchange(conn: psycopg.Connection[tuple[object, ...]], message: bytes) -> li
     """
     pgconn = conn.pgconn
     pgconn.send_query(message)
-    _flush(pgconn)
-    results: list[psycopg.pq.abc.PGresult] = []
-    while (result := _next_result(pgconn)) is not None:
-        results.append(result)
-    for result in results:
-        if result.status == psycopg.pq.ExecStatus.FATAL_ERROR:
-            raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
-    return results
+    return _answers(conn)
 
 
 def exchange_bound(
@@ -352,6 +345,12 @@ def exchange_bound(
         return exchange_pipelined(conn, [Command(begin), Command(b"", name, values=tuple(values))], set())[-1]
     pgconn = conn.pgconn
     pgconn.send_query_prepared(name, values, param_formats=[1] * len(values))
+    return _answers(conn)[-1]
+
+
+def _answers(conn: psycopg.Connection[tuple[object, ...]]) -> list[psycopg.pq.abc.PGresult]:
+    """Send what was queued and read every result; the first failed statement raised."""
+    pgconn = conn.pgconn
     _flush(pgconn)
     results: list[psycopg.pq.abc.PGresult] = []
     while (result := _next_result(pgconn)) is not None:
@@ -359,7 +358,7 @@ def exchange_bound(
     for result in results:
         if result.status == psycopg.pq.ExecStatus.FATAL_ERROR:
             raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
-    return results[-1]
+    return results
 
 
 def _flush(pgconn: psycopg.pq.abc.PGconn) -> None:
