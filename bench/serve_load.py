@@ -6,7 +6,7 @@ store of ``memories`` memories; this process drives it over loopback HTTP.
 - **Side by side** (one keep-alive connection, blocks taking turns, medians):
   ``GET /v1/health`` (the HTTP floor: routing and a JSON answer, no token, no
   store), a served ``get``, a served ``search``, and the same ``search`` in this
-  process on the same store. Targets: served get <= 2 x floor; served search <=
+  process on the same store. Targets: served get <= 1.5 x floor; served search <=
   in-process search + floor.
 - **Load** (an async httpx driver, one keep-alive connection per client): each
   client picks 70 % reads (get 30, search 15, log 15, blame 10) and 30 % commits
@@ -128,8 +128,8 @@ def _side_by_side(url: str, token: str, path: Path, base: str, runs: int, block:
         "serve: get over HTTP / the floor (median ms)",
         n,
         f"{p50['get']:.2f} / {p50['floor']:.2f} = {p50['get'] / p50['floor']:.2f}",
-        "<= 2",
-        p50["get"] <= 2 * p50["floor"],
+        "<= 1.5",
+        p50["get"] <= 1.5 * p50["floor"],
     )
     row(
         "serve: search over HTTP / in-process search in the bench's process (median ms, lexical)",
@@ -266,6 +266,24 @@ async def _load(
     }
 
 
+def _startup(path: Path, runs: int = 5) -> None:
+    """From ``mnemo serve`` started to its first answer (the MCP SDK is imported at /mcp's first request)."""
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        process, url = _start(path)
+        try:
+            host, port = url.removeprefix("http://").split(":")
+            connection = http.client.HTTPConnection(host, int(port), timeout=60)
+            connection.request("GET", "/v1/health")
+            assert connection.getresponse().status == 200
+            samples.append(time.perf_counter() - started)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+    row("serve: start-up to the first answer, median (ms)", f"{runs} runs", f"{statistics.median(samples) * 1e3:.0f}")
+
+
 def bench_serve(
     root: Path, memories: int = 100_000, clients: int = 32, seconds: float = 60.0, runs: int = 15
 ) -> None:
@@ -276,6 +294,7 @@ def bench_serve(
     row("serve: build the store (s)", f"{memories}m", f"{time.perf_counter() - t0:.1f}")
     with Store.open(path) as store:
         token = store.create_token("default", "write", name="bench").token
+    _startup(path)
     process, url = _start(path)
     base = "/v1/tenants/default"
     try:

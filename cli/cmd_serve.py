@@ -289,6 +289,7 @@ def serve(
             log_level="warning",
             access_log=False,  # the application logs each request itself (--access-log)
             lifespan="on",
+            ws="none",  # no WebSocket route: its libraries would only lengthen start-up
             timeout_graceful_shutdown=5,
             timeout_keep_alive=limits.idle_timeout,
             backlog=BACKLOG,

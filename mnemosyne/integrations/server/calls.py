@@ -136,6 +136,7 @@ class Route:
     headers: tuple[str, ...] = field(default=())
     recall: bool = False  # CPU- and memory-heavy: run a few at a time (see asgi.Api)
     wire: bool = False  # a transfer step: msgpack body and answer (mnemosyne.admin.wire)
+    quick: bool = False  # one lookup at a branch's tip: answered on the event loop when local (asgi.Api)
 
 
 # -- shared parameters ----------------------------------------------------------------

@@ -31,6 +31,7 @@ COMMITTING = frozenset({"POST /v1/tenants/{tenant}/commits", "POST /v1/tenants/{
 
 
 @functools.lru_cache(maxsize=4096)  # asked per request; the tenants a server holds are few
+@functools.lru_cache(maxsize=1024)  # a hash per request cost a tenth of what counting it does
 def tenant_label(tenant: str) -> str:
     """The label a tenant's series carry: the first 12 hex digits of its name's SHA-256.
 

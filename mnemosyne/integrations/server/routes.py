@@ -347,6 +347,7 @@ ROUTES: tuple[Route, ...] = (
         _branch_tip,
         response=Tip,
         headers=("ETag",),
+        quick=True,
     ),
     Route(
         "GET",
@@ -356,6 +357,7 @@ ROUTES: tuple[Route, ...] = (
         "what a client that keeps what it read compares before serving it again.",
         _freshness,
         response=Freshness,
+        quick=True,
     ),
     Route(
         "GET",
@@ -366,6 +368,7 @@ ROUTES: tuple[Route, ...] = (
         query=(AT, AS_OF, Param("include_expired", "boolean", "Return it even past its expires_at.")),
         response=Node,
         headers=("ETag",),
+        quick=True,
     ),
     Route(
         "GET",

@@ -118,6 +118,10 @@ class KV(Protocol):
     """A storage backend."""
 
     readonly: bool
+    remote: bool
+    """Whether a read waits on a server (PostgreSQL) rather than looking in a map of this
+    process (LMDB, memory): a server answers such reads from a worker thread, never its
+    event loop."""
 
     def read(self) -> AbstractContextManager[ReadTxn]:
         """Open a snapshot read transaction."""

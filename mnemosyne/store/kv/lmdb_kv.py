@@ -212,6 +212,8 @@ class LmdbKV:
     The first handle opened on a path in a process sets its options.
     """
 
+    remote = False  # a read is a lookup in the map
+
     def __init__(
         self,
         path: str | os.PathLike[str],

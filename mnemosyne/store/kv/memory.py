@@ -127,6 +127,8 @@ class _Txn:
 class MemoryKV:
     """Keyspaces held in process memory. Nothing survives ``close``."""
 
+    remote = False
+
     def __init__(self, readonly: bool = False) -> None:
         self.readonly = readonly
         self._tables: dict[Space, _Table] = {space: _Table() for space in Space}

@@ -82,6 +82,8 @@ class PostgresKV:
         InvalidInput: a URL that is not one, or a bad schema name.
     """
 
+    remote = True  # a read not at hand is a round trip to the server
+
     def __init__(self, url: str, *, create: bool = False, readonly: bool = False, sync: bool = True) -> None:
         self.where = PgLocation.parse(url)
         self.readonly = readonly
