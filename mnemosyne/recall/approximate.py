@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from importlib.util import find_spec
 
 import numpy as np
@@ -258,6 +259,17 @@ class _Codes:
         self._codes: Codes = np.zeros((0, dim + SCALE_BYTES), dtype=np.int8)
         self._used = 0
 
+    def reserve(self, rows: int) -> None:
+        """Make room for the codes of rows ``0`` to ``rows`` (no doubling while they are put)."""
+        if rows > len(self._at):
+            at = np.full(rows, -1, dtype=np.int64)
+            at[: len(self._at)] = self._at
+            self._at = at
+        if rows > len(self._codes):
+            grown = np.zeros((rows, self._codes.shape[1]), np.int8)
+            grown[: self._used] = self._codes[: self._used]
+            self._codes = grown
+
     def put(self, rows: Rows, codes: Codes) -> None:
         if not len(rows):
             return
@@ -304,6 +316,8 @@ class Approximate:
         # graph cannot look a key up): the saved rows' from their file, the others' here.
         self._saved_codes: Codes = np.zeros((0, dim + SCALE_BYTES), dtype=np.int8)
         self._codes = _Codes(dim)
+        self.lost = False
+        """The graph in memory was let go of and the saved one not mapped (see :meth:`map_instead`)."""
         # usearch allows searches alongside each other, not beside a removal or an add.
         self._lock = threading.Lock()
 
@@ -334,18 +348,58 @@ class Approximate:
         Forgets the graph in memory: ``graph`` must hold every row linked now.
         """
         with self._lock:
-            self._saved, self._buffer, self._memory = graph, buffer, None
-            self.in_saved = in_saved.copy()
-            self.linked = in_saved.copy()
-            self.in_memory = np.zeros(len(in_saved), dtype=bool)
-            self.dropped_saved = 0
-            self.isolated = isolated
-            self._saved_codes = codes
-            self._codes = _Codes(self.dim)
+            self._map(graph, buffer, in_saved, isolated, codes)
 
-    def _grow(self, size: int) -> None:
+    def _map(
+        self,
+        graph: Graph,
+        buffer: memoryview,
+        in_saved: npt.NDArray[np.bool_],
+        isolated: Isolated,
+        codes: Codes,
+    ) -> None:
+        self._saved, self._buffer, self._memory = graph, buffer, None
+        self.in_saved = in_saved.copy()
+        self.linked = in_saved.copy()
+        self.in_memory = np.zeros(len(in_saved), dtype=bool)
+        self.dropped_saved = 0
+        self.isolated = isolated
+        self._saved_codes = codes
+        self._codes = _Codes(self.dim)
+
+    def reserve(self, rows: int) -> None:
+        """Make room for rows ``0`` to ``rows`` at once (a build that knows how many it reads)."""
+        with self._lock:
+            self._grow(rows, exact=True)
+            self._codes.reserve(rows)
+
+    def map_instead(
+        self, saved: Callable[[], tuple[Graph, memoryview, Codes] | None], in_saved: npt.NDArray[np.bool_]
+    ) -> bool:
+        """Let go of the graph and codes in memory, then propose from the saved ones ``saved()`` maps.
+
+        For a save that wrote every linked row (see :meth:`merged`): the graph in
+        memory (900 MB at a million 384-wide rows) is gone before the saved one is
+        mapped, rather than both being resident at once. When ``saved()`` gives
+        None, this index has lost its rows (:attr:`lost`): its owner builds anew.
+
+        Returns:
+            Whether the saved index is mapped.
+        """
+        with self._lock:  # no search meanwhile sees neither graph
+            self._memory = None
+            self._codes = _Codes(self.dim)
+            opened = saved()
+            if opened is None:
+                self.lost = True
+                return False
+            graph, buffer, codes = opened
+            self._map(graph, buffer, in_saved, self.isolated, codes)
+            return True
+
+    def _grow(self, size: int, exact: bool = False) -> None:
         if size > len(self.linked):
-            grown = max(size, 2 * len(self.linked), 16)
+            grown = size if exact else max(size, 2 * len(self.linked), 16)
             for name in ("in_saved", "linked", "in_memory"):
                 old = getattr(self, name)
                 new = np.zeros(grown, dtype=bool)
