@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from support.tiers import examples
 
 from mnemosyne.index.view import Stores, View
-from mnemosyne.recall import index_files, semantic
+from mnemosyne.recall import index_files, matrix, semantic
 from mnemosyne.recall.index_location import IndexLocation
 from mnemosyne.recall.matrix import VectorCache
 from mnemosyne.recall.postings import NEVER, Postings
@@ -173,3 +173,29 @@ def test_letting_go_of_the_store_pages_read_keeps_every_read(tmp_path: Path) -> 
             assert all(txn.get(Space.VECTORS, key) == value for key, value in values.items())
     finally:
         kv.close()
+
+
+def test_a_build_lets_go_of_the_store_pages_as_it_reads_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building an approximate index asks the store to let go of its pages every few blocks, exact never."""
+    calls: list[int] = []
+    monkeypatch.setattr(matrix, "LET_GO_AFTER", 16)  # blocks (of 32 rows)
+    monkeypatch.setattr(matrix, "BLOCKS_READ", 8)  # change-log entries applied at a time
+    vectors, _ = clustered(5, 5000, 2)  # 157 blocks
+    kv, _ = stored(vectors)
+    with kv.read() as txn:
+        monkeypatch.setattr(type(txn), "let_go", lambda self: calls.append(1))
+    assert len(top(kv, VectorCache(), vectors[:1], 0, 10)) == 10
+    assert len(calls) >= 157 // 16
+    calls.clear()
+    with kv.read() as txn:
+        exact = semantic.semantic(
+            View(Stores(SCOPE), txn),
+            Postings(SCOPE),
+            VectorCache(),
+            Fixed(vectors[:1]),
+            "0",
+            lambda node_id, oid, expires: True,
+            10,
+            versions=lambda chash: ((chash, chash.hex(), NEVER),),
+        )
+    assert len(exact) == 10 and calls == []  # the exact matrix holds the float32 vectors itself
