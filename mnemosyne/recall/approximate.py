@@ -262,9 +262,7 @@ class _Codes:
     def reserve(self, rows: int) -> None:
         """Make room for the codes of rows ``0`` to ``rows`` (no doubling while they are put)."""
         if rows > len(self._at):
-            at = np.full(rows, -1, dtype=np.int64)
-            at[: len(self._at)] = self._at
-            self._at = at
+            self._at = np.concatenate([self._at, np.full(rows - len(self._at), -1, dtype=np.int64)])
         if rows > len(self._codes):
             grown = np.zeros((rows, self._codes.shape[1]), np.int8)
             grown[: self._used] = self._codes[: self._used]
@@ -319,7 +317,7 @@ class Approximate:
         self.lost = False
         """The graph in memory was let go of and the saved one not mapped (see :meth:`map_instead`)."""
         # usearch allows searches alongside each other, not beside a removal or an add.
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def __len__(self) -> int:
         return int(np.count_nonzero(self.linked))
@@ -348,24 +346,14 @@ class Approximate:
         Forgets the graph in memory: ``graph`` must hold every row linked now.
         """
         with self._lock:
-            self._map(graph, buffer, in_saved, isolated, codes)
-
-    def _map(
-        self,
-        graph: Graph,
-        buffer: memoryview,
-        in_saved: npt.NDArray[np.bool_],
-        isolated: Isolated,
-        codes: Codes,
-    ) -> None:
-        self._saved, self._buffer, self._memory = graph, buffer, None
-        self.in_saved = in_saved.copy()
-        self.linked = in_saved.copy()
-        self.in_memory = np.zeros(len(in_saved), dtype=bool)
-        self.dropped_saved = 0
-        self.isolated = isolated
-        self._saved_codes = codes
-        self._codes = _Codes(self.dim)
+            self._saved, self._buffer, self._memory = graph, buffer, None
+            self.in_saved = in_saved.copy()
+            self.linked = in_saved.copy()
+            self.in_memory = np.zeros(len(in_saved), dtype=bool)
+            self.dropped_saved = 0
+            self.isolated = isolated
+            self._saved_codes = codes
+            self._codes = _Codes(self.dim)
 
     def reserve(self, rows: int) -> None:
         """Make room for rows ``0`` to ``rows`` at once (a build that knows how many it reads)."""
@@ -376,26 +364,20 @@ class Approximate:
     def map_instead(
         self, saved: Callable[[], tuple[Graph, memoryview, Codes] | None], in_saved: npt.NDArray[np.bool_]
     ) -> bool:
-        """Let go of the graph and codes in memory, then propose from the saved ones ``saved()`` maps.
+        """Let go of the graph and codes in memory, then map the saved ones (``saved()``); whether it did.
 
-        For a save that wrote every linked row (see :meth:`merged`): the graph in
-        memory (900 MB at a million 384-wide rows) is gone before the saved one is
-        mapped, rather than both being resident at once. When ``saved()`` gives
-        None, this index has lost its rows (:attr:`lost`): its owner builds anew.
-
-        Returns:
-            Whether the saved index is mapped.
+        After a save of every linked row (see :meth:`merged`): the two graphs are never
+        resident at once (the one in memory is about 900 MB at a million 384-wide rows).
+        When ``saved()`` gives None the rows are lost (:attr:`lost`): the owner builds anew.
         """
-        with self._lock:  # no search meanwhile sees neither graph
-            self._memory = None
-            self._codes = _Codes(self.dim)
+        with self._lock:  # no search meanwhile sees neither graph (a reentrant lock: map takes it)
+            self._memory, self._codes = None, _Codes(self.dim)
             opened = saved()
             if opened is None:
                 self.lost = True
-                return False
-            graph, buffer, codes = opened
-            self._map(graph, buffer, in_saved, self.isolated, codes)
-            return True
+            else:
+                self.map(opened[0], opened[1], in_saved, self.isolated, opened[2])
+            return opened is not None
 
     def _grow(self, size: int, exact: bool = False) -> None:
         if size > len(self.linked):

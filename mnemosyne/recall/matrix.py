@@ -294,6 +294,13 @@ saves it again: a new process then links at most about this many itself (a third
 second at a million rows, beside a few seconds for a save there)."""
 
 
+def _built(dim: int, capacity: int) -> Matrix:
+    """An empty approximate matrix with room for ``capacity`` rows (about what the blocks hold)."""
+    found = Matrix(dim, approximate=True)
+    found.reserve(capacity)
+    return found
+
+
 def _keys(hashes: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
     """The first 8 bytes of each content hash, as big-endian numbers."""
     return np.ascontiguousarray(hashes[:, :8]).view(">u8").reshape(-1).astype(np.uint64)
@@ -372,30 +379,34 @@ class VectorCache:
         or more (None: always exact); a matrix that crosses that line is read anew.
         """
         scope = store.scope
-        approximate = approximate_from is not None and store.capacity(txn, model) >= approximate_from
+        capacity = store.capacity(txn, model) if approximate_from is not None else 0
+        approximate = approximate_from is not None and capacity >= approximate_from
         with self._lock:
             found = self._matrices.get((scope, model))
             if found is None or found.dim != dim or (found.approx is not None) != approximate:
-                found = self._fresh(txn, store, model, dim, approximate)
+                found = self._fresh(txn, store, model, dim, capacity if approximate else None)
             found = self._catch_up(txn, store, model, found)
             if found.approx is not None:
                 self._maybe_save(txn, store, model, found)
                 if found.approx.lost:  # saved, but the saved files could not be mapped
-                    found = self._catch_up(txn, store, model, Matrix(dim, True))
+                    found = self._catch_up(txn, store, model, _built(dim, capacity))
                     found.save_failed = True
             self._matrices[(scope, model)] = found
             return found
 
-    def _fresh(self, txn: ReadTxn, store: VectorStore, model: str, dim: int, approximate: bool) -> Matrix:
-        """A matrix to catch up from: the saved index when it checks out, else an empty one."""
-        if approximate and self.location is not None:
+    def _fresh(self, txn: ReadTxn, store: VectorStore, model: str, dim: int, capacity: int | None) -> Matrix:
+        """A matrix to catch up from: the saved index when it checks out, else an empty one.
+
+        ``capacity``: the rows the model's blocks can hold, for an approximate
+        matrix (None: exact).
+        """
+        if capacity is None:
+            return Matrix(dim)
+        if self.location is not None:
             loaded = self._load(txn, store, model, dim)
             if loaded is not None:
                 return loaded
-        found = Matrix(dim, approximate)
-        if approximate:
-            found.reserve(store.capacity(txn, model))  # about as many rows as the blocks hold
-        return found
+        return _built(dim, capacity)
 
     def _load(self, txn: ReadTxn, store: VectorStore, model: str, dim: int) -> Matrix | None:
         """The saved index of ``model``, if its header matches this store as ``txn`` sees it."""
