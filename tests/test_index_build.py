@@ -127,19 +127,22 @@ def test_a_saved_index_is_mapped_instead_of_the_graph_built_in_memory(
     vectors, _ = clustered(3, 6000, 4)
     kv, hashes = stored(vectors)
     questions = vectors[:20]
+    exact = [{hashes[row] for row in np.argsort(-(vectors @ q), kind="stable")[:10]} for q in questions]
+
+    def recall(cache: VectorCache) -> float:
+        found = sum(len(set(top(kv, cache, questions, n, 10)) & exact[n]) for n in range(20))
+        return found / 200
+
     cache = VectorCache(IndexLocation(str(tmp_path), writable=True))
-    first = [top(kv, cache, questions, n, 10) for n in range(20)]
-    (matrix,) = cache.held()
-    assert matrix.approx is not None and matrix.approx.saved and matrix.approx.linked_since == 0
-    assert [hashes[n] for n in range(20)] == [hits[0] for hits in first]
+    assert recall(cache) >= 0.9
+    (matrix_,) = cache.held()
+    assert matrix_.approx is not None and matrix_.approx.saved and matrix_.approx.linked_since == 0
+    assert recall(cache) >= 0.9  # through the mapped files
 
     # The files are written, but mapping them fails: the rows are linked again in memory.
     monkeypatch.setattr(index_files, "view", lambda graph, dim: None)
     again = VectorCache(IndexLocation(str(tmp_path / "other"), writable=True))
-    rebuilt_hits = [top(kv, again, questions, n, 10) for n in range(20)]
-    assert [hits[0] for hits in rebuilt_hits] == [hashes[n] for n in range(20)]
-    # A graph built again links the rows its own way: nearly the same proposals.
-    assert sum(len(set(a) & set(b)) for a, b in zip(rebuilt_hits, first, strict=True)) >= 0.95 * 200
+    assert recall(again) >= 0.9
     (rebuilt,) = again.held()
     assert rebuilt.approx is not None and not rebuilt.approx.lost and len(rebuilt.approx) == len(vectors)
     assert rebuilt.save_failed  # not written again on every search

@@ -12,14 +12,16 @@ current contents. Nothing is lost, and nothing is written.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
+import sys
+from typing import Any
 
 _MADV_DONTNEED = 4
-"""Linux's value (the only system with /proc/self/maps, where this acts)."""
+"""Linux's value: only Linux is asked (it lists a process's mappings in /proc/self/maps)."""
 
-_libc: ctypes.CDLL | None = None
+_libc: Any = None
+"""The C library through ctypes, loaded at the first call: ctypes.util imports modules
+(tempfile among them) that a process which never builds an index should not load."""
 
 
 def let_go(path: str) -> int:
@@ -30,6 +32,8 @@ def let_go(path: str) -> int:
         mappings, or none is of that file).
     """
     global _libc
+    if not sys.platform.startswith("linux"):
+        return 0
     real = os.path.realpath(path)
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
@@ -47,6 +51,9 @@ def let_go(path: str) -> int:
     if not spans:
         return 0
     if _libc is None:
+        import ctypes
+        import ctypes.util
+
         _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
         _libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         _libc.madvise.restype = ctypes.c_int
