@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from importlib.util import find_spec
 
 import numpy as np
@@ -258,6 +259,15 @@ class _Codes:
         self._codes: Codes = np.zeros((0, dim + SCALE_BYTES), dtype=np.int8)
         self._used = 0
 
+    def reserve(self, rows: int) -> None:
+        """Make room for the codes of rows ``0`` to ``rows`` (no doubling while they are put)."""
+        if rows > len(self._at):
+            self._at = np.concatenate([self._at, np.full(rows - len(self._at), -1, dtype=np.int64)])
+        if rows > len(self._codes):
+            grown = np.zeros((rows, self._codes.shape[1]), np.int8)
+            grown[: self._used] = self._codes[: self._used]
+            self._codes = grown
+
     def put(self, rows: Rows, codes: Codes) -> None:
         if not len(rows):
             return
@@ -304,8 +314,10 @@ class Approximate:
         # graph cannot look a key up): the saved rows' from their file, the others' here.
         self._saved_codes: Codes = np.zeros((0, dim + SCALE_BYTES), dtype=np.int8)
         self._codes = _Codes(dim)
+        self.lost = False
+        """The graph in memory was let go of and the saved one not mapped (see :meth:`map_instead`)."""
         # usearch allows searches alongside each other, not beside a removal or an add.
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def __len__(self) -> int:
         return int(np.count_nonzero(self.linked))
@@ -343,9 +355,33 @@ class Approximate:
             self._saved_codes = codes
             self._codes = _Codes(self.dim)
 
-    def _grow(self, size: int) -> None:
+    def reserve(self, rows: int) -> None:
+        """Make room for rows ``0`` to ``rows`` at once (a build that knows how many it reads)."""
+        with self._lock:
+            self._grow(rows, exact=True)
+            self._codes.reserve(rows)
+
+    def map_instead(
+        self, saved: Callable[[], tuple[Graph, memoryview, Codes] | None], in_saved: npt.NDArray[np.bool_]
+    ) -> bool:
+        """Let go of the graph and codes in memory, then map the saved ones (``saved()``); whether it did.
+
+        After a save of every linked row (see :meth:`merged`): the two graphs are never
+        resident at once (the one in memory is about 900 MB at a million 384-wide rows).
+        When ``saved()`` gives None the rows are lost (:attr:`lost`): the owner builds anew.
+        """
+        with self._lock:  # no search meanwhile sees neither graph (a reentrant lock: map takes it)
+            self._memory, self._codes = None, _Codes(self.dim)
+            opened = saved()
+            if opened is None:
+                self.lost = True
+            else:
+                self.map(opened[0], opened[1], in_saved, self.isolated, opened[2])
+            return opened is not None
+
+    def _grow(self, size: int, exact: bool = False) -> None:
         if size > len(self.linked):
-            grown = max(size, 2 * len(self.linked), 16)
+            grown = size if exact else max(size, 2 * len(self.linked), 16)
             for name in ("in_saved", "linked", "in_memory"):
                 old = getattr(self, name)
                 new = np.zeros(grown, dtype=bool)

@@ -20,13 +20,13 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemosyne.recall import index_files
-from mnemosyne.recall.approximate import Approximate
+from mnemosyne.recall.approximate import Approximate, Codes, Graph
 from mnemosyne.recall.embedders import Vectors
 from mnemosyne.recall.index_files import Saved
 from mnemosyne.recall.index_location import IndexLocation
 from mnemosyne.recall.names import NameMemory, Names
 from mnemosyne.recall.postings import Postings
-from mnemosyne.recall.vectors import DEAD, VectorStore, parse_block
+from mnemosyne.recall.vectors import BLOCK_ROWS, DEAD, VectorStore, parse_block
 from mnemosyne.store.kv.base import ReadTxn
 
 G = TypeVar("G", bound=np.generic)
@@ -135,10 +135,20 @@ class Matrix:
                 out[i] = row
         return out
 
-    def _grow(self, end: int) -> None:
+    def reserve(self, rows: int) -> None:
+        """Make room for ``rows`` rows at once (a build that knows how many it reads grows nothing).
+
+        Growing by doubling would hold the old arrays and the new, twice as large,
+        at once: at a million rows, hundreds of MB more at the peak of a build.
+        """
+        self._grow(rows, exact=True)
+        if self.approx is not None:
+            self.approx.reserve(rows)
+
+    def _grow(self, end: int, exact: bool = False) -> None:
         if end <= len(self.alive):
             return
-        size = max(16, 2 * len(self.alive), end)
+        size = end if exact else max(16, 2 * len(self.alive), end)
         if self.approx is None:
             self.rows = _grown(self.rows, size)
         self.hashes = _grown(self.hashes, size)
@@ -273,10 +283,22 @@ MEMBERS_BYTES = 64 << 20
 BLOCKS_READ = 64
 """Change-log entries applied at a time, the blocks they name read together: a few MB at most."""
 
+LET_GO_AFTER = 1024
+"""Vector blocks read (32 rows each: about 48 MB at 384 wide) after which a catch-up of an
+approximate index lets their pages leave the process's resident memory (see
+:meth:`~mnemosyne.store.kv.base.ReadTxn.let_go`)."""
+
 SAVE_AFTER = 2048
 """Rows linked since the saved index (or dropped from it) past which a writable handle
 saves it again: a new process then links at most about this many itself (a third of a
 second at a million rows, beside a few seconds for a save there)."""
+
+
+def _built(dim: int, capacity: int) -> Matrix:
+    """An empty approximate matrix with room for ``capacity`` rows (about what the blocks hold)."""
+    found = Matrix(dim, approximate=True)
+    found.reserve(capacity)
+    return found
 
 
 def _keys(hashes: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
@@ -357,24 +379,34 @@ class VectorCache:
         or more (None: always exact); a matrix that crosses that line is read anew.
         """
         scope = store.scope
-        approximate = approximate_from is not None and store.capacity(txn, model) >= approximate_from
+        capacity = store.capacity(txn, model) if approximate_from is not None else 0
+        approximate = approximate_from is not None and capacity >= approximate_from
         with self._lock:
             found = self._matrices.get((scope, model))
             if found is None or found.dim != dim or (found.approx is not None) != approximate:
-                found = self._fresh(txn, store, model, dim, approximate)
+                found = self._fresh(txn, store, model, dim, capacity if approximate else None)
             found = self._catch_up(txn, store, model, found)
             if found.approx is not None:
                 self._maybe_save(txn, store, model, found)
+                if found.approx.lost:  # saved, but the saved files could not be mapped
+                    found = self._catch_up(txn, store, model, _built(dim, capacity))
+                    found.save_failed = True
             self._matrices[(scope, model)] = found
             return found
 
-    def _fresh(self, txn: ReadTxn, store: VectorStore, model: str, dim: int, approximate: bool) -> Matrix:
-        """A matrix to catch up from: the saved index when it checks out, else an empty one."""
-        if approximate and self.location is not None:
+    def _fresh(self, txn: ReadTxn, store: VectorStore, model: str, dim: int, capacity: int | None) -> Matrix:
+        """A matrix to catch up from: the saved index when it checks out, else an empty one.
+
+        ``capacity``: the rows the model's blocks can hold, for an approximate
+        matrix (None: exact).
+        """
+        if capacity is None:
+            return Matrix(dim)
+        if self.location is not None:
             loaded = self._load(txn, store, model, dim)
             if loaded is not None:
                 return loaded
-        return Matrix(dim, approximate)
+        return _built(dim, capacity)
 
     def _load(self, txn: ReadTxn, store: VectorStore, model: str, dim: int) -> Matrix | None:
         """The saved index of ``model``, if its header matches this store as ``txn`` sees it."""
@@ -403,11 +435,20 @@ class VectorCache:
         """Apply the change log after ``found.seq``: new blocks added, rows of rewritten ones dropped."""
         rewritten: set[int] = set()
         log = store.log_since(txn, model, found.seq)
+        read = 0
         while changes := list(islice(log, BLOCKS_READ)):
             # The blocks these entries name, read at once (on PostgreSQL a round trip each).
             named = [change[1:] for _, change in changes if len(change) == 5 and change[:1] != b"-"]
             blocks = store.blocks_at(txn, model, list(dict.fromkeys(named)))
             found = self._apply(changes, blocks, rewritten, found)
+            read += len(blocks)
+            if read >= LET_GO_AFTER and found.approx is not None:
+                # The index keeps its own int8 copies: the blocks' pages need not stay
+                # resident (1.5 GB at a million 384-wide vectors).
+                txn.let_go()
+                read = 0
+        if read and found.approx is not None and found.count >= LET_GO_AFTER * BLOCK_ROWS:
+            txn.let_go()
         # Dropped rows are found from the blocks as this transaction sees them, so the
         # order of the entries read does not matter: a row is alive where its block holds it.
         found.drop_gone(txn, store, model, rewritten)
@@ -477,12 +518,17 @@ class VectorCache:
         if written is None:
             found.save_failed = True
             return False
-        viewed = index_files.view(written[0], found.dim)
-        codes = index_files.view_codes(written[1], found.count, found.dim)
-        if viewed is None or codes is None:
+        del graph  # the files hold it now: the graph in memory goes before the saved one is mapped
+        count, dim = found.count, found.dim
+
+        def saved() -> tuple[Graph, memoryview, Codes] | None:
+            viewed = index_files.view(written[0], dim)
+            codes = index_files.view_codes(written[1], count, dim)
+            return None if viewed is None or codes is None else (viewed[0], viewed[1], codes)
+
+        if not approx.map_instead(saved, arrays["alive"].astype(bool)):
             found.save_failed = True
             return False
-        approx.map(viewed[0], viewed[1], arrays["alive"].astype(bool), approx.isolated, codes)
         return True
 
     def scrub(self, txn: ReadTxn, store: VectorStore, model: str, dim: int) -> bool:

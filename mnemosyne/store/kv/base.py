@@ -83,6 +83,17 @@ class ReadTxn(Protocol):
         """
         ...
 
+    def let_go(self) -> None:
+        """Let the store's pages this process has read leave its memory (a hint).
+
+        For a long pass over much of the store (building an approximate index
+        reads every vector block): LMDB maps its file, and every page read stays
+        in the process's resident memory until it lets go of the mapping. The
+        pages stay in the operating system's cache, and a later read maps them
+        again. Elsewhere it does nothing.
+        """
+        ...
+
 
 class WriteTxn(ReadTxn, Protocol):
     """A read transaction that may also write; all or nothing."""

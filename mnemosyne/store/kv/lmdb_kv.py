@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 import lmdb
 
 from mnemosyne.errors import CorruptObject, InvalidInput, MnemoError, StorageFull
-from mnemosyne.store.kv import lmdb_seal, lmdb_space
+from mnemosyne.store.kv import lmdb_seal, lmdb_space, mapped_pages
 from mnemosyne.store.kv.base import ReadTxn, Space, WriteTxn, prefix_end
 from mnemosyne.store.kv.datafile import DATA_FILE, check_data_file
 from mnemosyne.store.kv.lmdb_env import SharedEnv, is_unwritable
@@ -129,6 +129,9 @@ class _Txn:
 
     def prefetch_scans(self, space: Space, scans: list[tuple[bytes, bytes | None, bool]]) -> None:
         pass  # a scan costs no round trip here
+
+    def let_go(self) -> None:
+        mapped_pages.let_go(os.path.join(self._path, DATA_FILE))
 
     def scan(
         self, space: Space, prefix: bytes, start: bytes | None = None, reverse: bool = False

@@ -59,6 +59,9 @@ class _Txn:
     def prefetch_scans(self, space: Space, scans: list[tuple[bytes, bytes | None, bool]]) -> None:
         self._table(space)  # nothing to fetch ahead in memory; a closed transaction still refuses
 
+    def let_go(self) -> None:
+        pass  # nothing is mapped
+
     def scan(
         self, space: Space, prefix: bytes, start: bytes | None = None, reverse: bool = False
     ) -> Iterator[tuple[bytes, bytes]]:

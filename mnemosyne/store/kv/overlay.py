@@ -39,6 +39,10 @@ class Overlay:
         """Pass the hint to the scratch store, which scans serve."""
         self.scratch.prefetch_scans(space, scans)
 
+    def let_go(self) -> None:
+        """Pass the hint to the real store, whose pages the reads map."""
+        self.real.let_go()
+
     def scan(
         self, space: Space, prefix: bytes, start: bytes | None = None, reverse: bool = False
     ) -> Iterator[tuple[bytes, bytes]]:

@@ -221,6 +221,9 @@ class Txn:
                     self._batched.update((space, key) for key in chunk)
         return [found[key] for key in keys]
 
+    def let_go(self) -> None:
+        """Nothing of the store is mapped here: values read are copies the caller holds."""
+
     def prefetch_scans(self, space: Space, scans: list[tuple[bytes, bytes | None, bool]]) -> None:
         """Read the first page of each scan ``(prefix, start, reverse)`` in one round trip.
 
