@@ -10,7 +10,6 @@ a save whose files cannot be mapped (the index is built again, never lost).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from pathlib import Path
@@ -20,13 +19,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.tiers import examples
+from support.vector_blocks import stored_vectors
 
 from mnemosyne.index.view import Stores, View
 from mnemosyne.recall import index_files, matrix, semantic
 from mnemosyne.recall.index_location import IndexLocation
 from mnemosyne.recall.matrix import VectorCache
 from mnemosyne.recall.postings import NEVER, Postings
-from mnemosyne.recall.vectors import BLOCK_ROWS, VectorStore
+from mnemosyne.recall.vectors import BLOCK_ROWS
 from mnemosyne.store.kv.base import Space
 from mnemosyne.store.kv.lmdb_kv import LmdbKV
 from mnemosyne.store.kv.memory import MemoryKV
@@ -61,19 +61,7 @@ class Fixed:
 
 
 def stored(vectors: np.ndarray) -> tuple[MemoryKV, list[bytes]]:
-    hashes = [hashlib.blake2b(i.to_bytes(8, "big"), digest_size=32).digest() for i in range(len(vectors))]
-    kv = MemoryKV()
-    store = VectorStore(SCOPE)
-
-    def write(txn: object) -> None:
-        store.set_model(txn, "m", WIDTH)  # type: ignore[arg-type]
-        writer = store.writer(txn, "m", defer_map=True)  # type: ignore[arg-type]
-        writer.store(hashes, vectors)
-        writer.close()
-        store.ensure_identity(txn)  # type: ignore[arg-type]
-
-    kv.transact(write)
-    return kv, hashes
+    return stored_vectors(vectors, SCOPE, identity=True)
 
 
 def top(kv: MemoryKV, cache: VectorCache, questions: np.ndarray, number: int, k: int) -> list[bytes]:

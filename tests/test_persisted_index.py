@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 from support.components import unavailable
 from support.internals import vector_cache
+from support.vector_blocks import stored_vectors
 
 from mnemosyne import InvalidInput, Node, Repo, Store
 from mnemosyne.index.view import Stores, View
@@ -37,7 +38,6 @@ from mnemosyne.recall.matrix import Matrix, VectorCache
 from mnemosyne.recall.postings import NEVER, Postings
 from mnemosyne.recall.text import content_hash
 from mnemosyne.recall.vectors import VectorStore, block_row
-from mnemosyne.store.kv.memory import MemoryKV
 
 DIM = 32
 SCOPE = b"\x00\x00\x00\x00"
@@ -542,17 +542,7 @@ def test_unique_matches_are_found_among_200000_near_duplicates() -> None:
     needles = rng.choice(count + planted, planted, replace=False)
     vectors_[needles] = rng.standard_normal((planted, width)).astype(np.float32)
     vectors_ /= np.linalg.norm(vectors_, axis=1, keepdims=True)
-    hashes = [hashlib.blake2b(i.to_bytes(8, "big"), digest_size=32).digest() for i in range(len(vectors_))]
-    kv = MemoryKV()
-    store = VectorStore(SCOPE)
-
-    def write(txn: object) -> None:
-        store.set_model(txn, "m", width)  # type: ignore[arg-type]
-        writer = store.writer(txn, "m", defer_map=True)  # type: ignore[arg-type]
-        writer.store(hashes, vectors_)
-        writer.close()
-
-    kv.transact(write)
+    kv, hashes = stored_vectors(vectors_, SCOPE)
 
     class Near:
         model_id, dim = "m", width
