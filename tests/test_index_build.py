@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.components import unavailable
 from support.tiers import examples
 from support.vector_blocks import stored_vectors
 
@@ -145,9 +146,10 @@ def mapped() -> int:
     return sum(int(found[key].split()[0]) for key in ("RssFile", "RssShmem"))
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_letting_go_of_the_store_pages_read_keeps_every_read(tmp_path: Path) -> None:
     """A pass over the store lets its pages leave resident memory; reads after it are unchanged."""
+    if not sys.platform.startswith("linux"):
+        unavailable("/proc/self/status, which tells the resident pages, is Linux's")
     kv = LmdbKV(tmp_path / "store", create=True, sync=False)
     values = {i.to_bytes(4, "big"): os.urandom(3000) for i in range(8000)}  # 24 MB of pages
     kv.transact(lambda txn: txn.put_many(Space.VECTORS, list(values.items())))
