@@ -145,20 +145,25 @@ def _side_by_side(url: str, token: str, path: Path, base: str, runs: int, block:
     )
 
 
+def _gets_in_turns(target: str, off: _Conn, on: _Conn, runs: int, block: int) -> tuple[float, float]:
+    """The same get on two servers (a setting off, then on), warmed, blocks taking turns: medians in ms."""
+    for conn in (off, on):
+        for _ in range(block):
+            conn.call("GET", target)
+    samples: dict[str, list[float]] = {"off": [], "on": []}
+    for _ in range(runs):
+        for name, conn in (("off", off), ("on", on)):
+            for _ in range(block):
+                samples[name].append(conn.call("GET", target)[0])
+    return statistics.median(samples["off"]) * 1e3, statistics.median(samples["on"]) * 1e3
+
+
 def _metrics_cost(url: str, token: str, path: Path, base: str, runs: int, block: int) -> None:
     """A served get with ``--metrics`` against the same get without, blocks taking turns, medians."""
     process, watched_url = _start(path, "--metrics")
     try:
         target = f"{base}/nodes/{quote(node_id(4_321), safe='')}"
-        plain, watched = _Conn(url, token), _Conn(watched_url, token)
-        for conn in (plain, watched):
-            for _ in range(block):
-                conn.call("GET", target)
-        samples: dict[str, list[float]] = {"off": [], "on": []}
-        for _ in range(runs):
-            for name, conn in (("off", plain), ("on", watched)):
-                for _ in range(block):
-                    samples[name].append(conn.call("GET", target)[0])
+        off, on = _gets_in_turns(target, _Conn(url, token), _Conn(watched_url, token), runs, block)
         host, port = watched_url.removeprefix("http://").split(":")
         scrape = http.client.HTTPConnection(host, int(port), timeout=60)
         started = time.perf_counter()
@@ -168,7 +173,6 @@ def _metrics_cost(url: str, token: str, path: Path, base: str, runs: int, block:
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)
-    off, on = (statistics.median(samples[name]) * 1e3 for name in ("off", "on"))
     row(
         "serve: get over HTTP, --metrics on / off (median ms)",
         f"{runs}x{block}",
@@ -188,19 +192,10 @@ def _tracing_cost(url: str, token: str, path: Path, base: str, runs: int, block:
     process, traced_url = _start(path, env_extra={"OTEL_TRACES_EXPORTER": "console"})
     try:
         target = f"{base}/nodes/{quote(node_id(4_321), safe='')}"
-        plain, traced = _Conn(url, token), _Conn(traced_url, token)
-        for conn in (plain, traced):
-            for _ in range(block):
-                conn.call("GET", target)
-        samples: dict[str, list[float]] = {"off": [], "on": []}
-        for _ in range(runs):
-            for name, conn in (("off", plain), ("on", traced)):
-                for _ in range(block):
-                    samples[name].append(conn.call("GET", target)[0])
+        off, on = _gets_in_turns(target, _Conn(url, token), _Conn(traced_url, token), runs, block)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)
-    off, on = (statistics.median(samples[name]) * 1e3 for name in ("off", "on"))
     row(
         "serve: get over HTTP, traces on / off (median ms; off: the path without traces)",
         f"{runs}x{block}",
