@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,7 +30,8 @@ from support.name_arrays import no_arrays
 from support.tiers import examples
 
 from mnemosyne import Node, Repo
-from mnemosyne.recall import names, postings, semantic
+from mnemosyne.recall import names, postings, ranker, semantic
+from mnemosyne.recall.fusion import Scaled
 from mnemosyne.recall.names import NameMemory
 from mnemosyne.recall.postings import Postings
 
@@ -81,14 +81,18 @@ def scored(repo: Repo, query: str, prefix: str, mode: Any) -> list[tuple[str, st
 
 
 def reference_hybrid(
-    lexical: list[tuple[str, str, float]], semantic_: list[tuple[str, str, float]], k: int
+    repo: Repo,
+    query: str,
+    lexical: list[tuple[str, str, float]],
+    semantic_: list[tuple[str, str, float]],
+    k: int,
 ) -> list[tuple[str, str, float, int | None, int | None]]:
-    """Two filtered rankings, each cut to the depth a search walks, fused by scaled score and neighbours.
+    """Two filtered rankings, each cut to the depth a search walks, scaled, then weighed by the ranker.
 
     Lexical scores scaled by the best, cosines between the deepest and the best (a span
-    of 0.1 at least); equal
-    shares; then each gains half its best neighbour's (ids ending in numbers two apart
-    at most, in one namespace).
+    of 0.1 at least); equal shares. The ranker's features of a candidate depend on the
+    other candidates (its neighbours, its session), so the filtered search must hand it
+    exactly these.
     """
     depth = max(4 * k, 50)
     lexical, semantic_ = lexical[:depth], semantic_[:depth]
@@ -103,23 +107,14 @@ def reference_hybrid(
         for rank, (node_id, node_hash, score) in enumerate(semantic_, 1):
             entry = entries.setdefault(node_hash, [node_id, 0.0, 0.0, None, None])
             entry[2], entry[4] = 1.0 - (top - score) / max(top - floor, 0.1), rank
-    both = bool(lexical and semantic_)
-    base = {h: (0.5 if both else 1.0) * e[1] + (0.5 if both else 1.0) * e[2] for h, e in entries.items()}
-    numbered = {h: re.fullmatch(r"(.*?)(\d{1,18})", e[0]) for h, e in entries.items()}
-    score = {}
-    for h in entries:
-        near = [
-            base[other]
-            for other, m in numbered.items()
-            if m
-            and numbered[h]
-            and other != h
-            and m.group(1) == numbered[h].group(1)  # type: ignore[union-attr]
-            and 0 < abs(int(m.group(2)) - int(numbered[h].group(2))) <= 2  # type: ignore[union-attr]
-        ]
-        score[h] = base[h] + (0.5 * max(near) if near else 0.0)
-    order = sorted(entries, key=lambda h: -score[h])  # stable: lexical order, then semantic
-    return [(entries[h][0], h, score[h], entries[h][3], entries[h][4]) for h in order]
+    share = 0.5 if lexical and semantic_ else 1.0
+    candidates = [
+        Scaled(bytes.fromhex(h), e[0], e[1], e[2], e[3], e[4], share * e[1] + share * e[2])
+        for h, e in entries.items()
+    ]
+    nodes = {bytes.fromhex(h): repo.get(e[0]) for h, e in entries.items()}
+    order = ranker.rank(candidates, depth, nodes.get, query)
+    return [(f.id, f.oid.hex(), f.score, f.lexical_rank, f.semantic_rank) for f in order]
 
 
 NEAR = 1e-5
@@ -211,7 +206,11 @@ def test_a_namespace_filter_answers_as_the_unfiltered_ranking_filtered_afterward
                 for h in repo.search(query, k=k, prefix=prefix, mode="hybrid")
             ]
             reference = reference_hybrid(
-                scored(repo, query, prefix, "lexical"), scored(repo, query, prefix, "semantic"), k
+                repo,
+                query,
+                scored(repo, query, prefix, "lexical"),
+                scored(repo, query, prefix, "semantic"),
+                k,
             )
             same_as_reference(hybrid, reference, k, (query, k, prefix))
 

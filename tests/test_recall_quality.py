@@ -1,13 +1,15 @@
 """What each recall improvement finds that the ranking before it missed, on small conversations of our own.
 
 Stemmed terms and words split at "_" (lexical), a text's vector from its
-statements' sentences (semantic), fusion by scaled score and neighbouring
-memories (hybrid), and a context that carries event times and the memory
-before a fragment; and none of it brings back what a snapshot no longer holds.
+statements' sentences (semantic), scaled scores weighed with neighbouring
+memories, the session, the speaker and the text's own shape (hybrid), and a
+context that carries event times and the memory before a fragment; and none of
+it brings back what a snapshot no longer holds.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import numpy as np
@@ -17,10 +19,10 @@ from hypothesis import strategies as st
 from support.tiers import examples
 
 from mnemosyne import Claim, HashEmbedder, Node, Repo
-from mnemosyne.recall import search as search_module
+from mnemosyne.recall import ranker
 from mnemosyne.recall import text as text_module
 from mnemosyne.recall.embedders import SentenceMean, query_vectors, sentences
-from mnemosyne.recall.fusion import beside, fuse, numbered
+from mnemosyne.recall.fusion import Ranked, beside, numbered, scaled
 from mnemosyne.recall.timing import asks_when, names_a_time
 from mnemosyne.store.kv.base import Space
 
@@ -166,12 +168,22 @@ def rrf(lexical: list[tuple[bytes, str, float]], semantic: list[tuple[bytes, str
     return sorted(score, key=lambda i: (-score[i], i))
 
 
+def ranked(lexical: Ranked, semantic: Ranked, texts: dict[bytes, str] | None = None) -> list[ranker.Fused]:
+    """The hybrid order of two rankings, every text the same unless given."""
+    return ranker.rank(
+        scaled(lexical, semantic),
+        100,
+        lambda oid: Node(id="n", content=(texts or {}).get(oid, "a note")),
+        "a question",
+    )
+
+
 def test_a_ranking_that_is_sure_is_not_dragged_down_by_one_that_is_not() -> None:
     # BM25 is sure of "x" (10 against 1); the cosines of x, y and w are all but equal.
     lexical = [(b"x", "m/x", 10.0), (b"y", "m/y", 1.0)]
     semantic = [(b"y", "m/y", 0.50), (b"w", "m/w", 0.49), (b"x", "m/x", 0.48), (b"v", "m/v", 0.10)]
     assert rrf(lexical, semantic)[0] == "m/y"  # before: the near-tie's order outvoted the clear winner
-    fused = fuse(lexical, semantic, neighbours=0)
+    fused = ranked(lexical, semantic)
     assert [f.id for f in fused][:2] == ["m/x", "m/y"]
     assert (fused[0].lexical_rank, fused[0].semantic_rank) == (1, 3)
 
@@ -184,14 +196,27 @@ def test_neighbours_are_the_ids_beside_by_their_number() -> None:
     assert beside("log/7", 1) == ["log/8"]
     assert beside("chat/s1/t10", -1) == ["chat/s1/t09", "chat/s1/t9"]  # padded or not
     assert beside("log/0", -1) == [] and beside("users/mira/lang", 1) == []
-    # The answer after the question gains half its neighbour's score; other namespaces do not count.
-    fused = fuse(
+    # The answer after the question sees the question's base score; other namespaces do not count.
+    candidates = scaled(
         [(b"q", "c/s1/t4", 8.0), (b"o", "c/s2/t5", 4.0)],
         [(b"a", "c/s1/t5", 0.2), (b"q", "c/s1/t4", 0.9), (b"f", "c/s9/t1", 0.3)],
     )
-    by_id = {f.id: f.score for f in fused}
-    assert by_id["c/s1/t5"] == pytest.approx(0.5 * 0.0 + 0.5 * (0.5 * 1.0 + 0.5 * 1.0))
-    assert by_id["c/s2/t5"] == pytest.approx(0.5 * 0.5)  # no neighbour among the candidates
+    rows = {
+        c.id: dict(zip(ranker.FEATURES, row, strict=True))
+        for c, row in zip(
+            candidates,
+            ranker.features(candidates, 100, lambda _: Node(id="n", content="a note"), "a question"),
+            strict=True,
+        )
+    }
+    question_base = 0.5 * 1.0 + 0.5 * 1.0
+    assert rows["c/s1/t5"]["before_1"] == pytest.approx(question_base)
+    assert rows["c/s1/t4"]["after_1"] == pytest.approx(rows["c/s1/t5"]["base"])
+    assert rows["c/s1/t5"]["stem_best"] == pytest.approx(question_base)
+    assert (
+        rows["c/s2/t5"]["before_1"] == rows["c/s2/t5"]["after_1"] == 0.0
+    )  # no neighbour among the candidates
+    assert rows["c/s2/t5"]["stem_best"] == pytest.approx(rows["c/s2/t5"]["base"])
 
 
 @settings(max_examples=examples(50), deadline=None)
@@ -202,13 +227,17 @@ def test_neighbours_are_the_ids_beside_by_their_number() -> None:
 def test_fusion_keeps_every_candidate_once_best_first(lexical: list[float], semantic: list[float]) -> None:
     lex = sorted(((f"l{i}".encode(), f"n/{i}", s) for i, s in enumerate(lexical)), key=lambda t: -t[2])
     sem = sorted(((f"l{i}".encode(), f"n/{i}", s) for i, s in enumerate(semantic)), key=lambda t: -t[2])
-    fused = fuse(lex, sem)
-    assert sorted(f.oid for f in fused) == sorted({oid for oid, _, _ in lex + sem})
+    candidates = scaled(lex, sem)
+    assert sorted(c.oid for c in candidates) == sorted({oid for oid, _, _ in lex + sem})
+    assert all(0.0 <= c.lexical <= 1.0 and c.semantic <= 1.0 + 1e-9 for c in candidates)
+    fused = ranked(lex, sem)
+    assert sorted(f.oid for f in fused) == sorted(c.oid for c in candidates)
     scores = [f.score for f in fused]
     assert scores == sorted(scores, reverse=True)
-    assert all(0.0 <= s <= 1.5 + 1e-9 for s in scores)  # a share of [0, 1], plus half a neighbour's
-    if lex and not sem:  # one ranking alone keeps its order
-        assert [f.oid for f in fuse(lex, [], neighbours=0)] == [oid for oid, _, _ in lex]
+    assert all(0.0 < s < 1.0 for s in scores)  # a probability
+    if lex and not sem:  # one ranking alone keeps its own scale and order
+        assert [c.oid for c in scaled(lex, [])] == [oid for oid, _, _ in lex]
+        assert [c.base for c in scaled(lex, [])] == [c.lexical for c in scaled(lex, [])]
 
 
 def test_the_reply_after_the_question_is_found_though_it_shares_no_word_with_it() -> None:
@@ -225,7 +254,7 @@ def test_the_reply_after_the_question_is_found_though_it_shares_no_word_with_it(
         ],
     )
     hits = [h.id for h in repo.search("When did Mira move to Lyon?", k=2)]
-    assert hits == ["chat/s1/t1", "chat/s1/t2"]
+    assert sorted(hits) == ["chat/s1/t1", "chat/s1/t2"]
     # Alone, neither ranking puts the reply in the top two.
     for mode in ("lexical", "semantic"):
         assert "chat/s1/t2" not in [h.id for h in repo.search("When did Mira move to Lyon?", k=2, mode=mode)]
@@ -327,7 +356,7 @@ def test_fusion_does_not_stretch_near_tied_cosines_into_a_whole_share() -> None:
     # Three candidates, cosines within float noise: BM25's clear winner stays first.
     lexical = [(b"x", "m/x", 10.0), (b"y", "m/y", 1.0)]
     semantic = [(b"y", "m/y", 0.5000002), (b"w", "m/w", 0.5000001), (b"x", "m/x", 0.5)]
-    assert fuse(lexical, semantic, neighbours=0)[0].id == "m/x"
+    assert ranked(lexical, semantic)[0].id == "m/x"
 
 
 def test_a_read_only_handle_searches_an_unstemmed_index_in_its_own_terms(tmp_path, monkeypatch) -> None:
@@ -377,6 +406,37 @@ def test_a_text_names_a_time_by_its_words(text: str, names: bool) -> None:
     assert names_a_time(text) is names
 
 
+_TIME_AS_A_PATTERN = re.compile(
+    r"\b(yesterday|today|tonight|tomorrow"
+    r"|last (week|weekend|month|year|night|summer|winter|spring|fall|autumn|time)"
+    r"|next (week|weekend|month|year)|ago|weekend"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+    r"|january|february|march|april|june|july|august|september|october|november|december"
+    r"|(19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+"""What names a time, as a pattern of alternatives: the rule :func:`names_a_time` reads word by word."""
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["last", "next", "week", "Monday", "may", "2021", "1899", "ago", "we", "met", "20x1", "year"]
+        )
+        | st.text(alphabet="abcdefghijklmnopqrstuvwxyzMW0129", max_size=6),
+        max_size=8,
+    )
+)
+def test_a_text_names_a_time_as_the_pattern_says(parts: list[str]) -> None:
+    text = " ".join(parts)
+    assert names_a_time(text) is (_TIME_AS_A_PATTERN.search(text) is not None)
+
+
+def test_every_feature_has_a_weight() -> None:
+    assert len(ranker.WEIGHTS) == len(ranker.FEATURES) == len(set(ranker.FEATURES))
+
+
 def when_chat(repo: Repo, first: str, answer: str) -> None:
     chat(
         repo, [first, "Bo: I adopted a cat.", "Bo: Pottery is fun.", "Mira: The bakery closed.", "Bo: Porto!"]
@@ -388,10 +448,8 @@ def test_a_question_that_asks_when_finds_the_memory_that_names_the_time(monkeypa
     repo = Repo.in_memory(embedder="hash")
     when_chat(repo, "Mira: Moving to Lisbon, Lisbon!", "Mira: We moved to Lisbon in March.")
     assert [h.id for h in repo.search("When did Mira move to Lisbon?", k=1)] == ["chat/s2/t4"]
-    # A question that does not ask when is not lifted: the closer wording wins.
-    assert [h.id for h in repo.search("Did Mira move to Lisbon?", k=1)] == ["chat/s1/t1"]
     # Before: nothing lifted the memory naming the time, and the one repeating the topic won.
-    monkeypatch.setattr(search_module, "TIME_WEIGHT", 0.0)
+    monkeypatch.setattr(ranker, "WEIGHTS", without(("names_a_time", "asked_when_names_a_time")))
     assert [h.id for h in repo.search("When did Mira move to Lisbon?", k=1)] == ["chat/s1/t1"]
 
 
@@ -414,13 +472,75 @@ def test_the_lift_reads_only_the_version_in_force() -> None:
     assert [h.hash for h in hits if h.id == "chat/s2/t4"] == [current.hash]
 
 
+def without(names: tuple[str, ...]) -> tuple[float, ...]:
+    """The ranker's weights with those of ``names`` at 0: the ranking before those features."""
+    return tuple(0.0 if name in names else w for name, w in zip(ranker.FEATURES, ranker.WEIGHTS, strict=True))
+
+
 @settings(max_examples=examples(50), deadline=None)
 @given(scores=st.lists(st.floats(0.01, 50), min_size=1, max_size=8), chosen=st.sets(st.integers(0, 7)))
-def test_a_lift_adds_its_weight_to_the_lifted_candidates_alone(scores: list[float], chosen: set[int]) -> None:
+def test_naming_a_time_raises_a_candidate_alone_and_more_when_asked_when(
+    scores: list[float], chosen: set[int]
+) -> None:
     lex = sorted(((f"l{i}".encode(), f"n/x{i}", s) for i, s in enumerate(scores)), key=lambda t: -t[2])
-    plain = {f.oid: f.score for f in fuse(lex, [], neighbours=0)}
-    lifted = fuse(lex, [], neighbours=0, lifted=lambda oid: int(oid[1:]) in chosen, lift=0.1)
-    assert {f.oid for f in lifted} == set(plain)
-    for f in lifted:
-        gained = 0.1 if int(f.oid[1:]) in chosen else 0.0
-        assert f.score == pytest.approx(plain[f.oid] + gained)
+
+    def scores_for(query: str, timed: set[int]) -> dict[bytes, float]:
+        def node(oid: bytes) -> Node:  # the same number of words, a time named or not
+            return Node(id="n", content="We met on Monday." if int(oid[1:]) in timed else "We met at noon.")
+
+        return {f.oid: f.score for f in ranker.rank(scaled(lex, []), 100, node, query)}
+
+    for query in ("Did we meet?", "When did we meet?"):
+        plain, timed = scores_for(query, set()), scores_for(query, chosen)
+        assert set(plain) == set(timed) == {oid for oid, _, _ in lex}
+        for oid, score in timed.items():
+            assert (score > plain[oid]) if int(oid[1:]) in chosen else (score == plain[oid])
+    asked, not_asked = scores_for("When did we meet?", chosen), scores_for("Did we meet?", chosen)
+    assert all(asked[oid] > not_asked[oid] for oid in asked if int(oid[1:]) in chosen)
+
+
+def test_a_question_naming_a_speaker_finds_what_that_speaker_said(monkeypatch) -> None:
+    repo = Repo.in_memory(embedder="hash")
+    chat(
+        repo,
+        [
+            "Mira: I grow roses in the garden.",
+            "Bo: My sister visits from Porto next week.",
+            "Mira: The bakery on our street closed.",
+            "Bo: I adopted a cat named Pixel.",
+            "Mira: I started pottery classes.",
+            "Bo: I grow tomatoes and beans in my garden, and my garden grows well.",
+        ],
+    )
+    question = "What does Mira grow in her garden?"
+    assert [h.id for h in repo.search(question, k=1)] == ["chat/s1/t1"]
+    # Before: the memory sharing more of the question's words won, whoever said it.
+    monkeypatch.setattr(ranker, "WEIGHTS", without(("speaker_named",)))
+    assert [h.id for h in repo.search(question, k=1)] == ["chat/s1/t6"]
+
+
+def test_the_answer_in_the_session_that_matches_outranks_a_closer_wording_elsewhere(monkeypatch) -> None:
+    repo = Repo.in_memory(embedder="hash")
+    chat(
+        repo,
+        [
+            "Bo: We drove to the lake on Sunday.",
+            "Mira: The picnic was lovely.",
+            "Bo: The lake was cold.",
+            "Mira: I made a lemon tart.",
+        ],
+    )
+    chat(repo, ["Bo: I cook pasta often.", "Mira: I cook for my neighbours on Fridays, mostly soup."], 2)
+    question = "What did Mira cook for the picnic at the lake?"
+    assert [h.id for h in repo.search(question, k=2)] == ["chat/s1/t2", "chat/s1/t4"]
+    # Before: the session counted for nothing, and a turn sharing "cook" with the question came second.
+    session = (
+        "stem_best",
+        "stem_lexical_sum",
+        "stem_base_sum",
+        "stem_lexical_best",
+        "stem_semantic_best",
+        "stem_candidates",
+    )
+    monkeypatch.setattr(ranker, "WEIGHTS", without(session))
+    assert [h.id for h in repo.search(question, k=2)] == ["chat/s1/t2", "chat/s2/t2"]

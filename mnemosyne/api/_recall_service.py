@@ -148,8 +148,10 @@ class RecallService:
 
         Hybrid by default: BM25 over the text and the words of the id, and cosine
         similarity of embeddings (when an embedder is set), each scaled over what it
-        read and added; a memory gains from its numbered neighbours, and a question
-        that asks when lifts the memories that name a time (``docs/recall.md``).
+        read, then weighed with what else each candidate shows (its numbered
+        neighbours, how well its session matches, whether it names a time when the
+        question asks when, the speaker the question names) by a fitted logistic
+        model whose probability is the hit's score (``docs/recall.md``).
         Filters apply before ranking, so a hit is always the version current
         in the snapshot read (default: HEAD; ``at``/``as_of`` as for ``get``):
         never a deleted, superseded, expired or erased one. The answer is the exact

@@ -320,7 +320,9 @@ class Hit(msgspec.Struct, frozen=True, kw_only=True):
         id: the node id.
         hash: the version's hash.
         node: the version (its provenance says where it came from).
-        score: the fused score (higher is better).
+        score: in hybrid mode, the ranking model's probability that the memory
+            holds what the query asks (0 to 1); the BM25 score in lexical mode and
+            the cosine in semantic mode. Higher is better.
         lexical_rank: 1-based rank in the BM25 ranking, or None.
         semantic_rank: 1-based rank in the embedding ranking, or None.
         confirmed_at: when this version was last confirmed in the snapshot

@@ -3,9 +3,9 @@
 Filters (snapshot, namespace prefix, kind, meta, claims in force, expiry, use,
 sensitivity, last confirmation) decide which versions may be returned; each
 ranking is walked best first until enough accepted versions are found, so the
-answer is the exact top-k of the filtered set. Lexical and semantic rankings
-are fused by their scaled scores, and a memory gains from its neighbours
-(:mod:`mnemosyne.recall.fusion`).
+answer is the exact top-k of the filtered set. The lexical and semantic rankings
+are scaled to one range (:mod:`mnemosyne.recall.fusion`) and ordered by a logistic
+model over what each candidate shows (:mod:`mnemosyne.recall.ranker`).
 """
 
 from __future__ import annotations
@@ -27,16 +27,16 @@ from mnemosyne.index.view import View
 from mnemosyne.model.choices import SearchMode
 from mnemosyne.model.objects import Claim, Node
 from mnemosyne.model.results import Context, ContextItem, Hit
+from mnemosyne.recall import ranker
 from mnemosyne.recall.bm25 import lexical as postings_lexical
 from mnemosyne.recall.embedders import Embedder
-from mnemosyne.recall.fusion import Fused, beside, fuse
+from mnemosyne.recall.fusion import Fused, beside, scaled
 from mnemosyne.recall.matrix import VectorCache
 from mnemosyne.recall.postings import Accept, expiry
 from mnemosyne.recall.recall_index import RecallIndex
 from mnemosyne.recall.scope import Scoping, permitted
 from mnemosyne.recall.semantic import semantic as semantic_search
 from mnemosyne.recall.text import text_of, words
-from mnemosyne.recall.timing import TIME_WEIGHT, asks_when, names_a_time
 
 CHARS_PER_TOKEN = 4
 """Token estimate for context budgets: one token per 4 characters, rounded up."""
@@ -256,8 +256,7 @@ def search(
         else []
     )
     if mode == "hybrid":
-        timed = _names_a_time(view, loaded) if asks_when(query) else None
-        best = fuse(lexical, semantic, lifted=timed, lift=TIME_WEIGHT)[:k]
+        best = ranker.rank(scaled(lexical, semantic), depth, _node(view, loaded), query)[:k]
     else:  # one ranking: its own scores
         lexical_mode = mode == "lexical"
         best = [
@@ -291,19 +290,19 @@ def search(
     return hits
 
 
-def _names_a_time(view: View, loaded: dict[bytes, Node]) -> Callable[[bytes], bool]:
-    """Whether a candidate's text names a time, its node read (and kept in ``loaded``) if not yet."""
+def _node(view: View, loaded: dict[bytes, Node]) -> Callable[[bytes], Node | None]:
+    """A candidate's node, read (and kept in ``loaded``) if not yet; None if it is gone."""
 
-    def timed(oid: bytes) -> bool:
-        node = loaded.get(oid)
-        if node is None:
+    def node(oid: bytes) -> Node | None:
+        held = loaded.get(oid)
+        if held is None:
             try:
-                node = loaded[oid] = view.node(oid)
+                held = loaded[oid] = view.node(oid)
             except NotFound:
-                return False  # gone since it was ranked: the walk below searches again strictly
-        return names_a_time(text_of(node))
+                return None  # gone since it was ranked: the walk below searches again strictly
+        return held
 
-    return timed
+    return node
 
 
 FRAGMENT_WORDS = 12

@@ -1,0 +1,236 @@
+"""The order of a hybrid search: a logistic model over what each candidate shows.
+
+:func:`mnemosyne.recall.fusion.scaled` gives every candidate of the lexical and the
+semantic ranking its two scaled scores and its ranks. What else tells the memory that
+holds the answer from one that only shares its words was measured on long
+conversations (ADR 81): the memories around it (a reply is found through the
+question before it), how well the rest of its conversation session scores (the memories
+sharing its id's stem, ``chat/s3/t`` of ``chat/s3/t7``), whether its text names a time,
+only asks a question, or is long, and whether the query names the speaker its text is
+labelled with (``"Mira: ..."``). Each candidate's score is the probability a logistic
+regression over those features gives it; the weights were fitted on the development
+conversations of a public benchmark by ``bench/fit_ranking.py``, which also reports
+them cross-validated across conversations.
+
+Only candidates are weighed, and only their own texts are read: a neighbour or a
+session member the filters turned away lends nothing, and nothing outside the two
+rankings is returned.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable, Sequence
+
+from mnemosyne.model.objects import Node
+from mnemosyne.recall.fusion import Fused, Scaled, numbered
+from mnemosyne.recall.text import text_of
+from mnemosyne.recall.timing import asks_when, names_a_time
+
+FEATURES = (
+    "lexical",
+    "semantic",
+    "lexical_rank",
+    "semantic_rank",
+    "base",
+    "before_1",
+    "before_2",
+    "after_1",
+    "after_2",
+    "stem_best",
+    "names_a_time",
+    "asked_when_names_a_time",
+    "asks",
+    "words",
+    "speaker_named",
+    "before_1_lexical",
+    "stem_lexical_sum",
+    "stem_base_sum",
+    "stem_lexical_best",
+    "stem_semantic_best",
+    "stem_candidates",
+)
+"""What :func:`features` gives of each candidate, in order:
+
+- ``lexical``, ``semantic``, ``base``: the scaled scores and their equal-share sum;
+- ``lexical_rank``, ``semantic_rank``: the natural log of the rank (one past the depth
+  read when the ranking did not read it);
+- ``before_1`` … ``after_2``: the base of the candidate one or two numbers before or after
+  it in its namespace (0 when that memory is not a candidate);
+- ``stem_best``: the best base among the candidates sharing its id's stem (its own when
+  its id ends in no number);
+- ``names_a_time``: 1 when its text names a time (:func:`mnemosyne.recall.timing.names_a_time`);
+  ``asked_when_names_a_time`` the same when the query asks when;
+- ``asks``: 1 when its text ends in a question mark;
+- ``words``: the natural log of its number of words;
+- ``speaker_named``: 1 when its text begins with a short label (``"Mira: "``) the query names;
+- ``before_1_lexical``: the scaled lexical score of the candidate just before it (0 when none):
+  a question that shares the query's words lifts the reply after it more than one that only
+  means the same;
+- ``stem_lexical_sum``, ``stem_base_sum``, ``stem_lexical_best``, ``stem_semantic_best``,
+  ``stem_candidates``: how the rest of its session matches, over the candidates sharing its
+  id's stem: the sums of their lexical and base scores, the best of each ranking's, and the
+  natural log of how many they are (its own values, and 0, when its id ends in no number).
+"""
+
+WEIGHTS = (
+    0.5658,  # lexical
+    0.9170,  # semantic
+    -0.1972,  # lexical_rank
+    -0.1783,  # semantic_rank
+    1.6147,  # base
+    -0.1814,  # before_1
+    1.0060,  # before_2
+    0.9791,  # after_1
+    0.1593,  # after_2
+    0.4337,  # stem_best
+    0.6937,  # names_a_time
+    0.2836,  # asked_when_names_a_time
+    -0.5904,  # asks
+    0.3597,  # words
+    1.2895,  # speaker_named
+    1.7240,  # before_1_lexical
+    -0.1949,  # stem_lexical_sum
+    -0.1195,  # stem_base_sum
+    2.6836,  # stem_lexical_best
+    1.1170,  # stem_semantic_best
+    -0.1190,  # stem_candidates
+)
+"""The logistic regression's weight of each of :data:`FEATURES` (``bench/fit_ranking.py``)."""
+INTERCEPT = -9.0412
+"""The logistic regression's intercept."""
+
+_LABEL = re.compile(r"^\s*([^\W\d_][^\W_]*(?:[ .'-][^\W\d_][^\W_]*){0,2}):\s")
+
+
+def speaker(text: str) -> str | None:
+    """The label a text begins with (``"Mira"`` of ``"Mira: we moved"``): at most three words."""
+    found = _LABEL.match(text)
+    return found.group(1) if found is not None else None
+
+
+def names(query: str, label: str) -> bool:
+    """Whether ``query`` names ``label`` as a whole word (or words), in any case."""
+    return re.search(rf"(?<!\w){re.escape(label)}(?!\w)", query, re.IGNORECASE) is not None
+
+
+def _named_by(query: str) -> Callable[[str], bool]:
+    """:func:`names` for one query, each label judged once (a conversation has few speakers)."""
+    judged: dict[str, bool] = {}
+
+    def named(label: str) -> bool:
+        if label not in judged:
+            judged[label] = names(query, label)
+        return judged[label]
+
+    return named
+
+
+def features(
+    candidates: Sequence[Scaled],
+    depth: int,
+    node: Callable[[bytes], Node | None],
+    query: str,
+) -> list[tuple[float, ...]]:
+    """Each candidate's :data:`FEATURES`, in the order given.
+
+    ``depth`` is how deep each ranking was read; ``node(node hash)`` is a candidate's
+    node, or None when it is gone (then its text tells nothing). Only notes have
+    neighbours and a session: a claim's id may end in a number, but the claim before
+    it is no question it answers.
+    """
+    at: dict[tuple[str, int], float] = {}
+    lexical_at: dict[tuple[str, int], float] = {}
+    # stem -> [lexical sum, base sum, best lexical, best semantic, count, best base]
+    stems: dict[str, list[float]] = {}
+    keys: list[tuple[str, int] | None] = []
+    nodes = [node(candidate.oid) for candidate in candidates]
+    for candidate, held in zip(candidates, nodes, strict=True):
+        key = numbered(candidate.id) if held is not None and held.kind == "note" else None
+        keys.append(key)
+        if key is not None:
+            at[key] = max(at.get(key, 0.0), candidate.base)
+            lexical_at[key] = max(lexical_at.get(key, 0.0), candidate.lexical)
+            group = stems.setdefault(key[0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+            group[0] += candidate.lexical
+            group[1] += candidate.base
+            group[2] = max(group[2], candidate.lexical)
+            group[3] = max(group[3], candidate.semantic)
+            group[4] += 1
+            group[5] = max(group[5], candidate.base)
+    when = asks_when(query)
+    named_in_query = _named_by(query)
+    beyond = math.log(depth + 1)
+    rows: list[tuple[float, ...]] = []
+    for candidate, key, held in zip(candidates, keys, nodes, strict=True):
+        near: tuple[float, ...]
+        if key is None:
+            near = (0.0, 0.0, 0.0, 0.0)
+            best = candidate.base
+            before_lexical = 0.0
+            session = (candidate.lexical, candidate.base, candidate.lexical, candidate.semantic, 0.0)
+        else:
+            stem, number = key
+            near = tuple(at.get((stem, number + step), 0.0) for step in (-1, -2, 1, 2))
+            before_lexical = lexical_at.get((stem, number - 1), 0.0)
+            lexical_sum, base_sum, lexical_best, semantic_best, count, best = stems[stem]
+            session = (lexical_sum, base_sum, lexical_best, semantic_best, math.log(count))
+        body = text_of(held) if held is not None else None
+        if body is None:
+            timed = asks = 0.0
+            length = 0.0
+            named = 0.0
+        else:
+            timed = 1.0 if names_a_time(body) else 0.0
+            asks = 1.0 if body.rstrip().endswith("?") else 0.0
+            length = math.log(max(1, len(body.split())))
+            label = speaker(body)
+            named = 1.0 if label is not None and named_in_query(label) else 0.0
+        rows.append(
+            (
+                candidate.lexical,
+                candidate.semantic,
+                math.log(candidate.lexical_rank) if candidate.lexical_rank else beyond,
+                math.log(candidate.semantic_rank) if candidate.semantic_rank else beyond,
+                candidate.base,
+                *near,
+                best,
+                timed,
+                timed if when else 0.0,
+                asks,
+                length,
+                named,
+                before_lexical,
+                *session,
+            )
+        )
+    return rows
+
+
+def rank(
+    candidates: Sequence[Scaled],
+    depth: int,
+    node: Callable[[bytes], Node | None],
+    query: str,
+) -> list[Fused]:
+    """The candidates best first, each scored by the probability the model gives it.
+
+    Equal scores keep the order given (the lexical ranking's, then the semantic one's).
+    """
+    scored = [
+        (_probability(row), candidate)
+        for row, candidate in zip(features(candidates, depth, node, query), candidates, strict=True)
+    ]
+    scored.sort(key=lambda pair: -pair[0])
+    return [Fused(c.oid, c.id, score, c.lexical_rank, c.semantic_rank) for score, c in scored]
+
+
+def _probability(row: tuple[float, ...]) -> float:
+    logit = INTERCEPT + sum(map(operator.mul, WEIGHTS, row))
+    # The logistic function, written so neither branch overflows.
+    if logit >= 0:
+        return 1.0 / (1.0 + math.exp(-logit))
+    odds = math.exp(logit)
+    return odds / (1.0 + odds)
