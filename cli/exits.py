@@ -18,7 +18,7 @@ INTERRUPTED = 130
 EPILOG = (
     "Exit codes: 0 ok, 1 problem found, 2 invalid input or usage, 3 not found, "
     "4 ref moved (retry), 5 corrupt object or damaged store file, 6 storage full, "
-    "7 access denied (a served store's token)."
+    "7 access denied (a served store's token), 130 interrupted (Ctrl-C)."
 )
 
 

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mnemo_cli import exits
 
 from mnemosyne.recall import embedders
 
@@ -382,6 +383,15 @@ def test_the_command_line_page_shows_the_everyday_commands():
     }
     everyday = {"init", "commit", "show", "ls", "log", "history", "blame", "diff", "branch", "switch"}
     assert everyday <= commands, f"not shown in docs/cli.md: {sorted(everyday - commands)}"
+
+
+def test_the_exit_code_table_lists_every_code_mnemo_exits_with():
+    codes = {value for name, value in vars(exits).items() if name.isupper() and isinstance(value, int)}
+    page = (DOCS / "cli.md").read_text(encoding="utf-8")
+    table = {int(code) for code in re.findall(r"^\| (\d+) \|", page, re.M)}
+    assert table == codes, "docs/cli.md's exit codes and cli/exits.py differ"
+    said = {int(code) for code in re.findall(r"(?:^|, )(\d+) ", exits.EPILOG.removeprefix("Exit codes: "))}
+    assert said == codes, "--help's exit codes and cli/exits.py differ"
 
 
 def test_pages_say_when_an_example_runs_with_the_hash_embedder():
