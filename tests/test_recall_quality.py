@@ -544,3 +544,15 @@ def test_the_answer_in_the_session_that_matches_outranks_a_closer_wording_elsewh
     )
     monkeypatch.setattr(ranker, "WEIGHTS", without(session))
     assert [h.id for h in repo.search(question, k=2)] == ["chat/s1/t2", "chat/s2/t2"]
+
+
+@pytest.mark.parametrize("words", [10, 5_000, 400_000])
+def test_a_long_memory_is_weighed_from_its_ends(words: int) -> None:
+    # A search weighs every candidate's text: a memory of megabytes is read at its start
+    # and end (a time or a question there still counts), its length estimated.
+    text = "Mira: " + "tea " * words + "We met on Monday. Did we?"
+    candidates = scaled([(b"m", "notes/long", 1.0)], [])
+    (row,) = ranker.features(candidates, 100, lambda _: Node(id="n", content=text), "What did Mira drink?")
+    shown = dict(zip(ranker.FEATURES, row, strict=True))
+    assert shown["names_a_time"] == shown["asks"] == shown["speaker_named"] == 1.0
+    assert shown["words"] == pytest.approx(np.log(len(text.split())), abs=0.1)

@@ -177,16 +177,10 @@ def features(
             before_lexical = lexical_at.get((stem, number - 1), 0.0)
             lexical_sum, base_sum, lexical_best, semantic_best, count, best = stems[stem]
             session = (lexical_sum, base_sum, lexical_best, semantic_best, math.log(count))
-        body = text_of(held) if held is not None else None
-        if body is None:
-            timed = asks = 0.0
-            length = 0.0
-            named = 0.0
+        if held is None:
+            timed = asks = length = named = 0.0
         else:
-            timed = 1.0 if names_a_time(body) else 0.0
-            asks = 1.0 if body.rstrip().endswith("?") else 0.0
-            length = math.log(max(1, len(body.split())))
-            label = speaker(body)
+            timed, asks, length, label = _shape(text_of(held))
             named = 1.0 if label is not None and named_in_query(label) else 0.0
         rows.append(
             (
@@ -225,6 +219,30 @@ def rank(
     ]
     scored.sort(key=lambda pair: -pair[0])
     return [Fused(c.oid, c.id, score, c.lexical_rank, c.semantic_rank) for score, c in scored]
+
+
+READ = 4096
+"""How many characters of a candidate's text its shape is read from, at each end: a search
+reads every candidate, and a memory of megabytes must not cost one."""
+
+
+def _shape(text: str) -> tuple[float, float, float, str | None]:
+    """Whether ``text`` names a time and only asks, the log of its words, and its speaker's label.
+
+    A text longer than twice :data:`READ` is read at its start and its end, its
+    words counted there and estimated for the rest by their length.
+    """
+    if len(text) > 2 * READ:
+        start, end = text[:READ], text[-READ:]
+        timed = names_a_time(start) or names_a_time(end)
+        counted = len(start.split()) + len(end.split())
+        words = counted * len(text) / (2 * READ)
+    else:
+        start, end = text, text
+        timed = names_a_time(text)
+        words = len(text.split())
+    asks = end.rstrip().endswith("?")
+    return (1.0 if timed else 0.0, 1.0 if asks else 0.0, math.log(max(1.0, words)), speaker(start))
 
 
 def _probability(row: tuple[float, ...]) -> float:
