@@ -22,7 +22,7 @@ from mnemosyne import Claim, HashEmbedder, Node, Repo
 from mnemosyne.recall import ranker
 from mnemosyne.recall import text as text_module
 from mnemosyne.recall.embedders import SentenceMean, query_vectors, sentences
-from mnemosyne.recall.fusion import Ranked, beside, numbered, scaled
+from mnemosyne.recall.fusion import Fused, Ranked, beside, numbered, scaled
 from mnemosyne.recall.timing import asks_when, names_a_time
 from mnemosyne.store.kv.base import Space
 
@@ -168,7 +168,7 @@ def rrf(lexical: list[tuple[bytes, str, float]], semantic: list[tuple[bytes, str
     return sorted(score, key=lambda i: (-score[i], i))
 
 
-def ranked(lexical: Ranked, semantic: Ranked, texts: dict[bytes, str] | None = None) -> list[ranker.Fused]:
+def ranked(lexical: Ranked, semantic: Ranked, texts: dict[bytes, str] | None = None) -> list[Fused]:
     """The hybrid order of two rankings, every text the same unless given."""
     return ranker.rank(
         scaled(lexical, semantic),
@@ -213,9 +213,8 @@ def test_neighbours_are_the_ids_beside_by_their_number() -> None:
     assert rows["c/s1/t5"]["before_1"] == pytest.approx(question_base)
     assert rows["c/s1/t4"]["after_1"] == pytest.approx(rows["c/s1/t5"]["base"])
     assert rows["c/s1/t5"]["stem_best"] == pytest.approx(question_base)
-    assert (
-        rows["c/s2/t5"]["before_1"] == rows["c/s2/t5"]["after_1"] == 0.0
-    )  # no neighbour among the candidates
+    # No neighbour among the candidates:
+    assert rows["c/s2/t5"]["before_1"] == rows["c/s2/t5"]["after_1"] == 0.0
     assert rows["c/s2/t5"]["stem_best"] == pytest.approx(rows["c/s2/t5"]["base"])
 
 
