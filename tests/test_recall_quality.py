@@ -168,14 +168,9 @@ def rrf(lexical: list[tuple[bytes, str, float]], semantic: list[tuple[bytes, str
     return sorted(score, key=lambda i: (-score[i], i))
 
 
-def ranked(lexical: Ranked, semantic: Ranked, texts: dict[bytes, str] | None = None) -> list[Fused]:
-    """The hybrid order of two rankings, every text the same unless given."""
-    return ranker.rank(
-        scaled(lexical, semantic),
-        100,
-        lambda oid: Node(id="n", content=(texts or {}).get(oid, "a note")),
-        "a question",
-    )
+def ranked(lexical: Ranked, semantic: Ranked) -> list[Fused]:
+    """The hybrid order of two rankings, every candidate's text the same."""
+    return ranker.rank(scaled(lexical, semantic), 100, lambda _: Node(id="n", content="a note"), "a question")
 
 
 def test_a_ranking_that_is_sure_is_not_dragged_down_by_one_that_is_not() -> None:
