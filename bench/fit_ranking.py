@@ -24,7 +24,7 @@ from locomo import load_all, memory_id
 from quality import DEFAULT_DATA, KS, build
 
 from mnemosyne.recall.fusion import scaled
-from mnemosyne.recall.ranker import FEATURES, features
+from mnemosyne.recall.ranker import CONTEXT, FEATURES, READ_TEXTS, features
 
 DEPTH = 100
 """How deep a hybrid search of the top 25 reads each ranking (``max(4 * k, 50)``)."""
@@ -73,6 +73,27 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[float, np.ndarray]:
     return float(w[0] - (w[1:] * mean / spread).sum()), weights
 
 
+def two_pass(table: np.ndarray, first: tuple[float, np.ndarray], full: tuple[float, np.ndarray], read: int) -> np.ndarray:
+    """The order :func:`mnemosyne.recall.ranker.rank` gives: the first pass, then its best re-weighed."""
+    order = np.argsort(-(table[:, : len(CONTEXT)] @ first[1]), kind="stable")
+    chosen = order[:read]
+    chosen = chosen[np.argsort(-(table[chosen] @ full[1]), kind="stable")]
+    return np.concatenate([chosen, order[read:]])
+
+
+def fitted(rows: list[tuple[int, int, np.ndarray, np.ndarray, int]], l2: float) -> tuple[tuple[float, np.ndarray], ...]:
+    """The first pass's model (over the context features) and the full one, fitted on ``rows``."""
+    table, labels = np.vstack([r[2] for r in rows]), np.concatenate([r[3] for r in rows])
+    return fit(table[:, : len(CONTEXT)], labels, l2), fit(table, labels, l2)
+
+
+def show(name: str, names: tuple[str, ...], model: tuple[float, np.ndarray]) -> None:
+    print(f"{name} = (")
+    for feature, weight in zip(names, model[1], strict=True):
+        print(f"    {weight:.4f},  # {feature}")
+    print(")")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -81,33 +102,25 @@ def main() -> None:
     if not args.data.is_dir():
         sys.exit(f"fit_ranking: no conversations at {args.data} (give --data DIR)")
     rows = gather(args.data)
-    conversations = sorted({r[0] for r in rows})
+    read = max(READ_TEXTS, 2 * max(KS))  # what a search for the top 25 reads
     recall: dict[int, list[float]] = {k: [] for k in KS}
     by_category: dict[int, list[float]] = {}
-    for held in conversations:
-        train = [r for r in rows if r[0] != held]
-        intercept, weights = fit(
-            np.vstack([r[2] for r in train]), np.concatenate([r[3] for r in train]), args.l2
-        )
+    for held in sorted({r[0] for r in rows}):
+        first, full = fitted([r for r in rows if r[0] != held], args.l2)
         for _, category, table, labels, evidence in (r for r in rows if r[0] == held):
-            order = np.argsort(-(table @ weights), kind="stable")
+            order = two_pass(table, first, full, read)
             for k in KS:
                 found = labels[order[:k]].sum() / evidence
                 recall[k].append(found)
                 if k == 10:
                     by_category.setdefault(category, []).append(found)
-    print(
-        "held-out conversations: "
-        + " ".join(f"R@{k} {np.mean(recall[k]):.3f}" for k in KS)
-        + " | R@10 by category "
-        + " ".join(f"{c}: {np.mean(v):.3f}" for c, v in sorted(by_category.items()))
-    )
-    intercept, weights = fit(np.vstack([r[2] for r in rows]), np.concatenate([r[3] for r in rows]), args.l2)
-    print("WEIGHTS = (")
-    for name, weight in zip(FEATURES, weights, strict=True):
-        print(f"    {weight:.4f},  # {name}")
-    print(")")
-    print(f"INTERCEPT = {intercept:.4f}")
+    print("held-out conversations: " + " ".join(f"R@{k} {np.mean(recall[k]):.3f}" for k in KS)
+          + " | R@10 by category " + " ".join(f"{c}: {np.mean(v):.3f}" for c, v in sorted(by_category.items())))
+    first, full = fitted(rows, args.l2)
+    show("FIRST_WEIGHTS", CONTEXT, first)
+    print(f"FIRST_INTERCEPT = {first[0]:.4f}")
+    show("WEIGHTS", FEATURES, full)
+    print(f"INTERCEPT = {full[0]:.4f}")
 
 
 if __name__ == "__main__":

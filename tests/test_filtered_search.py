@@ -113,7 +113,7 @@ def reference_hybrid(
         for h, e in entries.items()
     ]
     nodes = {bytes.fromhex(h): repo.get(e[0]) for h, e in entries.items()}
-    order = ranker.rank(candidates, depth, nodes.get, query)
+    order = ranker.rank(candidates, depth, nodes.get, query, k)
     return [(f.id, f.oid.hex(), f.score, f.lexical_rank, f.semantic_rank) for f in order]
 
 

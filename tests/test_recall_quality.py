@@ -550,3 +550,21 @@ def test_a_long_memory_is_weighed_from_its_ends(words: int) -> None:
     shown = dict(zip(ranker.FEATURES, row, strict=True))
     assert shown["names_a_time"] == shown["asks"] == shown["speaker_named"] == 1.0
     assert shown["words"] == pytest.approx(np.log(len(text.split())), abs=0.1)
+
+
+@settings(max_examples=examples(50), deadline=None)
+@given(scores=st.lists(st.floats(0.01, 50), max_size=80), k=st.integers(1, 40))
+def test_the_ranker_reads_the_texts_of_its_best_candidates_alone(scores: list[float], k: int) -> None:
+    lex = sorted(((f"l{i}".encode(), f"n/x{i}", s) for i, s in enumerate(scores)), key=lambda t: -t[2])
+    read: list[bytes] = []
+
+    def node(oid: bytes) -> Node:
+        read.append(oid)
+        return Node(id="n", content="a note")
+
+    fused = ranker.rank(scaled(lex, []), 100, node, "a question", k)
+    assert len(read) == len(set(read)) == min(len(lex), max(ranker.READ_TEXTS, 2 * k))
+    assert sorted(f.oid for f in fused) == sorted(oid for oid, _, _ in lex)
+    assert {f.oid for f in fused[: len(read)]} == set(read)  # the texts read come first
+    found = [f.score for f in fused]
+    assert found == sorted(found, reverse=True)

@@ -29,7 +29,7 @@ from mnemosyne.recall.fusion import Fused, Scaled, numbered
 from mnemosyne.recall.text import text_of
 from mnemosyne.recall.timing import asks_when, names_a_time
 
-FEATURES = (
+CONTEXT = (
     "lexical",
     "semantic",
     "lexical_rank",
@@ -40,11 +40,6 @@ FEATURES = (
     "after_1",
     "after_2",
     "stem_best",
-    "names_a_time",
-    "asked_when_names_a_time",
-    "asks",
-    "words",
-    "speaker_named",
     "before_1_lexical",
     "stem_lexical_sum",
     "stem_base_sum",
@@ -52,7 +47,7 @@ FEATURES = (
     "stem_semantic_best",
     "stem_candidates",
 )
-"""What :func:`features` gives of each candidate, in order:
+"""What a candidate's scores and the candidates around it show, read without its text:
 
 - ``lexical``, ``semantic``, ``base``: the scaled scores and their equal-share sum;
 - ``lexical_rank``, ``semantic_rank``: the natural log of the rank (one past the depth
@@ -61,11 +56,6 @@ FEATURES = (
   it in its namespace (0 when that memory is not a candidate);
 - ``stem_best``: the best base among the candidates sharing its id's stem (its own when
   its id ends in no number);
-- ``names_a_time``: 1 when its text names a time (:func:`mnemosyne.recall.timing.names_a_time`);
-  ``asked_when_names_a_time`` the same when the query asks when;
-- ``asks``: 1 when its text ends in a question mark;
-- ``words``: the natural log of its number of words;
-- ``speaker_named``: 1 when its text begins with a short label (``"Mira: "``) the query names;
 - ``before_1_lexical``: the scaled lexical score of the candidate just before it (0 when none):
   a question that shares the query's words lifts the reply after it more than one that only
   means the same;
@@ -74,7 +64,40 @@ FEATURES = (
   id's stem: the sums of their lexical and base scores, the best of each ranking's, and the
   natural log of how many they are (its own values, and 0, when its id ends in no number).
 """
+TEXT = ("names_a_time", "asked_when_names_a_time", "asks", "words", "speaker_named")
+"""What a candidate's text shows:
 
+- ``names_a_time``: 1 when it names a time (:func:`mnemosyne.recall.timing.names_a_time`);
+  ``asked_when_names_a_time`` the same when the query asks when;
+- ``asks``: 1 when it ends in a question mark;
+- ``words``: the natural log of its number of words;
+- ``speaker_named``: 1 when it begins with a short label (``"Mira: "``) the query names.
+"""
+FEATURES = CONTEXT + TEXT
+"""What :func:`features` gives of each candidate, in order."""
+
+FIRST_WEIGHTS = (
+    0.1657,  # lexical
+    1.7229,  # semantic
+    -0.1938,  # lexical_rank
+    -0.1384,  # semantic_rank
+    2.0016,  # base
+    -2.1160,  # before_1
+    0.9337,  # before_2
+    0.7627,  # after_1
+    0.4074,  # after_2
+    0.6266,  # stem_best
+    2.4788,  # before_1_lexical
+    -0.1861,  # stem_lexical_sum
+    -0.1161,  # stem_base_sum
+    2.7145,  # stem_lexical_best
+    0.7279,  # stem_semantic_best
+    -0.2055,  # stem_candidates
+)
+"""The weights of a logistic regression over :data:`CONTEXT` alone (``bench/fit_ranking.py``):
+the first pass, which picks the candidates whose texts are read."""
+FIRST_INTERCEPT = -6.6513
+"""Its intercept."""
 WEIGHTS = (
     0.5658,  # lexical
     0.9170,  # semantic
@@ -86,22 +109,27 @@ WEIGHTS = (
     0.9791,  # after_1
     0.1593,  # after_2
     0.4337,  # stem_best
-    0.6937,  # names_a_time
-    0.2836,  # asked_when_names_a_time
-    -0.5904,  # asks
-    0.3597,  # words
-    1.2895,  # speaker_named
     1.7240,  # before_1_lexical
     -0.1949,  # stem_lexical_sum
     -0.1195,  # stem_base_sum
     2.6836,  # stem_lexical_best
     1.1170,  # stem_semantic_best
     -0.1190,  # stem_candidates
+    0.6937,  # names_a_time
+    0.2836,  # asked_when_names_a_time
+    -0.5904,  # asks
+    0.3597,  # words
+    1.2895,  # speaker_named
 )
-"""The logistic regression's weight of each of :data:`FEATURES` (``bench/fit_ranking.py``)."""
+"""The weights of the logistic regression over all :data:`FEATURES` (``bench/fit_ranking.py``)."""
 INTERCEPT = -9.0412
-"""The logistic regression's intercept."""
+"""Its intercept."""
+READ_TEXTS = 30
+"""How many candidates (at least: twice the number asked for, when more) the first pass
+hands to the second, whose texts are read. Measured: with 30 or more, recall at 5, 10
+and 25 is what reading every candidate's text gives (ADR 81)."""
 
+_WORDS = re.compile(r"\w+")
 _LABEL = re.compile(r"^\s*([^\W\d_][^\W_]*(?:[ .'-][^\W\d_][^\W_]*){0,2}):\s")
 
 
@@ -112,44 +140,27 @@ def speaker(text: str) -> str | None:
 
 
 def names(query: str, label: str) -> bool:
-    """Whether ``query`` names ``label`` as a whole word (or words), in any case."""
-    return re.search(rf"(?<!\w){re.escape(label)}(?!\w)", query, re.IGNORECASE) is not None
+    """Whether ``query`` names ``label`` as a whole word (or words), in any case.
+
+    Word by word, not by a pattern made of the label: no memory's text is kept in the
+    process's cache of compiled patterns (``forget`` must leave none behind).
+    """
+    asked, named = _WORDS.findall(query.casefold()), _WORDS.findall(label.casefold())
+    width = len(named)
+    return width > 0 and any(asked[i : i + width] == named for i in range(len(asked) - width + 1))
 
 
-def _named_by(query: str) -> Callable[[str], bool]:
-    """:func:`names` for one query, each label judged once (a conversation has few speakers)."""
-    judged: dict[str, bool] = {}
+def context_features(candidates: Sequence[Scaled], depth: int) -> list[tuple[float, ...]]:
+    """Each candidate's :data:`CONTEXT` features, in the order given; nothing is read.
 
-    def named(label: str) -> bool:
-        if label not in judged:
-            judged[label] = names(query, label)
-        return judged[label]
-
-    return named
-
-
-def features(
-    candidates: Sequence[Scaled],
-    depth: int,
-    node: Callable[[bytes], Node | None],
-    query: str,
-) -> list[tuple[float, ...]]:
-    """Each candidate's :data:`FEATURES`, in the order given.
-
-    ``depth`` is how deep each ranking was read; ``node(node hash)`` is a candidate's
-    node, or None when it is gone (then its text tells nothing). Only notes have
-    neighbours and a session: a claim's id may end in a number, but the claim before
-    it is no question it answers.
+    ``depth`` is how deep each ranking was read.
     """
     at: dict[tuple[str, int], float] = {}
     lexical_at: dict[tuple[str, int], float] = {}
     # stem -> [lexical sum, base sum, best lexical, best semantic, count, best base]
     stems: dict[str, list[float]] = {}
-    keys: list[tuple[str, int] | None] = []
-    nodes = [node(candidate.oid) for candidate in candidates]
-    for candidate, held in zip(candidates, nodes, strict=True):
-        key = numbered(candidate.id) if held is not None and held.kind == "note" else None
-        keys.append(key)
+    keys = [numbered(candidate.id) for candidate in candidates]
+    for candidate, key in zip(candidates, keys, strict=True):
         if key is not None:
             at[key] = max(at.get(key, 0.0), candidate.base)
             lexical_at[key] = max(lexical_at.get(key, 0.0), candidate.lexical)
@@ -160,11 +171,9 @@ def features(
             group[3] = max(group[3], candidate.semantic)
             group[4] += 1
             group[5] = max(group[5], candidate.base)
-    when = asks_when(query)
-    named_in_query = _named_by(query)
     beyond = math.log(depth + 1)
     rows: list[tuple[float, ...]] = []
-    for candidate, key, held in zip(candidates, keys, nodes, strict=True):
+    for candidate, key in zip(candidates, keys, strict=True):
         near: tuple[float, ...]
         if key is None:
             near = (0.0, 0.0, 0.0, 0.0)
@@ -177,11 +186,6 @@ def features(
             before_lexical = lexical_at.get((stem, number - 1), 0.0)
             lexical_sum, base_sum, lexical_best, semantic_best, count, best = stems[stem]
             session = (lexical_sum, base_sum, lexical_best, semantic_best, math.log(count))
-        if held is None:
-            timed = asks = length = named = 0.0
-        else:
-            timed, asks, length, label = _shape(text_of(held))
-            named = 1.0 if label is not None and named_in_query(label) else 0.0
         rows.append(
             (
                 candidate.lexical,
@@ -191,11 +195,6 @@ def features(
                 candidate.base,
                 *near,
                 best,
-                timed,
-                timed if when else 0.0,
-                asks,
-                length,
-                named,
                 before_lexical,
                 *session,
             )
@@ -203,27 +202,69 @@ def features(
     return rows
 
 
+def text_features(node: Node | None, query: str) -> tuple[float, ...]:
+    """A candidate's :data:`TEXT` features (all 0 when its node is gone)."""
+    if node is None:
+        return (0.0,) * len(TEXT)
+    timed, asks, length, label = _shape(text_of(node))
+    named = 1.0 if label is not None and names(query, label) else 0.0
+    return (timed, timed if asks_when(query) else 0.0, asks, length, named)
+
+
+def features(
+    candidates: Sequence[Scaled],
+    depth: int,
+    node: Callable[[bytes], Node | None],
+    query: str,
+) -> list[tuple[float, ...]]:
+    """Each candidate's :data:`FEATURES`, in the order given, every candidate's node read.
+
+    ``node(node hash)`` is a candidate's node, or None when it is gone.
+    """
+    return [
+        row + text_features(node(candidate.oid), query)
+        for row, candidate in zip(context_features(candidates, depth), candidates, strict=True)
+    ]
+
+
 def rank(
     candidates: Sequence[Scaled],
     depth: int,
     node: Callable[[bytes], Node | None],
     query: str,
+    k: int = 10,
 ) -> list[Fused]:
     """The candidates best first, each scored by the probability the model gives it.
 
-    Equal scores keep the order given (the lexical ranking's, then the semantic one's).
+    Two passes: every candidate is weighed by :data:`CONTEXT` alone, which reads
+    nothing; the best :data:`READ_TEXTS` (or ``2 * k``, when more) have their nodes
+    read (``node(node hash)``, None when gone) and are weighed by every feature, and
+    come first in that order. The rest follow in the first pass's order, each scored
+    no higher than the last of those. Equal scores keep the order given (the lexical
+    ranking's, then the semantic one's).
     """
-    scored = [
-        (_probability(row), candidate)
-        for row, candidate in zip(features(candidates, depth, node, query), candidates, strict=True)
+    context = context_features(candidates, depth)
+    first = sorted(range(len(candidates)), key=lambda i: -_logit(FIRST_INTERCEPT, FIRST_WEIGHTS, context[i]))
+    read = max(READ_TEXTS, 2 * k)
+    chosen = []
+    for i in first[:read]:
+        row = context[i] + text_features(node(candidates[i].oid), query)
+        chosen.append((_probability(_logit(INTERCEPT, WEIGHTS, row)), i))
+    chosen.sort(key=lambda pair: -pair[0])
+    floor = chosen[-1][0] if chosen else 1.0
+    rest = [
+        (min(floor, _probability(_logit(FIRST_INTERCEPT, FIRST_WEIGHTS, context[i]))), i)
+        for i in first[read:]
     ]
-    scored.sort(key=lambda pair: -pair[0])
-    return [Fused(c.oid, c.id, score, c.lexical_rank, c.semantic_rank) for score, c in scored]
+    return [
+        Fused(c.oid, c.id, score, c.lexical_rank, c.semantic_rank)
+        for score, c in ((score, candidates[i]) for score, i in chosen + rest)
+    ]
 
 
 READ = 4096
 """How many characters of a candidate's text its shape is read from, at each end: a search
-reads every candidate, and a memory of megabytes must not cost one."""
+reads the texts of its best candidates, and a memory of megabytes must not cost one."""
 
 
 def _shape(text: str) -> tuple[float, float, float, str | None]:
@@ -245,8 +286,12 @@ def _shape(text: str) -> tuple[float, float, float, str | None]:
     return (1.0 if timed else 0.0, 1.0 if asks else 0.0, math.log(max(1.0, words)), speaker(start))
 
 
-def _probability(row: tuple[float, ...]) -> float:
-    logit = INTERCEPT + sum(map(operator.mul, WEIGHTS, row))
+def _logit(intercept: float, weights: tuple[float, ...], row: tuple[float, ...]) -> float:
+    total: float = sum(map(operator.mul, weights, row))
+    return intercept + total
+
+
+def _probability(logit: float) -> float:
     # The logistic function, written so neither branch overflows.
     if logit >= 0:
         return 1.0 / (1.0 + math.exp(-logit))

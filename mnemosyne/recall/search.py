@@ -256,7 +256,7 @@ def search(
         else []
     )
     if mode == "hybrid":
-        best = ranker.rank(scaled(lexical, semantic), depth, _node(view, loaded), query)[:k]
+        best = ranker.rank(scaled(lexical, semantic), depth, _node(view, loaded), query, k)[:k]
     else:  # one ranking: its own scores
         lexical_mode = mode == "lexical"
         best = [
