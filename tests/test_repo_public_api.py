@@ -464,7 +464,7 @@ MOVED_DOCSTRINGS = {
     "is_ancestor": "eeee0a718e4a7950",
     "bisect": "1816fa4924fd2b84",
     # Recall, erasure and maintenance, moved onto RecallService, ErasureService and MaintenanceService.
-    "search": "1c2ec973623af89f",
+    "search": "4d454b6c3f8af21a",  # its ranking described anew (ADR 81)
     "context": "ed3eca6f18c35ea6",
     "reads": "314a74148bfe92e0",
     "forget": "748594d1e180b18c",
