@@ -36,7 +36,10 @@ class View:
         self.refs = stores.refs
         self.graph = stores.graph
         self.changes = stores.changes
-        self.tree = Tree(stores.objects.chunk_loader(txn))
+        self.tree = self._tree(stores, txn)
+
+    def _tree(self, stores: Stores, txn: ReadTxn) -> Tree:
+        return Tree(stores.objects.chunk_loader(txn))
 
     def chunk(self, oid: bytes) -> TreeChunk:
         """Load a tree chunk."""
@@ -58,9 +61,12 @@ class WriteView(View):
 
     def __init__(self, stores: Stores, txn: WriteTxn) -> None:
         super().__init__(stores, txn)
-        # Asking for a walk's chunks ahead pays only where each read is a round trip.
+
+    def _tree(self, stores: Stores, txn: ReadTxn) -> Tree:
+        # One tree, that writes (not a read-only one replaced). Asking for a walk's chunks
+        # ahead pays only where each read is a round trip.
         fetch = self.prefetch if txn.remote else None
-        self.tree = Tree(stores.objects.chunk_loader(txn), self.put_chunk, fetch)
+        return Tree(stores.objects.chunk_loader(txn), self.put_chunk, fetch)
 
     def prefetch(self, oids: list[bytes]) -> None:
         """Read the chunks of ``oids`` not cached, all at once (a round trip on PostgreSQL, not one each)."""
