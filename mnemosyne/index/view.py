@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from mnemosyne.index.changes import ChangeIndex
 from mnemosyne.index.graph import CommitGraph
 from mnemosyne.index.recall_queue import RecallQueue
@@ -64,9 +66,11 @@ class WriteView(View):
 
     def _tree(self, stores: Stores, txn: ReadTxn) -> Tree:
         # One tree, that writes (not a read-only one replaced). Asking for a walk's chunks
-        # ahead pays only where each read is a round trip.
+        # ahead pays only where each read is a round trip. Chunks go straight to the object
+        # store (a partial, not a method of this view): a commit stores one per edited chunk.
         fetch = self.prefetch if txn.remote else None
-        return Tree(stores.objects.chunk_loader(txn), self.put_chunk, fetch)
+        store = functools.partial(stores.objects.put_chunk, self.txn)
+        return Tree(stores.objects.chunk_loader(txn), store, fetch)
 
     def prefetch(self, oids: list[bytes]) -> None:
         """Read the chunks of ``oids`` not cached, all at once (a round trip on PostgreSQL, not one each)."""
@@ -74,7 +78,7 @@ class WriteView(View):
 
     def put_chunk(self, chunk: TreeChunk) -> bytes:
         """Store a tree chunk."""
-        return self.objects.put(self.txn, chunk)
+        return self.objects.put_chunk(self.txn, chunk)
 
     def empty_tree(self) -> bytes:
         """The id of the empty tree, stored."""
