@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
@@ -20,9 +21,10 @@ from langgraph.graph import END, START, StateGraph
 from starlette.testclient import TestClient
 from support.tiers import examples
 
-from mnemosyne import Node, Provenance, Repo
+from mnemosyne import InvalidInput, Node, Provenance, Repo
 from mnemosyne.integrations.langgraph import MnemosyneSaver
 from mnemosyne.integrations.langgraph.stored_values import stored
+from mnemosyne.integrations.langgraph.thread_nodes import STABLE, stable_id
 from mnemosyne.integrations.langgraph.threads import channel_segment, name_of, namespace_segment, segment
 from mnemosyne.integrations.viewer import build_app
 from mnemosyne.model.thread_names import is_plain
@@ -135,6 +137,23 @@ def test_namespace_and_channel_segments_are_readable_valid_and_never_meet(name: 
     if name and "~" not in ns and all(char.isascii() and (char.isalnum() or char in ":|_-") for char in name):
         assert name in ns and name == channel  # readable: the name itself is there
     assert namespace_segment("") == "_root" and channel_segment("messages") == "messages"
+
+
+class _Text(str):
+    """Text of a subclass: its channel id is worked out, not remembered."""
+
+
+@given(base=_NAMES, name=_NAMES)
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_channel_s_value_id_is_the_same_asked_once_or_again(base: str, name: str) -> None:
+    """The ids a put asks for twice are remembered: the answer is the one worked out each time."""
+    expected = f"{base}{STABLE}{channel_segment(name)}"
+    assert stable_id(base, name) == expected
+    assert stable_id(base, name) == expected  # remembered
+    assert stable_id(base, _Text(name)) == expected
+    for stranger in (b"messages", 7, ["messages"], None):
+        with pytest.raises(InvalidInput, match="a channel must be text"):
+            stable_id(base, stranger)  # type: ignore[arg-type]
 
 
 # -- a thread in ADR 33's layout --------------------------------------------------------------

@@ -2,10 +2,12 @@
 
 A commit reads its tip's claim tree only when it writes claims, builds its
 commit-graph entry's skip pointer from the first parent's entry it has just
-read, and moves through the store's transaction gate without a context manager.
-Each is held here to an answer worked out without it: ancestry recomputed from
-the commits' parents, claim conflicts against claims committed several commits
-back, and a map that still grows after a transaction failed.
+read (and the entry itself from the parents' entries the indexing read), reads
+its branch's ref once, and moves through the store's transaction gate without a
+context manager. Each is held here to an answer worked out without it: ancestry
+recomputed from the commits' parents, entries built by reading the parents,
+the ref read both ways, claim conflicts against claims committed several
+commits back, and a map that still grows after a transaction failed.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from mnemosyne import Claim, ClaimConflict, Node, NotFound, Repo
 from mnemosyne.index.graph import CommitGraph, skip_depth
 from mnemosyne.store.kv.memory import MemoryKV
 from mnemosyne.store.prolly import EMPTY, Tree
+from mnemosyne.store.refs import BRANCH_PREFIX, HEAD, RefStore
 
 
 def _ancestors(parents: dict[str, tuple[str, ...]], oid: str) -> set[str]:
@@ -93,6 +96,50 @@ def test_each_skip_pointer_is_the_first_parent_ancestor_at_its_depth():
             assert entry.skip == walk, oid.hex()
 
     MemoryKV().transact(build)
+
+
+def test_an_entry_built_from_the_parents_entries_given_is_the_one_built_by_reading_them():
+    """Random histories with merges: each commit indexed both ways, in two scopes, gives the same bytes."""
+    rng = random.Random(11)
+    read, given = CommitGraph(b"r"), CommitGraph(b"g")
+
+    def build(txn) -> None:
+        made: list[bytes] = []
+        for n in range(200):
+            oid = n.to_bytes(4, "big") * 8
+            parents = tuple(dict.fromkeys(rng.sample(made[-30:], min(len(made), rng.choice([1, 1, 2, 3])))))
+            claims = rng.randbytes(32) if n % 7 == 0 else b""
+            by_reading = read.add(txn, oid, parents, claims)
+            entries = [given.entry(txn, parent) for parent in parents]
+            assert given.add(txn, oid, parents, claims, (), entries) == by_reading
+            made.append(oid)
+        assert {k[1:]: v for k, v in read.entries(txn).items()} == {
+            k[1:]: v for k, v in given.entries(txn).items()
+        }
+
+    MemoryKV().transact(build)
+
+
+def test_a_ref_s_state_is_what_exists_and_read_say():
+    """Absent, created with no commits, pointing at a commit, and HEAD (a name, not a commit)."""
+    refs = RefStore(b"t")
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def check(txn) -> None:
+        names = [BRANCH_PREFIX + name for name in ("absent", "unborn", "set")] + [HEAD]
+        refs.create_unborn(txn, BRANCH_PREFIX + "unborn", when=when, author="t", reason="create")
+        refs.update(txn, BRANCH_PREFIX + "set", None, b"\x01" * 32, when=when, author="t", reason="commit")
+        refs.set_head(txn, "set")
+        for name in names:
+            assert refs.state(txn, name) == (refs.exists(txn, name), refs.read(txn, name)), name
+        assert [refs.state(txn, name) for name in names] == [
+            (False, None),
+            (True, None),
+            (True, b"\x01" * 32),
+            (True, None),
+        ]
+
+    MemoryKV().transact(check)
 
 
 def test_a_claim_meets_the_tips_claims_after_commits_without_claims(tmp_path):

@@ -133,10 +133,10 @@ def apply_commit(
             seen.add(node_id)
     txn = view.txn
     ref = BRANCH_PREFIX + branch
-    if not view.refs.exists(txn, ref) and branch != view.refs.head_branch(txn):
+    present, tip = view.refs.state(txn, ref)
+    if not present and branch != view.refs.head_branch(txn):
         # As git: a commit never creates a branch, so a mistyped name cannot start one.
         raise NotFound(f"no branch {branch!r}: create it first (branch(), or mnemo branch {branch})")
-    tip = view.refs.read(txn, ref)
     if parent is not None:
         expected = resolve(view, parent)
         if tip != expected:

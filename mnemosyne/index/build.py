@@ -51,7 +51,7 @@ def index_commit(
     claim_root = claims.update(view, parent_claims, changes, written) if claims_possible else parent_claims
     carried = {record for parent in parents for record in parent.open} | set(commit.contradictions)
     open_records = tuple(sorted(r for r in carried if still_open(view, commit.tree, r)))
-    entry = view.graph.add(view.txn, oid, commit.parents, claim_root, open_records)
+    entry = view.graph.add(view.txn, oid, commit.parents, claim_root, open_records, parents)
     view.changes.add_changes(view.txn, entry.generation, oid, changes)
     if verifying := verified_ids(commit):
         changed = {node_id for node_id, _, _ in changes}

@@ -167,9 +167,14 @@ class CommitGraph:
         parents: tuple[bytes, ...],
         claims: bytes = b"",
         open_records: tuple[bytes, ...] = (),
+        parent_entries: list[GraphEntry] | None = None,
     ) -> GraphEntry:
-        """Index a new commit whose parents are already indexed."""
-        entries = [self.entry(txn, p) for p in parents]
+        """Index a new commit whose parents are already indexed.
+
+        ``parent_entries``: the parents' entries, in order, when the caller has just
+        read them in this transaction (else they are read here).
+        """
+        entries = parent_entries if parent_entries is not None else [self.entry(txn, p) for p in parents]
         if entries:
             first = entries[0]
             depth = first.depth + 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from mnemosyne.index.changes import ChangeIndex
 from mnemosyne.index.graph import CommitGraph
 from mnemosyne.index.recall_queue import RecallQueue
@@ -36,7 +38,10 @@ class View:
         self.refs = stores.refs
         self.graph = stores.graph
         self.changes = stores.changes
-        self.tree = Tree(stores.objects.chunk_loader(txn))
+        self.tree = self._tree(stores, txn)
+
+    def _tree(self, stores: Stores, txn: ReadTxn) -> Tree:
+        return Tree(stores.objects.chunk_loader(txn))
 
     def chunk(self, oid: bytes) -> TreeChunk:
         """Load a tree chunk."""
@@ -58,9 +63,14 @@ class WriteView(View):
 
     def __init__(self, stores: Stores, txn: WriteTxn) -> None:
         super().__init__(stores, txn)
-        # Asking for a walk's chunks ahead pays only where each read is a round trip.
+
+    def _tree(self, stores: Stores, txn: ReadTxn) -> Tree:
+        # One tree, that writes (not a read-only one replaced). Asking for a walk's chunks
+        # ahead pays only where each read is a round trip. Chunks go straight to the object
+        # store (a partial, not a method of this view): a commit stores one per edited chunk.
         fetch = self.prefetch if txn.remote else None
-        self.tree = Tree(stores.objects.chunk_loader(txn), self.put_chunk, fetch)
+        store = functools.partial(stores.objects.put_chunk, self.txn)
+        return Tree(stores.objects.chunk_loader(txn), store, fetch)
 
     def prefetch(self, oids: list[bytes]) -> None:
         """Read the chunks of ``oids`` not cached, all at once (a round trip on PostgreSQL, not one each)."""
@@ -68,7 +78,7 @@ class WriteView(View):
 
     def put_chunk(self, chunk: TreeChunk) -> bytes:
         """Store a tree chunk."""
-        return self.objects.put(self.txn, chunk)
+        return self.objects.put_chunk(self.txn, chunk)
 
     def empty_tree(self) -> bytes:
         """The id of the empty tree, stored."""

@@ -243,6 +243,14 @@ class ObjectStore:
         self._remember(oid, obj, len(data))
         return oid
 
+    def put_chunk(self, txn: WriteTxn, chunk: TreeChunk) -> bytes:
+        """:meth:`put` of a tree chunk: the write a commit makes most (one per chunk on each edited path)."""
+        data = codec.encode(chunk)
+        oid: bytes = blake3.blake3(data).digest()
+        txn.put_absent(Space.OBJECTS, [(self.scope + oid, data)])
+        self._remember(oid, chunk, len(data))
+        return oid
+
     def put_nodes(self, txn: WriteTxn, nodes: list[Node]) -> list[ObjectId]:
         """Store many node versions at once; return their ids in order."""
         encoded = self.encode_nodes(nodes)

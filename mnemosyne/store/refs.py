@@ -122,6 +122,13 @@ class RefStore:
             return None
         return value
 
+    def state(self, txn: ReadTxn, name: str) -> tuple[bool, bytes | None]:
+        """Whether the ref is set (:meth:`exists`) and the commit it points at (:meth:`read`), in one read."""
+        value = txn.get(Space.REFS, self._key(name))
+        if value is None:
+            return False, None
+        return True, (value if value and not value.startswith(_SYMBOLIC) else None)
+
     def exists(self, txn: ReadTxn, name: str) -> bool:
         """Whether the ref is set: a branch with commits, or one created with none yet."""
         return txn.get(Space.REFS, self._key(name)) is not None

@@ -23,6 +23,7 @@ the values that are not the tip's at per-checkpoint ids too (``pinned``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -75,7 +76,20 @@ VALUES_FROM = "values_from"
 
 
 def stable_id(base: str, channel: str) -> str:
-    """The id ``channel``'s value has in the namespace whose id is ``base``, whichever checkpoint wrote it."""
+    """The id ``channel``'s value has in the namespace whose id is ``base``, whichever checkpoint wrote it.
+
+    Raises:
+        InvalidInput: ``channel`` is not a string.
+    """
+    if type(channel) is str:
+        # A put asks for every channel's id twice (the values held at the tip, the values
+        # it writes), and the thread's next put for the same ones again.
+        return _stable_id(base, channel)
+    return f"{base}{STABLE}{channel_segment(channel)}"  # refuses a channel that is not text
+
+
+@functools.lru_cache(maxsize=4096)
+def _stable_id(base: str, channel: str) -> str:
     return f"{base}{STABLE}{channel_segment(channel)}"
 
 
