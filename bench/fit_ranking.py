@@ -6,8 +6,8 @@ and semantic rankings through the public API to the depth a top-25 hybrid search
 product's own code. A candidate is labelled by whether it is one of the question's
 evidence turns. It then reports evidence recall@5/10/25 of the model fitted on every
 conversation but one and tested on that one (so each figure is of a conversation the
-weights never saw), and prints the weights fitted on all of them, to paste into
-``mnemosyne/recall/ranker.py``. Usage:
+weights never saw, ranked in the ranker's two passes), and prints the weights of both
+passes fitted on all of them, to paste into ``mnemosyne/recall/ranker.py``. Usage:
 
     python bench/fit_ranking.py [--data DIR] [--l2 10]
 """

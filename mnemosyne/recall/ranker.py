@@ -10,7 +10,8 @@ only asks a question, or is long, and whether the query names the speaker its te
 labelled with (``"Mira: ..."``). Each candidate's score is the probability a logistic
 regression over those features gives it; the weights were fitted on the development
 conversations of a public benchmark by ``bench/fit_ranking.py``, which also reports
-them cross-validated across conversations.
+them cross-validated across conversations. It weighs in two passes (:func:`rank`):
+every candidate by what reads nothing, then the best few by their texts too.
 
 Only candidates are weighed, and only their own texts are read: a neighbour or a
 session member the filters turned away lends nothing, and nothing outside the two
