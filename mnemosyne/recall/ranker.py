@@ -140,15 +140,24 @@ def speaker(text: str) -> str | None:
     return found.group(1) if found is not None else None
 
 
-def names(query: str, label: str) -> bool:
-    """Whether ``query`` names ``label`` as a whole word (or words), in any case.
+class Asked:
+    """What the text features need of a query, worked out once for all its candidates."""
 
-    Word by word, not by a pattern made of the label: no memory's text is kept in the
-    process's cache of compiled patterns (``forget`` must leave none behind).
-    """
-    asked, named = _WORDS.findall(query.casefold()), _WORDS.findall(label.casefold())
-    width = len(named)
-    return width > 0 and any(asked[i : i + width] == named for i in range(len(asked) - width + 1))
+    __slots__ = ("when", "words")
+
+    def __init__(self, query: str) -> None:
+        self.when = asks_when(query)
+        self.words = _WORDS.findall(query.casefold())
+
+    def names(self, label: str) -> bool:
+        """Whether the query names ``label`` as a whole word (or words), in any case.
+
+        Word by word, not by a pattern made of the label: no memory's text is kept in
+        the process's cache of compiled patterns (``forget`` must leave none behind).
+        """
+        named = _WORDS.findall(label.casefold())
+        width, asked = len(named), self.words
+        return width > 0 and any(asked[i : i + width] == named for i in range(len(asked) - width + 1))
 
 
 def context_features(candidates: Sequence[Scaled], depth: int) -> list[tuple[float, ...]]:
@@ -203,13 +212,13 @@ def context_features(candidates: Sequence[Scaled], depth: int) -> list[tuple[flo
     return rows
 
 
-def text_features(node: Node | None, query: str) -> tuple[float, ...]:
+def text_features(node: Node | None, asked: Asked) -> tuple[float, ...]:
     """A candidate's :data:`TEXT` features (all 0 when its node is gone)."""
     if node is None:
         return (0.0,) * len(TEXT)
     timed, asks, length, label = _shape(text_of(node))
-    named = 1.0 if label is not None and names(query, label) else 0.0
-    return (timed, timed if asks_when(query) else 0.0, asks, length, named)
+    named = 1.0 if label is not None and asked.names(label) else 0.0
+    return (timed, timed if asked.when else 0.0, asks, length, named)
 
 
 def features(
@@ -222,8 +231,9 @@ def features(
 
     ``node(node hash)`` is a candidate's node, or None when it is gone.
     """
+    asked = Asked(query)
     return [
-        row + text_features(node(candidate.oid), query)
+        row + text_features(node(candidate.oid), asked)
         for row, candidate in zip(context_features(candidates, depth), candidates, strict=True)
     ]
 
@@ -245,22 +255,19 @@ def rank(
     ranking's, then the semantic one's).
     """
     context = context_features(candidates, depth)
-    first = sorted(range(len(candidates)), key=lambda i: -_logit(FIRST_INTERCEPT, FIRST_WEIGHTS, context[i]))
+    logits = [_logit(FIRST_INTERCEPT, FIRST_WEIGHTS, row) for row in context]
+    first = sorted(range(len(candidates)), key=lambda i: -logits[i])
     read = max(READ_TEXTS, 2 * k)
+    asked = Asked(query)
     chosen = []
     for i in first[:read]:
-        row = context[i] + text_features(node(candidates[i].oid), query)
+        row = context[i] + text_features(node(candidates[i].oid), asked)
         chosen.append((_probability(_logit(INTERCEPT, WEIGHTS, row)), i))
     chosen.sort(key=lambda pair: -pair[0])
     floor = chosen[-1][0] if chosen else 1.0
-    rest = [
-        (min(floor, _probability(_logit(FIRST_INTERCEPT, FIRST_WEIGHTS, context[i]))), i)
-        for i in first[read:]
-    ]
-    return [
-        Fused(c.oid, c.id, score, c.lexical_rank, c.semantic_rank)
-        for score, c in ((score, candidates[i]) for score, i in chosen + rest)
-    ]
+    rest = [(min(floor, _probability(logits[i])), i) for i in first[read:]]
+    ordered = [(score, candidates[i]) for score, i in chosen + rest]
+    return [Fused(c.oid, c.id, score, c.lexical_rank, c.semantic_rank) for score, c in ordered]
 
 
 READ = 4096
