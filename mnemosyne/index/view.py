@@ -61,9 +61,6 @@ class WriteView(View):
 
     txn: WriteTxn
 
-    def __init__(self, stores: Stores, txn: WriteTxn) -> None:
-        super().__init__(stores, txn)
-
     def _tree(self, stores: Stores, txn: ReadTxn) -> Tree:
         # One tree, that writes (not a read-only one replaced). Asking for a walk's chunks
         # ahead pays only where each read is a round trip. Chunks go straight to the object

@@ -25,11 +25,13 @@ from mnemosyne.errors import CorruptObject, NotFound, Redacted
 from mnemosyne.model import codec
 from mnemosyne.model.objects import (
     CommitObject,
+    ContradictionObject,
     Node,
     ObjectId,
     Redaction,
     StoredObject,
     TreeChunk,
+    VerifyingCommitObject,
     decode_object,
 )
 from mnemosyne.model.times import rfc3339
@@ -237,14 +239,16 @@ class ObjectStore:
         """Encode and store ``obj`` (a no-op when present); return its id."""
         if isinstance(obj, Node):
             return self.put_nodes(txn, [obj])[0]
-        data = codec.encode(obj)
-        oid = cast(ObjectId, blake3.blake3(data).digest())
-        txn.put_absent(Space.OBJECTS, [(self.scope + oid, data)])
-        self._remember(oid, obj, len(data))
-        return oid
+        return cast(ObjectId, self.put_chunk(txn, obj))
 
-    def put_chunk(self, txn: WriteTxn, chunk: TreeChunk) -> bytes:
-        """:meth:`put` of a tree chunk: the write a commit makes most (one per chunk on each edited path)."""
+    def put_chunk(
+        self, txn: WriteTxn, chunk: TreeChunk | CommitObject | VerifyingCommitObject | ContradictionObject
+    ) -> bytes:
+        """:meth:`put` of what is not a node; a commit calls it for each tree chunk it writes.
+
+        The write a commit makes most (one per chunk on each edited path), so it skips
+        :meth:`put`'s question of whether the object is a node.
+        """
         data = codec.encode(chunk)
         oid: bytes = blake3.blake3(data).digest()
         txn.put_absent(Space.OBJECTS, [(self.scope + oid, data)])

@@ -117,10 +117,7 @@ class RefStore:
 
     def read(self, txn: ReadTxn, name: str) -> bytes | None:
         """The commit id a ref points at, or None for an unborn or absent ref."""
-        value = txn.get(Space.REFS, self._key(name))
-        if not value or value.startswith(_SYMBOLIC):
-            return None
-        return value
+        return self.state(txn, name)[1]
 
     def state(self, txn: ReadTxn, name: str) -> tuple[bool, bytes | None]:
         """Whether the ref is set (:meth:`exists`) and the commit it points at (:meth:`read`), in one read."""
