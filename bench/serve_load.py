@@ -159,11 +159,19 @@ def _gets_in_turns(target: str, off: _Conn, on: _Conn, runs: int, block: int) ->
 
 
 def _metrics_cost(url: str, token: str, path: Path, base: str, runs: int, block: int) -> None:
-    """A served get with ``--metrics`` against the same get without, blocks taking turns, medians."""
+    """A served get with ``--metrics`` against the same get without, blocks taking turns, medians.
+
+    Both servers are started for this, side by side: the bench's main server has run
+    the first search (every memory indexed, a larger heap) and would be compared
+    with a fresh one. The main server's own figure is shown as the spread between
+    two servers without metrics.
+    """
+    plain, plain_url = _start(path)
     process, watched_url = _start(path, "--metrics")
     try:
         target = f"{base}/nodes/{quote(node_id(4_321), safe='')}"
-        off, on = _gets_in_turns(target, _Conn(url, token), _Conn(watched_url, token), runs, block)
+        off, on = _gets_in_turns(target, _Conn(plain_url, token), _Conn(watched_url, token), runs, block)
+        main, other = _gets_in_turns(target, _Conn(url, token), _Conn(plain_url, token), runs, block)
         host, port = watched_url.removeprefix("http://").split(":")
         scrape = http.client.HTTPConnection(host, int(port), timeout=60)
         started = time.perf_counter()
@@ -171,33 +179,41 @@ def _metrics_cost(url: str, token: str, path: Path, base: str, runs: int, block:
         page = scrape.getresponse().read()
         scraped = (time.perf_counter() - started) * 1e3
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
+        for started_process in (process, plain):
+            started_process.send_signal(signal.SIGTERM)
+            started_process.wait(timeout=60)
     row(
-        "serve: get over HTTP, --metrics on / off (median ms)",
+        "serve: get over HTTP, --metrics on / off, two fresh servers (median ms)",
         f"{runs}x{block}",
         f"{on:.3f} / {off:.3f} = {on / off:.2f}",
         "<= 1.05",
         on <= 1.05 * off,
     )
+    row(
+        "serve: get over HTTP, two servers without metrics: the bench's main one / a fresh one (median ms)",
+        f"{runs}x{block}",
+        f"{main:.3f} / {other:.3f} = {main / other:.2f}",
+    )
     row("serve: a scrape of /metrics (ms, bytes)", "1", f"{scraped:.2f}, {len(page):,}")
 
 
-def _tracing_cost(url: str, token: str, path: Path, base: str, runs: int, block: int) -> None:
+def _tracing_cost(token: str, path: Path, base: str, runs: int, block: int) -> None:
     """A served get with OpenTelemetry traces on (console exporter, to nowhere) against off, medians.
 
     Off (no OTEL_* variable asks for traces) a request takes the path it took before
     traces existed, and the SDK is never imported (tests/test_serve_tracing.py).
     """
+    plain, plain_url = _start(path)  # fresh, as the traced one is (see _metrics_cost)
     process, traced_url = _start(path, env_extra={"OTEL_TRACES_EXPORTER": "console"})
     try:
         target = f"{base}/nodes/{quote(node_id(4_321), safe='')}"
-        off, on = _gets_in_turns(target, _Conn(url, token), _Conn(traced_url, token), runs, block)
+        off, on = _gets_in_turns(target, _Conn(plain_url, token), _Conn(traced_url, token), runs, block)
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
+        for started_process in (process, plain):
+            started_process.send_signal(signal.SIGTERM)
+            started_process.wait(timeout=60)
     row(
-        "serve: get over HTTP, traces on / off (median ms; off: the path without traces)",
+        "serve: get over HTTP, traces on / off, two fresh servers (median ms; off: the path without traces)",
         f"{runs}x{block}",
         f"{on:.3f} / {off:.3f} = {on / off:.2f}",
     )
@@ -308,7 +324,7 @@ def bench_serve(
             warm.call("GET", f"{base}/log?limit=20")
         _side_by_side(url, token, path, base, runs, 40)
         _metrics_cost(url, token, path, base, runs, 40)
-        _tracing_cost(url, token, path, base, runs, 40)
+        _tracing_cost(token, path, base, runs, 40)
         warm_status = _status_kib(process.pid)
         warmed = warm_status["VmRSS"]
         found = asyncio.run(_load(url, token, base, clients, seconds, memories))
