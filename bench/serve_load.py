@@ -166,9 +166,12 @@ def _metrics_cost(url: str, token: str, path: Path, base: str, runs: int, block:
     with a fresh one. The main server's own figure is shown as the spread between
     two servers without metrics.
     """
-    plain, plain_url = _start(path)
-    process, watched_url = _start(path, "--metrics")
+    servers: list[subprocess.Popen[str]] = []
     try:
+        plain, plain_url = _start(path)
+        servers.append(plain)
+        process, watched_url = _start(path, "--metrics")
+        servers.append(process)
         target = f"{base}/nodes/{quote(node_id(4_321), safe='')}"
         off, on = _gets_in_turns(target, _Conn(plain_url, token), _Conn(watched_url, token), runs, block)
         main, other = _gets_in_turns(target, _Conn(url, token), _Conn(plain_url, token), runs, block)
@@ -179,9 +182,9 @@ def _metrics_cost(url: str, token: str, path: Path, base: str, runs: int, block:
         page = scrape.getresponse().read()
         scraped = (time.perf_counter() - started) * 1e3
     finally:
-        for started_process in (process, plain):
-            started_process.send_signal(signal.SIGTERM)
-            started_process.wait(timeout=60)
+        for server in servers:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=60)
     row(
         "serve: get over HTTP, --metrics on / off, two fresh servers (median ms)",
         f"{runs}x{block}",
@@ -203,15 +206,18 @@ def _tracing_cost(token: str, path: Path, base: str, runs: int, block: int) -> N
     Off (no OTEL_* variable asks for traces) a request takes the path it took before
     traces existed, and the SDK is never imported (tests/test_serve_tracing.py).
     """
-    plain, plain_url = _start(path)  # fresh, as the traced one is (see _metrics_cost)
-    process, traced_url = _start(path, env_extra={"OTEL_TRACES_EXPORTER": "console"})
+    servers: list[subprocess.Popen[str]] = []
     try:
+        plain, plain_url = _start(path)  # fresh, as the traced one is (see _metrics_cost)
+        servers.append(plain)
+        process, traced_url = _start(path, env_extra={"OTEL_TRACES_EXPORTER": "console"})
+        servers.append(process)
         target = f"{base}/nodes/{quote(node_id(4_321), safe='')}"
         off, on = _gets_in_turns(target, _Conn(plain_url, token), _Conn(traced_url, token), runs, block)
     finally:
-        for started_process in (process, plain):
-            started_process.send_signal(signal.SIGTERM)
-            started_process.wait(timeout=60)
+        for server in servers:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=60)
     row(
         "serve: get over HTTP, traces on / off, two fresh servers (median ms; off: the path without traces)",
         f"{runs}x{block}",
