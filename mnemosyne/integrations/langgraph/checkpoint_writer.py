@@ -42,7 +42,10 @@ from mnemosyne.integrations.langgraph.known import (
     Located,
     complete,
     known_writes,
+    more_replaced_writes,
     more_writes,
+    replaced_by,
+    replaced_checkpoint,
 )
 from mnemosyne.integrations.langgraph.repo_protocol import Rev, ThreadRepo, nodes_at
 from mnemosyne.integrations.langgraph.stored_values import MAX_JSON_DEPTH, Serialized, load, proven, stored
@@ -304,6 +307,11 @@ class CheckpointWriter:
                     # A new latest: its writes, if any came first, are read when it is read.
                     # The latest saved again keeps the writes it had.
                     again = known is not None and latest == checkpoint_id and known.writes is not None
+                    replaced = (
+                        (known.replaced if latest == checkpoint_id else replaced_by(known))
+                        if known is not None and (latest == checkpoint_id or str(parent) == latest)
+                        else ()
+                    )
                     if not complete(channels):  # a value kept from a parent read only by its node's map
                         self._known.set(thread_id, ns, None)
                         break
@@ -322,6 +330,7 @@ class CheckpointWriter:
                             pointer.id,
                             result,
                             exact=True,
+                            replaced=replaced,
                         ),
                     )
                 else:
@@ -401,19 +410,30 @@ class CheckpointWriter:
         with self._known.lock:
             for _ in range(_TRIES):
                 known = self._known.get(thread_id, ns)
-                if known is not None and known.checkpoint_id != checkpoint_id:
+                replaced = replaced_checkpoint(known, checkpoint_id)
+                if known is not None and known.checkpoint_id != checkpoint_id and replaced is None:
                     known = None  # what is known does not say which of these writes are stored
-                if known is not None and known.writes is None:
-                    # The checkpoint's writes, read once at the tip they are known at: from then
-                    # on neither its next writes nor the next put (its child) read anything.
+                if known is not None:
                     at = known.at if known.at is not None and known.at.id == known.tip else known.tip
-                    known = known_writes(known, list(self.repo.nodes(at=at, prefix=known.node_id + WRITES)))
+                    if replaced is not None and replaced.writes is None:
+                        # Writes that reached the saver after the next checkpoint's put: their
+                        # checkpoint's are read once, as its child's would be.
+                        read = list(self.repo.nodes(at=at, prefix=replaced.node_id + WRITES))
+                        replaced = msgspec.structs.replace(
+                            replaced, writes={node.id: node.content for node in read}
+                        )
+                    elif replaced is None and known.writes is None:
+                        # The checkpoint's writes, read once at the tip they are known at: from then
+                        # on neither its next writes nor the next put (its child) read anything.
+                        read = list(self.repo.nodes(at=at, prefix=known.node_id + WRITES))
+                        known = known_writes(known, read)
                 found: Node | bool = False
-                if known is not None and known.writes is not None:
+                written = replaced if replaced is not None else known
+                if known is not None and written is not None and written.writes is not None:
                     tip: str | None = known.tip
-                    node_id = known.node_id
+                    node_id = written.node_id
                     task_base = f"{node_id}{WRITES}{segment(task_id)}"
-                    stored = {i for i in known.writes if i.startswith(task_base + "/")}
+                    stored = {i for i in written.writes if i.startswith(task_base + "/")}
                 else:
                     tip = self.repo.tip(branch)
                     node_id, found = self._checkpoint_at(branch, ns, checkpoint_id, tip)
@@ -434,7 +454,7 @@ class CheckpointWriter:
                 )
                 if not puts:
                     return
-                stored_at, step = self._step(known, found)
+                stored_at, step = self._step(written.metadata if written is not None else None, found)
                 message = writes_message(writes, task_id, task_path, checkpoint_id, step, stored=stored_at)
                 if tip is None:  # no checkpoint on this thread yet
                     self._commit(branch, puts, message)
@@ -448,7 +468,9 @@ class CheckpointWriter:
                     self._known.forget([thread_id])  # another writer moved the thread: read again
                     continue
                 self._known.advance(thread_id, made_on(result), result, changed=(ns, checkpoint_id))
-                if known is not None and known.writes is not None:
+                if known is not None and replaced is not None:
+                    self._known.set(thread_id, ns, more_replaced_writes(known, replaced, result, puts))
+                elif known is not None and known.writes is not None:
                     self._known.set(thread_id, ns, more_writes(known, result, puts))
                 return
             self._known.forget([thread_id])  # many writers at once on one thread
@@ -481,16 +503,20 @@ class CheckpointWriter:
                 return node_id, False
         return checkpoints[0], False
 
-    def _step(self, known: Latest | None, found: Node | bool) -> tuple[bool, Any]:
+    def _step(self, known_metadata: Serialized | None, found: Node | bool) -> tuple[bool, Any]:
         """Whether the checkpoint these writes go with is stored, and its step: known, else as read.
 
         For the writes' message only: LangGraph may save a task's writes before the
         checkpoint they follow (its default durability saves that one while the
         step runs).
+
+        Args:
+            known_metadata: the checkpoint's metadata, when the saver knows the checkpoint.
+            found: its node as read (True: erased; False: none), when it does not.
         """
         loads = self.serde.loads_typed
-        if known is not None:
-            metadata = load(loads, known.metadata)
+        if known_metadata is not None:
+            metadata = load(loads, known_metadata)
         elif isinstance(found, bool):
             return found, None
         else:

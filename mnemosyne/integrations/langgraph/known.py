@@ -25,6 +25,9 @@ from mnemosyne.integrations.langgraph.stored_values import Serialized
 CACHED_THREADS = 128
 """How many threads' latest checkpoints a saver keeps (the least recently used go first)."""
 
+KEPT_REPLACED = 3
+"""How many of the checkpoints before each latest a saver keeps (writes two behind have been seen)."""
+
 
 class Located(msgspec.Struct, frozen=True):
     """Where the value a checkpoint gives a channel is stored (ADR 33), and, when known, the value.
@@ -39,6 +42,26 @@ class Located(msgspec.Struct, frozen=True):
     writer: str
     version: Any
     value: Serialized | None = None
+
+
+class Replaced(msgspec.Struct, frozen=True):
+    """The checkpoint a put replaced as its namespace's latest, as it was known then.
+
+    LangGraph saves a task's writes from a worker thread: they can reach the saver
+    after the put of the checkpoint that follows them. Kept, this lets those writes
+    be stored without reading again where their checkpoint is.
+
+    Attributes:
+        node_id: the checkpoint node's id.
+        checkpoint_id: the checkpoint's id.
+        metadata: its metadata as it loads again.
+        writes: its pending writes' contents by node id; None until they are read.
+    """
+
+    node_id: str
+    checkpoint_id: str
+    metadata: Serialized
+    writes: dict[str, dict[str, Any]] | None
 
 
 class Latest(msgspec.Struct, frozen=True):
@@ -63,6 +86,9 @@ class Latest(msgspec.Struct, frozen=True):
             PostgreSQL. None when not made here, or from an earlier tip.
         exact: whether the namespace's value nodes at ``tip`` are exactly
             ``channels`` (so a put on this tip knows what each holds without a read).
+        replaced: the checkpoints this one's put and those before it replaced as
+            the latest, newest first, as far as this saver knew them (its parent and
+            theirs, in a running graph); their nodes are at ``tip`` too.
     """
 
     tip: str
@@ -76,6 +102,7 @@ class Latest(msgspec.Struct, frozen=True):
     pointer: str = ""
     at: Commit | None = None
     exact: bool = False
+    replaced: tuple[Replaced, ...] = ()
 
     @property
     def checkpoint_id(self) -> str:
@@ -98,6 +125,28 @@ def more_writes(known: Latest, made: Commit, puts: Sequence[Node]) -> Latest:
     writes = dict(known.writes or {})
     writes.update((node.id, node.content) for node in puts)
     return msgspec.structs.replace(known, tip=made.id, writes=writes, at=made)
+
+
+def replaced_by(known: Latest) -> tuple[Replaced, ...]:
+    """What a put that replaces ``known`` as the latest keeps of it and of those it replaced."""
+    replaced = Replaced(known.node_id, known.checkpoint_id, known.metadata, known.writes)
+    return (replaced, *known.replaced)[:KEPT_REPLACED]
+
+
+def replaced_checkpoint(known: Latest | None, checkpoint_id: str) -> Replaced | None:
+    """What ``known`` keeps of the checkpoint ``checkpoint_id`` it replaced, or None."""
+    if known is None:
+        return None
+    return next((replaced for replaced in known.replaced if replaced.checkpoint_id == checkpoint_id), None)
+
+
+def more_replaced_writes(known: Latest, replaced: Replaced, made: Commit, puts: Sequence[Node]) -> Latest:
+    """``known`` at the commit ``made``, which stored ``puts`` among the writes of ``replaced``."""
+    writes = dict(replaced.writes or {})
+    writes.update((node.id, node.content) for node in puts)
+    kept = msgspec.structs.replace(replaced, writes=writes)
+    chain = tuple(kept if r.checkpoint_id == kept.checkpoint_id else r for r in known.replaced)
+    return msgspec.structs.replace(known, tip=made.id, at=made, replaced=chain)
 
 
 class LatestCheckpoints:
@@ -148,7 +197,8 @@ class LatestCheckpoints:
             before: the tip the commit was made on.
             after: the commit it made (the new tip).
             changed: (namespace, checkpoint id) whose pending writes the commit
-                changed: that entry, if it is of that checkpoint, is dropped.
+                changed: that entry, if it is of that checkpoint, is dropped (and
+                what an entry keeps of it as the checkpoint it replaced).
         """
         with self.lock:
             entries = self._threads.get(thread_id, {})
@@ -156,6 +206,8 @@ class LatestCheckpoints:
                 if changed is not None and (ns, known.checkpoint_id) == changed:
                     del entries[ns]
                 elif known.tip == before:
-                    entries[ns] = msgspec.structs.replace(known, tip=after.id, at=after)
+                    # One whose writes changed is dropped: whoever changed them says so, or nobody.
+                    replaced = tuple(r for r in known.replaced if changed != (ns, r.checkpoint_id))
+                    entries[ns] = msgspec.structs.replace(known, tip=after.id, at=after, replaced=replaced)
                 else:
                     del entries[ns]  # known at another tip: no longer the branch's
