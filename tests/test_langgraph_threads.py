@@ -319,9 +319,11 @@ def test_a_task_s_writes_name_their_node_and_the_step_they_follow() -> None:
             "writes of review after step 1: notes",
             "writes of an update after step 2: notes",
         ]
-        for i, line in writes:  # each follows the checkpoint whose step it names
+        for i, line in writes:  # each comes after the checkpoint whose step it names
+            # Not always right after it: LangGraph saves writes from a worker thread, and on a
+            # busy machine they can reach the saver after the next checkpoint's put.
             step = line.split(" after step ")[1].split(":")[0]
-            assert lines[i - 1].startswith(f"checkpoint step {step} ")
+            assert any(earlier.startswith(f"checkpoint step {step} ") for earlier in lines[:i]), lines
         # A saver that knows nothing of the thread reads the step.
         tip = saver.get_tuple(config)
         assert tip is not None

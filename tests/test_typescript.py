@@ -122,8 +122,14 @@ def _step(path: Path, thread_id: str, step: int) -> dict[str, Any]:
     """What ``mnemo diff`` says checkpoint ``step`` of a thread changed since the one before, ids masked."""
     branch = f"threads/{thread_id}"
     with Repo.open(path) as repo:
-        marks = {c.message.split("\n")[0]: c.id for c in repo.log(at=branch)}
+        firsts = [(c.message.split("\n")[0], c.id) for c in repo.log(at=branch)]  # newest first
+    marks = dict(firsts)
     old, new = marks[f"checkpoint step {step - 1} (loop)"], marks[f"checkpoint step {step} (loop)"]
+    # The writes of the step between: a graph saves them from a worker thread (a promise in
+    # TypeScript), so on a busy machine they can be committed after the next checkpoint.
+    late = [i for i, (first, _) in enumerate(firsts) if f" after step {step - 1}: " in first]
+    if late and min(late) < [commit for _, commit in firsts].index(new):
+        new = firsts[min(late)][1]
     done = subprocess.run(
         [sys.executable, "-m", "mnemo_cli", "--repo", str(path), "--json", "diff", old, new],
         capture_output=True,
