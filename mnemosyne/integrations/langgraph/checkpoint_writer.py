@@ -413,22 +413,18 @@ class CheckpointWriter:
                 replaced = replaced_checkpoint(known, checkpoint_id)
                 if known is not None and known.checkpoint_id != checkpoint_id and replaced is None:
                     known = None  # what is known does not say which of these writes are stored
-                if known is not None:
-                    at = known.at if known.at is not None and known.at.id == known.tip else known.tip
-                    if replaced is not None and replaced.writes is None:
-                        # Writes that reached the saver after the next checkpoint's put: their
-                        # checkpoint's are read once, as its child's would be.
-                        read = list(self.repo.nodes(at=at, prefix=replaced.node_id + WRITES))
-                        replaced = msgspec.structs.replace(
-                            replaced, writes={node.id: node.content for node in read}
-                        )
-                    elif replaced is None and known.writes is None:
-                        # The checkpoint's writes, read once at the tip they are known at: from then
-                        # on neither its next writes nor the next put (its child) read anything.
-                        read = list(self.repo.nodes(at=at, prefix=known.node_id + WRITES))
-                        known = known_writes(known, read)
-                found: Node | bool = False
+                # The checkpoint's writes, read once at the tip they are known at: from then on
+                # neither its next writes nor the next put (its child) read anything. Writes that
+                # reached the saver after the next checkpoint's put go with one it replaced.
                 written = replaced if replaced is not None else known
+                if known is not None and written is not None and written.writes is None:
+                    at = known.at if known.at is not None and known.at.id == known.tip else known.tip
+                    read = list(self.repo.nodes(at=at, prefix=written.node_id + WRITES))
+                    if replaced is not None:
+                        replaced = written = known_writes(replaced, read)
+                    else:
+                        known = written = known_writes(known, read)
+                found: Node | bool = False
                 if known is not None and written is not None and written.writes is not None:
                     tip: str | None = known.tip
                     node_id = written.node_id

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -115,16 +115,22 @@ def complete(channels: Mapping[str, Located]) -> bool:
     return all(found.value is not None for found in channels.values())
 
 
-def known_writes(known: Latest, writes: Sequence[Node]) -> Latest:
-    """``known`` with its pending writes read."""
+_Checkpoint = TypeVar("_Checkpoint", Latest, Replaced)
+
+
+def known_writes(known: _Checkpoint, writes: Sequence[Node]) -> _Checkpoint:
+    """``known`` (the latest checkpoint, or one it replaced) with its pending writes read."""
     return msgspec.structs.replace(known, writes={node.id: node.content for node in writes})
+
+
+def _with_puts(writes: dict[str, dict[str, Any]] | None, puts: Sequence[Node]) -> dict[str, dict[str, Any]]:
+    """``writes`` and the write nodes ``puts``, by node id."""
+    return {**(writes or {}), **{node.id: node.content for node in puts}}
 
 
 def more_writes(known: Latest, made: Commit, puts: Sequence[Node]) -> Latest:
     """``known`` at the commit ``made``, which stored ``puts`` among its writes."""
-    writes = dict(known.writes or {})
-    writes.update((node.id, node.content) for node in puts)
-    return msgspec.structs.replace(known, tip=made.id, writes=writes, at=made)
+    return msgspec.structs.replace(known, tip=made.id, writes=_with_puts(known.writes, puts), at=made)
 
 
 def replaced_by(known: Latest) -> tuple[Replaced, ...]:
@@ -142,9 +148,7 @@ def replaced_checkpoint(known: Latest | None, checkpoint_id: str) -> Replaced | 
 
 def more_replaced_writes(known: Latest, replaced: Replaced, made: Commit, puts: Sequence[Node]) -> Latest:
     """``known`` at the commit ``made``, which stored ``puts`` among the writes of ``replaced``."""
-    writes = dict(replaced.writes or {})
-    writes.update((node.id, node.content) for node in puts)
-    kept = msgspec.structs.replace(replaced, writes=writes)
+    kept = msgspec.structs.replace(replaced, writes=_with_puts(replaced.writes, puts))
     chain = tuple(kept if r.checkpoint_id == kept.checkpoint_id else r for r in known.replaced)
     return msgspec.structs.replace(known, tip=made.id, at=made, replaced=chain)
 
